@@ -1,0 +1,34 @@
+# The two commands a user needs: `make demo` and `make test`. Both build .venv first.
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test unit integration bench venv clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@ci/check_prereqs.sh $(PYTHON)
+	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --upgrade pip
+	$(VPY) -m pip install --quiet -e ".[test]"
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/raykafka demo
+
+test: $(STAMP)
+	$(VPY) -m pytest tests
+
+unit: $(STAMP)
+	$(VPY) -m pytest tests/unit tests/scenarios
+
+integration: $(STAMP)
+	$(VPY) -m pytest tests/integration
+
+bench: $(STAMP)
+	$(VPY) benchmarks/fetch_throughput.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

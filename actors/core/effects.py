@@ -1,0 +1,46 @@
+"""What a core asks its shell to do.
+
+A core never performs I/O beyond its injected storage, never reads a clock and never calls Ray.
+Each handler returns a list of effects; the shell applies them in order with no ``await`` in
+between, so the core's view and the world's stay in step.
+
+- ``Respond``: answer the request the shell registered under ``request_id`` (immediately or, for a
+  request parked in a purgatory, later).
+- ``Send``: deliver ``message`` to another actor (``destination`` names it by role and id); the
+  reply, if any, comes back to the core as a new input.
+- ``ArmTimer``: call the core's ``tick`` no later than ``deadline_ms``; the shell also ticks on a
+  short period, so a lost timer only delays, never stalls.
+- ``LogEvent``: a line worth a human's attention (leadership change, truncation, ...).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+effect = dataclass(frozen=True, slots=True, kw_only=True)
+
+
+@effect
+class Respond:
+    request_id: int
+    response: Any
+
+
+@effect
+class Send:
+    destination: str
+    message: Any
+
+
+@effect
+class ArmTimer:
+    deadline_ms: int
+
+
+@effect
+class LogEvent:
+    level: str  # "debug", "info", "warning"
+    message: str
+
+
+Effect = Union[Respond, Send, ArmTimer, LogEvent]

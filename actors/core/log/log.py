@@ -1,0 +1,495 @@
+"""A partition replica's log: segments of v2 batches, recovery, truncation and leader epochs.
+
+Theory of operation. ``Log`` owns one partition directory (``<topic>-<partition>/``): segments
+``<base_offset:020d>.log`` / ``.index`` that together hold the contiguous offsets
+[log_start_offset, log_end_offset), and the ``leader-epoch-checkpoint`` (through its
+``LeaderEpochCache``). It holds no lock and starts no thread; its owner (Partition/ReplicaManager)
+calls it from one thread, and every effect is a call on the injected ``Storage``.
+
+Inputs and outputs:
+- ``append_as_leader`` / ``append_as_follower``: validate ALL of a record set first (a refused
+  append changes nothing), then write it to the active segment, rolling a new segment first
+  when the active one would pass ``segment.bytes``; returns ``LogAppendInfo``.
+- ``read``: whole batches from one segment, for consumer (``max_offset`` = HW) and follower
+  fetches; returns ``FetchDataInfo``.
+- ``truncate_to``, ``truncate_fully_and_start_at``, ``maybe_increment_log_start_offset``: move
+  the ends of the log; the leader-epoch cache follows.
+- ``flush``: fsync and advance ``recovery_point``, which the owner checkpoints
+  (``recovery-point-offset-checkpoint``) together with ``log_start_offset``
+  (``log-start-offset-checkpoint``) and passes back to ``Log.open`` after a restart.
+
+Crash safety. Everything ``Log.open`` needs is on disk: segments are found by file name, the
+log start offset is the first segment's base offset unless the owner passes a larger one, and
+segments at or after the recovery point are rescanned with CRCs and cut at the first torn or
+corrupt batch (Kafka's recovery; later segments are deleted). Multi-file changes delete
+segments from the highest offset down, so a crash part-way leaves a shorter but valid log,
+which replication repairs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.log.checkpoints import LEADER_EPOCH_CHECKPOINT
+from actors.core.log.leader_epoch_cache import LeaderEpochCache
+from actors.core.log.record_batch import BatchHeader, as_byte_view, parse_batches, stamp_batch
+from actors.core.log.segment import (
+    INDEX_FILE_SUFFIX, INT32_MAX, LOG_FILE_SUFFIX, FetchDataInfo, LogSegment, parse_segment_file_name)
+from actors.core.log.storage import Storage
+
+__all__ = ["FetchDataInfo", "Log", "LogAppendInfo", "LogConfig"]
+
+# Kafka's `segment.bytes` lower bound (LegacyRecord.RECORD_OVERHEAD_V0).
+SEGMENT_BYTES_MIN = 14
+
+
+def _invalid_config(message: str) -> KafkaProtocolError:
+    return KafkaProtocolError(ErrorCode.INVALID_CONFIG, message)
+
+
+# Kafka's topic configuration keys -> LogConfig fields.
+_PROPERTY_NAMES = {
+    "segment.bytes": "segment_bytes",
+    "index.interval.bytes": "index_interval_bytes",
+    "max.message.bytes": "max_message_bytes",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """The topic-level settings the log obeys, with Kafka's defaults."""
+
+    segment_bytes: int = 1073741824  # segment.bytes
+    index_interval_bytes: int = 4096  # index.interval.bytes
+    max_message_bytes: int = 1048588  # max.message.bytes: the largest batch accepted
+
+    def __post_init__(self) -> None:
+        if not SEGMENT_BYTES_MIN <= self.segment_bytes <= INT32_MAX:
+            raise _invalid_config(f"segment.bytes must be in [{SEGMENT_BYTES_MIN}, {INT32_MAX}], "
+                                  f"got {self.segment_bytes}")
+        if not 0 <= self.index_interval_bytes <= INT32_MAX:
+            raise _invalid_config(f"index.interval.bytes must be in [0, {INT32_MAX}], "
+                                  f"got {self.index_interval_bytes}")
+        if not 0 <= self.max_message_bytes <= INT32_MAX:
+            raise _invalid_config(f"max.message.bytes must be in [0, {INT32_MAX}], "
+                                  f"got {self.max_message_bytes}")
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str]) -> LogConfig:
+        """Reads Kafka's keys (string values); other keys are left to their owners."""
+        values = {}
+        for key, field_name in _PROPERTY_NAMES.items():
+            if key not in properties:
+                continue
+            raw = properties[key]
+            try:
+                if isinstance(raw, bool) or not isinstance(raw, (str, int)):
+                    raise ValueError(raw)
+                values[field_name] = int(raw)
+            except ValueError:
+                raise _invalid_config(f"{key} must be an integer, got {raw!r}") from None
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    """What an append wrote: offsets [first_offset, last_offset] in ``batch_count`` batches."""
+
+    first_offset: int
+    last_offset: int
+    batch_count: int
+    record_count: int
+    max_timestamp: int
+    size_in_bytes: int
+
+
+def _append_info(headers: tuple[BatchHeader, ...], size_in_bytes: int) -> LogAppendInfo:
+    return LogAppendInfo(
+        first_offset=headers[0].base_offset, last_offset=headers[-1].last_offset,
+        batch_count=len(headers), record_count=sum(header.records_count for header in headers),
+        max_timestamp=max(header.max_timestamp for header in headers), size_in_bytes=size_in_bytes)
+
+
+class Log:
+    """One partition replica's log; build it with ``Log.open``."""
+
+    def __init__(self, storage: Storage, directory: str, config: LogConfig,
+                 segments: list[LogSegment], *, log_start_offset: int, recovery_point: int) -> None:
+        self._storage = storage
+        self._directory = directory
+        self._config = config
+        # Ordered by base offset and contiguous: segments[i].next_offset == segments[i+1].base_offset.
+        # Never empty; the last one is the active segment.
+        self._segments = segments
+        # segments[0].base_offset <= log_start_offset <= log_end_offset.
+        self._log_start_offset = log_start_offset
+        # Everything below it has been fsynced; recovery_point <= log_end_offset.
+        self._recovery_point = recovery_point
+        self._leader_epoch_cache = LeaderEpochCache(storage, f"{directory}/{LEADER_EPOCH_CHECKPOINT}")
+        self._closed = False
+        # Kafka's order on open: drop epochs for data that did not survive, then before the start.
+        self._leader_epoch_cache.truncate_from_end(self.log_end_offset)
+        self._leader_epoch_cache.truncate_from_start(self._log_start_offset)
+        self._check_segment_chain()
+        self._check_invariants()
+
+    # -- opening and recovery --------------------------------------------------------------
+
+    @classmethod
+    def open(cls, storage: Storage, directory: str, config: LogConfig, *,
+             recovery_point: int = 0, log_start_offset: int = 0) -> Log:
+        """Opens (creating if needed) the log in ``directory`` and recovers it.
+
+        ``recovery_point`` and ``log_start_offset`` come from the owner's checkpoint files; the
+        defaults rescan every segment and take the first segment's base offset as the start.
+        """
+        assert recovery_point >= 0 and log_start_offset >= 0, (recovery_point, log_start_offset)
+        storage.make_dir(directory)
+        segments = cls._load_segments(storage, directory, config, recovery_point)
+        if segments and segments[-1].next_offset < log_start_offset:
+            # Kafka: the files lost data the checkpoint says existed; restart at the log start.
+            for segment in reversed(segments):
+                segment.delete()
+            segments = []
+        if not segments:
+            segments = [LogSegment.create(storage, directory, log_start_offset,
+                                          index_interval_bytes=config.index_interval_bytes)]
+        log_end_offset = segments[-1].next_offset
+        start = max(log_start_offset, segments[0].base_offset)
+        recovery_point = max(segments[0].base_offset, min(recovery_point, log_end_offset))
+        return cls(storage, directory, config, segments,
+                   log_start_offset=start, recovery_point=recovery_point)
+
+    @staticmethod
+    def _segment_base_offsets(storage: Storage, directory: str) -> list[int]:
+        """Base offsets of the .log files, ascending; index files with no .log are deleted."""
+        log_bases, index_bases = set(), set()
+        for name in storage.list_dir(directory):
+            parsed = parse_segment_file_name(name)
+            if parsed is not None:
+                (log_bases if parsed[1] == LOG_FILE_SUFFIX else index_bases).add(parsed[0])
+        for orphan in sorted(index_bases - log_bases):
+            storage.delete(f"{directory}/{orphan:020d}{INDEX_FILE_SUFFIX}")
+        return sorted(log_bases)
+
+    @classmethod
+    def _load_segments(cls, storage: Storage, directory: str, config: LogConfig,
+                       recovery_point: int) -> list[LogSegment]:
+        """Loads segments wholly below the recovery point as they are; recovers the rest.
+
+        Recovery stops at the first segment that lost bytes or does not continue its predecessor:
+        every later segment is deleted, as Kafka's ``recoverLog`` does.
+        """
+        bases = cls._segment_base_offsets(storage, directory)
+        segments: list[LogSegment] = []
+        for index, base_offset in enumerate(bases):
+            following = bases[index + 1] if index + 1 < len(bases) else None
+            if following is not None and following <= recovery_point:
+                segments.append(LogSegment.load_trusted(
+                    storage, directory, base_offset,
+                    index_interval_bytes=config.index_interval_bytes, next_offset=following))
+                continue
+            if segments and segments[-1].next_offset != base_offset:
+                cls._delete_segment_files(storage, directory, bases[index:])
+                break
+            segment, dropped_bytes = LogSegment.recover_from_files(
+                storage, directory, base_offset, index_interval_bytes=config.index_interval_bytes)
+            segments.append(segment)
+            if dropped_bytes:
+                cls._delete_segment_files(storage, directory, bases[index + 1:])
+                break
+        return segments
+
+    @staticmethod
+    def _delete_segment_files(storage: Storage, directory: str, base_offsets: list[int]) -> None:
+        for base_offset in sorted(base_offsets, reverse=True):
+            for suffix in (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX):
+                storage.delete(f"{directory}/{base_offset:020d}{suffix}")
+
+    # -- properties ------------------------------------------------------------------------
+
+    @property
+    def directory(self) -> str:
+        return self._directory
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    def reconfigure(self, config: LogConfig) -> None:
+        """Apply a topic's configuration to a log opened with the broker's defaults (after a restart)."""
+        self._config = config
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def leader_epoch_cache(self) -> LeaderEpochCache:
+        return self._leader_epoch_cache
+
+    @property
+    def latest_epoch(self) -> int:
+        return self._leader_epoch_cache.latest_epoch
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(segment.size_bytes for segment in self._segments)
+
+    @property
+    def number_of_segments(self) -> int:
+        return len(self._segments)
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return tuple(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    def __repr__(self) -> str:
+        return (f"Log({self._directory!r}, log_start_offset={self._log_start_offset}, "
+                f"log_end_offset={self.log_end_offset}, segments={len(self._segments)})")
+
+    # -- appends ---------------------------------------------------------------------------
+
+    def _validate(self, view: memoryview, *, from_client: bool) -> tuple[BatchHeader, ...]:
+        """Every check an append makes before it writes anything; raises KafkaProtocolError."""
+        headers = parse_batches(view)  # CORRUPT_MESSAGE: empty, torn, malformed, bad CRC
+        if len(view) > self._config.segment_bytes:
+            raise KafkaProtocolError(ErrorCode.RECORD_LIST_TOO_LARGE,
+                                     f"{len(view)} bytes exceed segment.bytes {self._config.segment_bytes}")
+        for header in headers:
+            if header.size_in_bytes > self._config.max_message_bytes:
+                raise KafkaProtocolError(
+                    ErrorCode.MESSAGE_TOO_LARGE, f"batch of {header.size_in_bytes} bytes exceeds "
+                    f"max.message.bytes {self._config.max_message_bytes}")
+            # Kafka's LogValidator checks this for client batches only (compaction may leave
+            # replicated batches with fewer records than their offset range).
+            if from_client and (header.records_count == 0
+                                or header.last_offset_delta != header.records_count - 1):
+                raise KafkaProtocolError(
+                    ErrorCode.INVALID_RECORD, f"batch at position {header.position} has "
+                    f"{header.records_count} records but last_offset_delta {header.last_offset_delta}")
+        return headers
+
+    def append_as_leader(self, records, leader_epoch: int) -> LogAppendInfo:
+        """Appends a producer's batches, stamping offsets from the LEO and ``leader_epoch``."""
+        self._check_open()
+        if leader_epoch < 0:
+            raise ValueError(f"leader epoch {leader_epoch} is not a valid epoch")
+        view = as_byte_view(records)
+        headers = self._validate(view, from_client=True)
+        buffer = bytearray(view)
+        stamped, next_offset = [], self.log_end_offset
+        for header in headers:
+            stamped.append(stamp_batch(buffer, header, base_offset=next_offset,
+                                       partition_leader_epoch=leader_epoch))
+            next_offset = stamped[-1].next_offset
+        return self._append(buffer, tuple(stamped))
+
+    def append_as_follower(self, records) -> LogAppendInfo:
+        """Appends a leader's batches as they are; they must continue this log exactly."""
+        self._check_open()
+        view = as_byte_view(records)
+        headers = self._validate(view, from_client=False)
+        expected_offset = self.log_end_offset
+        for header in headers:
+            if header.base_offset != expected_offset:
+                # Kafka's UnexpectedAppendOffsetException (first batch) / OffsetsOutOfOrderException.
+                raise KafkaProtocolError(
+                    ErrorCode.UNKNOWN_SERVER_ERROR,
+                    f"unexpected append offset: batch at position {header.position} starts at "
+                    f"{header.base_offset}, expected {expected_offset} (log end offset "
+                    f"{self.log_end_offset})")
+            expected_offset = header.next_offset
+        return self._append(view, headers)
+
+    def _append(self, data, headers: tuple[BatchHeader, ...]) -> LogAppendInfo:
+        self._maybe_roll(len(data), headers[-1].last_offset)
+        # As Kafka does, the epoch cache learns of each batch's epoch before the data is written;
+        # a crash in between is undone on open (truncate_from_end at the recovered LEO).
+        for header in headers:
+            if header.partition_leader_epoch >= 0:
+                self._leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+        self._segments[-1].append(data, headers)
+        self._check_invariants()
+        return _append_info(headers, len(data))
+
+    def _maybe_roll(self, append_size_bytes: int, last_offset: int) -> None:
+        active = self._segments[-1]
+        if active.is_empty:
+            return
+        fits = active.size_bytes + append_size_bytes <= self._config.segment_bytes
+        if fits and last_offset - active.base_offset <= INT32_MAX:
+            return
+        self._roll()
+
+    def _roll(self) -> None:
+        """Starts a new active segment at the LEO; the old one is fsynced first (Kafka flushes it
+        right after a roll), so only the active segment can have an unflushed tail."""
+        self.flush()
+        self._segments.append(LogSegment.create(
+            self._storage, self._directory, self.log_end_offset,
+            index_interval_bytes=self._config.index_interval_bytes))
+        self._check_segment_chain()
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def read(self, start_offset: int, max_bytes: int, *, max_offset: int | None = None,
+             min_one_batch: bool = True) -> FetchDataInfo:
+        """Whole batches from the one holding ``start_offset``, from a single segment.
+
+        ``max_offset`` is exclusive (the high watermark for consumers): a batch whose last offset
+        reaches it is not returned. Raises OFFSET_OUT_OF_RANGE when ``start_offset`` is outside
+        [log_start_offset, log_end_offset].
+        """
+        self._check_open()
+        log_end_offset = self.log_end_offset
+        if start_offset > log_end_offset or start_offset < self._log_start_offset:
+            raise KafkaProtocolError(
+                ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {start_offset} is outside "
+                f"[{self._log_start_offset}, {log_end_offset}] of {self._directory}")
+        empty = FetchDataInfo(fetch_offset=start_offset, records=b"")
+        if start_offset == log_end_offset or (max_offset is not None and start_offset >= max_offset):
+            return empty
+        # Kafka's loop: if the segment holding the offset has nothing at or after it, try the next.
+        for segment in self._segments[self._segment_index_for(start_offset):]:
+            info = segment.read(start_offset, max_bytes, max_offset=max_offset,
+                                min_one_batch=min_one_batch)
+            if info is not None:
+                return info
+        return empty
+
+    def _segment_index_for(self, offset: int) -> int:
+        """Index of the last segment whose base offset is <= ``offset`` (binary search)."""
+        low, high = 0, len(self._segments) - 1
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self._segments[middle].base_offset <= offset:
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetsForLeaderEpoch (KIP-279), with this log's LEO."""
+        return self._leader_epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
+
+    # -- moving the ends -------------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Drops every offset >= ``offset``; returns whether anything was dropped.
+
+        As in Kafka, an offset inside a batch drops that whole batch (the LEO ends below
+        ``offset``); an offset below the first segment empties the log and restarts it there.
+        """
+        self._check_open()
+        assert offset >= 0, offset
+        if offset >= self.log_end_offset:
+            return False
+        if offset < self._segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        while self._segments[-1].base_offset > offset:
+            self._segments.pop().delete()
+        self._segments[-1].truncate_to(offset)
+        log_end_offset = self.log_end_offset
+        self._leader_epoch_cache.truncate_from_end(log_end_offset)
+        self._recovery_point = min(self._recovery_point, log_end_offset)
+        self._log_start_offset = min(self._log_start_offset, log_end_offset)
+        self._check_segment_chain()
+        self._check_invariants()
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Deletes everything and restarts the log, empty, at ``offset`` (which survives reopen:
+        the new segment's base offset records it)."""
+        self._check_open()
+        assert offset >= 0, offset
+        while self._segments:
+            self._segments.pop().delete()
+        segment = LogSegment.create(self._storage, self._directory, offset,
+                                    index_interval_bytes=self._config.index_interval_bytes)
+        segment.flush()
+        self._segments = [segment]
+        self._leader_epoch_cache.clear()
+        self._log_start_offset = offset
+        self._recovery_point = offset
+        self._check_invariants()
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """Moves the log start up to ``offset`` (DeleteRecords); deletes segments wholly below it.
+
+        Raises OFFSET_OUT_OF_RANGE beyond the LEO; returns whether the start moved.
+        """
+        self._check_open()
+        if offset <= self._log_start_offset:
+            return False
+        if offset > self.log_end_offset:
+            raise KafkaProtocolError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                                     f"cannot move the log start to {offset}, past the log end "
+                                     f"offset {self.log_end_offset}")
+        self._log_start_offset = offset
+        self._leader_epoch_cache.truncate_from_start(offset)
+        if self._segments[-1].next_offset <= offset and not self._segments[-1].is_empty:
+            self._roll()  # keep an (empty) active segment when every batch goes
+        while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
+            self._segments.pop(0).delete()
+        self._check_segment_chain()
+        self._check_invariants()
+        return True
+
+    # -- durability and lifecycle ----------------------------------------------------------
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """Fsyncs the segments holding [recovery_point, up_to_offset) and advances the recovery
+        point there (default: the LEO)."""
+        self._check_open()
+        target = self.log_end_offset if up_to_offset is None else min(up_to_offset, self.log_end_offset)
+        if target <= self._recovery_point:
+            return
+        for segment in self._segments:
+            if segment.next_offset > self._recovery_point and segment.base_offset < target:
+                segment.flush()
+        self._recovery_point = target
+        self._check_invariants()
+
+    def close(self) -> None:
+        """Flushes everything; the log must not be used afterwards."""
+        if not self._closed:
+            self.flush()
+            self._closed = True
+
+    def delete(self) -> None:
+        """Deletes the whole partition directory; the log must not be used afterwards."""
+        self._closed = True
+        self._storage.delete(self._directory)
+
+    # -- invariants ------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        assert not self._closed, f"{self._directory} is closed"
+
+    def _check_invariants(self) -> None:
+        log_end_offset = self.log_end_offset
+        assert self._segments[0].base_offset <= self._log_start_offset <= log_end_offset, self
+        assert 0 <= self._recovery_point <= log_end_offset, (self._recovery_point, self)
+        # <=, not <: moving the log start to the LEO moves the last epoch's start there too.
+        latest = self._leader_epoch_cache.latest_entry
+        assert latest is None or latest.start_offset <= log_end_offset, (latest, self)
+
+    def _check_segment_chain(self) -> None:
+        assert self._segments, self._directory
+        for previous, segment in zip(self._segments, self._segments[1:]):
+            assert previous.next_offset == segment.base_offset, (previous.base_offset, segment.base_offset)

@@ -1,0 +1,428 @@
+"""One log segment: a ``.log`` file of whole v2 batches and its sparse ``.index``, as in Kafka.
+
+Theory of operation. A segment owns the offsets [base_offset, next_offset) of a partition's log,
+stored in ``<dir>/<base_offset:020d>.log``. Only the last segment of a log (the active one) is
+appended to. The offset index ``<base_offset:020d>.index`` holds 8-byte entries
+(relative_offset i32, position i32): after more than ``index_interval_bytes`` have been appended
+since the last entry, the next batch gets an entry keyed by its LAST offset with its START
+position (Kafka's ``LogSegment``). To find an offset, take the greatest entry <= it and scan
+batch headers from that position.
+
+The index is a helper, never the truth: it lives in memory (loaded lazily for old segments),
+is mirrored to its file as entries are added, and is rebuilt from the ``.log`` whenever the
+segment is recovered or the file fails its sanity check.
+
+Inputs: ``append`` (validated, stamped batches), ``read``, ``truncate_to``, ``recover``,
+``flush``, ``delete``. Outputs: ``FetchDataInfo`` and byte counts; all I/O through ``Storage``.
+"""
+from __future__ import annotations
+
+import bisect
+import struct
+from array import array
+from dataclasses import dataclass
+
+from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.log.record_batch import (
+    HEADER_SIZE_BYTES, BatchHeader, read_header, scan_valid_prefix)
+from actors.core.log.storage import Storage
+
+LOG_FILE_SUFFIX = ".log"
+INDEX_FILE_SUFFIX = ".index"
+INT32_MAX = 2**31 - 1
+_INDEX_ENTRY = struct.Struct(">ii")
+# Recovery reads the segment in chunks of this size (bigger only for a bigger batch).
+RECOVERY_CHUNK_BYTES = 8 * 1024 * 1024
+# The smallest read when scanning headers for an offset (truncation), whatever the index interval.
+FIND_READ_BYTES_MIN = 64 * 1024
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+def parse_segment_file_name(name: str) -> tuple[int, str] | None:
+    """(base_offset, suffix) for a segment's .log or .index file name, else None."""
+    for suffix in (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX):
+        stem = name[:-len(suffix)]
+        if name.endswith(suffix) and len(stem) == 20 and stem.isdigit():
+            return int(stem), suffix
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchDataInfo:
+    """What a read returns: whole batches, the first one holding ``fetch_offset``.
+
+    ``records`` may start before ``fetch_offset`` (a mid-batch read); ``first_offset`` and
+    ``last_offset`` are the first batch's base offset and the last batch's last offset, both -1
+    when ``records`` is empty.
+    """
+
+    fetch_offset: int
+    records: bytes
+    first_offset: int = -1
+    last_offset: int = -1
+    batch_count: int = 0
+
+    @property
+    def size_in_bytes(self) -> int:
+        return len(self.records)
+
+
+class _Window:
+    """A cache of one stretch of a file, so that a read parses headers with few storage reads."""
+
+    def __init__(self, storage: Storage, path: str, end_position: int, read_size_bytes: int):
+        self._storage = storage
+        self._path = path
+        self._end_position = end_position
+        self._read_size_bytes = max(read_size_bytes, HEADER_SIZE_BYTES)
+        self._start = 0
+        self._data = b""
+        # When set, bytes from here on are kept when the window moves forward (see pin()).
+        self._pinned_position: int | None = None
+
+    def pin(self, position: int) -> None:
+        """Keeps the bytes from ``position`` on in memory: the caller will want them back."""
+        self._pinned_position = position
+
+    def _ensure(self, position: int, size: int) -> None:
+        window_end = self._start + len(self._data)
+        if self._start <= position and position + size <= window_end:
+            return
+        pinned = self._pinned_position
+        if pinned is not None and self._start <= pinned <= position <= window_end:
+            # Extend the window forward, keeping the pinned bytes: one more read, no re-read.
+            read_size = min(max(position + size - window_end, self._read_size_bytes),
+                            self._end_position - window_end)
+            more = self._storage.read(self._path, window_end, read_size)
+            self._data = self._data[pinned - self._start:] + more
+            self._start = pinned
+        else:
+            read_size = min(max(size, self._read_size_bytes), self._end_position - position)
+            self._data = self._storage.read(self._path, position, read_size)
+            self._start = position
+        if self._start + len(self._data) < position + size:
+            raise KafkaProtocolError(ErrorCode.KAFKA_STORAGE_ERROR,
+                                     f"{self._path} is shorter than expected at {position}")
+
+    def header_at(self, position: int) -> BatchHeader | None:
+        """The batch header at ``position``, or None where no whole batch fits before the end."""
+        if position + HEADER_SIZE_BYTES > self._end_position:
+            return None
+        self._ensure(position, HEADER_SIZE_BYTES)
+        header = read_header(self._data, position - self._start)._replace(position=position)
+        if header.end_position > self._end_position:
+            return None
+        return header
+
+    def bytes_at(self, position: int, size: int) -> bytes:
+        self._ensure(position, size)
+        start = position - self._start
+        if start == 0 and size == len(self._data):
+            return self._data
+        return self._data[start:start + size]
+
+
+class LogSegment:
+    """A segment; see the module docstring. ``next_offset`` == ``base_offset`` when empty."""
+
+    def __init__(self, storage: Storage, directory: str, base_offset: int, *,
+                 index_interval_bytes: int, size_bytes: int, next_offset: int) -> None:
+        assert base_offset >= 0 and next_offset >= base_offset and size_bytes >= 0
+        self.storage = storage
+        self.base_offset = base_offset
+        self.log_path = f"{directory}/{segment_file_name(base_offset, LOG_FILE_SUFFIX)}"
+        self.index_path = f"{directory}/{segment_file_name(base_offset, INDEX_FILE_SUFFIX)}"
+        self._index_interval_bytes = index_interval_bytes
+        self._size_bytes = size_bytes
+        self._next_offset = next_offset
+        # Index entries, both strictly increasing; None until loaded (old segments load lazily).
+        self._index_relative_offsets: array | None = None
+        self._index_positions: array | None = None
+        # Bytes appended since the position of the last index entry (the whole size if none).
+        self._bytes_since_last_index_entry = 0
+
+    # -- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, storage: Storage, directory: str, base_offset: int, *,
+               index_interval_bytes: int) -> LogSegment:
+        """A new, empty segment; files left over under the same name are emptied."""
+        segment = cls(storage, directory, base_offset, index_interval_bytes=index_interval_bytes,
+                      size_bytes=0, next_offset=base_offset)
+        for path in (segment.log_path, segment.index_path):
+            if storage.exists(path):
+                storage.truncate(path, 0)
+            else:
+                storage.append(path, b"")
+        segment._index_relative_offsets, segment._index_positions = array("i"), array("i")
+        return segment
+
+    @classmethod
+    def load_trusted(cls, storage: Storage, directory: str, base_offset: int, *,
+                     index_interval_bytes: int, next_offset: int) -> LogSegment:
+        """An existing segment below the recovery point (flushed, so not rescanned)."""
+        segment = cls(storage, directory, base_offset, index_interval_bytes=index_interval_bytes,
+                      size_bytes=0, next_offset=next_offset)
+        segment._size_bytes = storage.file_size(segment.log_path)
+        return segment
+
+    @classmethod
+    def recover_from_files(cls, storage: Storage, directory: str, base_offset: int, *,
+                           index_interval_bytes: int) -> tuple[LogSegment, int]:
+        """An existing segment, rescanned with CRCs: (segment, bytes dropped from its tail)."""
+        segment = cls(storage, directory, base_offset, index_interval_bytes=index_interval_bytes,
+                      size_bytes=0, next_offset=base_offset)
+        return segment, segment._recover()
+
+    # -- properties ------------------------------------------------------------------------
+
+    @property
+    def size_bytes(self) -> int:
+        return self._size_bytes
+
+    @property
+    def next_offset(self) -> int:
+        """One past the last offset in this segment."""
+        return self._next_offset
+
+    @property
+    def is_empty(self) -> bool:
+        return self._size_bytes == 0
+
+    @property
+    def index_entries(self) -> tuple[tuple[int, int], ...]:
+        """(absolute last offset, position) pairs; for tests and tools."""
+        self._ensure_index()
+        return tuple((self.base_offset + relative, position)
+                     for relative, position in zip(self._index_relative_offsets, self._index_positions))
+
+    # -- the index -------------------------------------------------------------------------
+
+    def _reset_index(self) -> None:
+        self._index_relative_offsets, self._index_positions = array("i"), array("i")
+        self._bytes_since_last_index_entry = 0
+
+    def _index_batch(self, header: BatchHeader, position: int, new_entries: bytearray) -> None:
+        """Kafka's rule: index this batch if more than index_interval_bytes came since the last entry."""
+        if self._bytes_since_last_index_entry > self._index_interval_bytes:
+            relative_offset = header.last_offset - self.base_offset
+            assert 0 <= relative_offset <= INT32_MAX and position <= INT32_MAX
+            assert not self._index_positions or position > self._index_positions[-1]
+            self._index_relative_offsets.append(relative_offset)
+            self._index_positions.append(position)
+            new_entries += _INDEX_ENTRY.pack(relative_offset, position)
+            self._bytes_since_last_index_entry = 0
+        self._bytes_since_last_index_entry += header.size_in_bytes
+
+    def _ensure_index(self) -> None:
+        if self._index_positions is not None:
+            return
+        data = self.storage.read_file(self.index_path) if self.storage.exists(self.index_path) else b""
+        entries = [_INDEX_ENTRY.unpack_from(data, at) for at in range(0, len(data) - len(data) % 8, 8)]
+        sane = len(data) % 8 == 0 and all(
+            0 <= relative < self._next_offset - self.base_offset and 0 <= position < self._size_bytes
+            for relative, position in entries) and all(
+            a[0] < b[0] and a[1] < b[1] for a, b in zip(entries, entries[1:]))
+        if not sane:
+            self._rebuild_index()
+            return
+        self._index_relative_offsets = array("i", (relative for relative, _ in entries))
+        self._index_positions = array("i", (position for _, position in entries))
+        last_position = entries[-1][1] if entries else 0
+        self._bytes_since_last_index_entry = self._size_bytes - last_position
+
+    def _rebuild_index(self) -> None:
+        """Re-derives the index from batch headers (no CRC) and rewrites the index file."""
+        self._reset_index()
+        new_entries = bytearray()
+        window = _Window(self.storage, self.log_path, self._size_bytes, RECOVERY_CHUNK_BYTES)
+        position = 0
+        while position < self._size_bytes:
+            header = window.header_at(position)
+            if header is None:
+                raise KafkaProtocolError(ErrorCode.KAFKA_STORAGE_ERROR,
+                                         f"{self.log_path} has a torn batch at {position}")
+            self._index_batch(header, position, new_entries)
+            position = header.end_position
+        self._write_index_file(new_entries)
+
+    def _write_index_file(self, entries: bytes) -> None:
+        if self.storage.exists(self.index_path):
+            self.storage.truncate(self.index_path, 0)
+        self.storage.append(self.index_path, entries)
+
+    def _lookup_position(self, offset: int) -> int:
+        """Start position of the scan for ``offset``: the greatest index entry <= it, else 0."""
+        return self._lookup_range(offset)[0]
+
+    def _lookup_range(self, offset: int) -> tuple[int, int]:
+        """(scan start, bound): the batch holding ``offset`` starts in [scan start, bound].
+
+        The bound is the next index entry's position (its batch's last offset is > ``offset``),
+        or the segment's end.
+        """
+        self._ensure_index()
+        slot = bisect.bisect_right(self._index_relative_offsets, offset - self.base_offset)
+        start = self._index_positions[slot - 1] if slot > 0 else 0
+        bound = self._index_positions[slot] if slot < len(self._index_positions) else self._size_bytes
+        return start, bound
+
+    # -- operations ------------------------------------------------------------------------
+
+    def append(self, data, headers: tuple[BatchHeader, ...]) -> None:
+        """Appends validated batches; ``headers`` positions are relative to the start of ``data``."""
+        assert headers and headers[0].base_offset == self._next_offset, (headers[0], self._next_offset)
+        assert headers[-1].last_offset - self.base_offset <= INT32_MAX
+        self._ensure_index()
+        new_entries = bytearray()
+        for header in headers:
+            self._index_batch(header, self._size_bytes + header.position, new_entries)
+        self.storage.append(self.log_path, data)
+        if new_entries:
+            self.storage.append(self.index_path, new_entries)
+        self._size_bytes += len(data)
+        self._next_offset = headers[-1].next_offset
+
+    def find_batch(self, offset: int) -> BatchHeader | None:
+        """The first batch whose last offset is >= ``offset`` (the one holding it), or None."""
+        position = self._lookup_position(offset)
+        window = _Window(self.storage, self.log_path, self._size_bytes,
+                         max(2 * self._index_interval_bytes, FIND_READ_BYTES_MIN))
+        while position < self._size_bytes:
+            header = window.header_at(position)
+            if header is None:
+                return None
+            if header.last_offset >= offset:
+                return header
+            position = header.end_position
+        return None
+
+    def read(self, start_offset: int, max_bytes: int, *, max_offset: int | None,
+             min_one_batch: bool) -> FetchDataInfo | None:
+        """Whole batches from the one holding ``start_offset``; None if this segment has none.
+
+        Batches follow while the total stays <= ``max_bytes`` (the first one is returned whatever
+        its size when ``min_one_batch``); a batch whose last offset is >= ``max_offset`` ends the
+        read. Costs one storage read (two when ``min_one_batch`` returns a batch larger than
+        ``max_bytes``): the index bounds how far the batch holding ``start_offset`` can be.
+        """
+        position, bound = self._lookup_range(start_offset)
+        window = _Window(self.storage, self.log_path, self._size_bytes,
+                         bound - position + max(max_bytes, 0) + HEADER_SIZE_BYTES)
+        first = None
+        while position < self._size_bytes:
+            header = window.header_at(position)
+            if header is None:
+                break
+            if header.last_offset >= start_offset:
+                first = header
+                break
+            position = header.end_position
+        if first is None:
+            return None
+        empty = FetchDataInfo(fetch_offset=start_offset, records=b"")
+        if max_offset is not None and first.last_offset >= max_offset:
+            return empty
+        if first.size_in_bytes > max_bytes and not min_one_batch:
+            return empty
+        window.pin(first.position)
+        last, count = first, 1
+        # Stop without peeking when not even a bare header would fit in max_bytes.
+        while (last.end_position < self._size_bytes
+               and last.end_position + HEADER_SIZE_BYTES - first.position <= max_bytes):
+            header = window.header_at(last.end_position)
+            if header is None or (max_offset is not None and header.last_offset >= max_offset):
+                break
+            if header.end_position - first.position > max_bytes:
+                break
+            last, count = header, count + 1
+        records = window.bytes_at(first.position, last.end_position - first.position)
+        return FetchDataInfo(fetch_offset=start_offset, records=records,
+                             first_offset=first.base_offset, last_offset=last.last_offset,
+                             batch_count=count)
+
+    def truncate_to(self, offset: int) -> int:
+        """Drops the batch holding ``offset`` and all after it; returns the bytes dropped.
+
+        The cut is made durable at once (fsync), so a crash cannot bring truncated batches back.
+        """
+        header = self.find_batch(offset)
+        if header is None:
+            return 0
+        dropped_bytes = self._size_bytes - header.position
+        kept = bisect.bisect_left(self._index_positions, header.position)
+        del self._index_relative_offsets[kept:]
+        del self._index_positions[kept:]
+        self.storage.truncate(self.log_path, header.position)
+        self.storage.truncate(self.index_path, kept * _INDEX_ENTRY.size)
+        self.flush()
+        self._size_bytes = header.position
+        self._next_offset = header.base_offset
+        last_position = self._index_positions[-1] if self._index_positions else 0
+        self._bytes_since_last_index_entry = self._size_bytes - last_position
+        return dropped_bytes
+
+    def flush(self) -> None:
+        self.storage.fsync(self.log_path)
+        if self.storage.exists(self.index_path):
+            self.storage.fsync(self.index_path)
+
+    def delete(self) -> None:
+        self.storage.delete(self.log_path)
+        self.storage.delete(self.index_path)
+
+    # -- recovery --------------------------------------------------------------------------
+
+    def _recover(self) -> int:
+        """Kafka's ``LogSegment.recover``: keep the longest valid prefix, rebuild the index.
+
+        A batch is valid when its header is well formed, it is whole, its CRC matches and its base
+        offset continues the previous batch (the first one's equals the segment's base offset).
+        Returns the bytes cut from the tail (0 when the segment was intact).
+        """
+        file_size = self.storage.file_size(self.log_path)
+        self._reset_index()
+        new_entries = bytearray()
+        position, expected_offset, want_bytes = 0, self.base_offset, RECOVERY_CHUNK_BYTES
+        # Each pass either advances `position` or grows `want_bytes` past the chunk it had.
+        while position < file_size:
+            chunk_start = position
+            chunk = self.storage.read(self.log_path, chunk_start, min(file_size - chunk_start, want_bytes))
+            headers, consumed, why_stopped = scan_valid_prefix(
+                chunk, expected_base_offset=expected_offset)
+            for header in headers:
+                self._index_batch(header, chunk_start + header.position, new_entries)
+            if headers:
+                expected_offset = headers[-1].next_offset
+            position += consumed
+            want_bytes = RECOVERY_CHUNK_BYTES
+            if why_stopped is None:
+                continue
+            if chunk_start + len(chunk) >= file_size:
+                break  # the bad or torn batch runs to the end of the file
+            if consumed > 0:
+                continue  # re-read from the batch that did not fit (or is bad)
+            needed_bytes = self._batch_size_or_none(chunk)
+            if needed_bytes is None or needed_bytes <= len(chunk):
+                break  # genuinely malformed, not just cut by the chunk boundary
+            want_bytes = needed_bytes
+        dropped_bytes = file_size - position
+        if dropped_bytes:
+            self.storage.truncate(self.log_path, position)
+        self._size_bytes = position
+        self._next_offset = expected_offset
+        self._write_index_file(new_entries)
+        return dropped_bytes
+
+    @staticmethod
+    def _batch_size_or_none(chunk: bytes) -> int | None:
+        """Bytes needed to judge the batch at the chunk's start; None if its header is bad."""
+        if len(chunk) < HEADER_SIZE_BYTES:
+            return HEADER_SIZE_BYTES
+        try:
+            return read_header(chunk, 0).size_in_bytes
+        except KafkaProtocolError:
+            return None

@@ -1,0 +1,30 @@
+"""FindCoordinator (API key 10): which broker coordinates a consumer group.
+
+The coordinator is the leader of the ``__consumer_offsets`` partition the group id hashes to.
+``host`` carries that broker actor's name in the cluster's Ray namespace and ``port`` is 0;
+``COORDINATOR_NOT_AVAILABLE`` means the partition has no leader yet and the client retries.
+"""
+from __future__ import annotations
+
+from actors.core.errors import ErrorCode
+from actors.core.messages._base import message
+
+# Kafka's CoordinatorType values for ``key_type``.
+COORDINATOR_KEY_TYPE_GROUP = 0
+COORDINATOR_KEY_TYPE_TRANSACTION = 1
+
+
+@message
+class FindCoordinatorRequest:
+    key: str  # the group id
+    key_type: int = COORDINATOR_KEY_TYPE_GROUP  # only groups are implemented
+
+
+@message
+class FindCoordinatorResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str | None = None
+    node_id: int = -1
+    host: str = ""
+    port: int = 0
+    throttle_time_ms: int = 0

@@ -1,0 +1,49 @@
+"""Produce (API key 0): a producer appends record batches to partition leaders."""
+from __future__ import annotations
+
+from typing import Any
+
+from actors.core.errors import ErrorCode
+from actors.core.messages._base import message
+
+
+@message
+class PartitionProduceData:
+    index: int
+    records: Any  # one or more v2 record batches, as bytes-like
+
+
+@message
+class TopicProduceData:
+    name: str
+    partition_data: tuple[PartitionProduceData, ...]
+
+
+@message
+class ProduceRequest:
+    acks: int  # 0, 1 or -1 (all); anything else is INVALID_REQUIRED_ACKS
+    timeout_ms: int
+    topic_data: tuple[TopicProduceData, ...]
+    transactional_id: str | None = None
+
+
+@message
+class PartitionProduceResponse:
+    index: int
+    error_code: ErrorCode = ErrorCode.NONE
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+
+
+@message
+class TopicProduceResponse:
+    name: str
+    partition_responses: tuple[PartitionProduceResponse, ...]
+
+
+@message
+class ProduceResponse:
+    responses: tuple[TopicProduceResponse, ...]
+    throttle_time_ms: int = 0

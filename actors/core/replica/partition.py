@@ -1,0 +1,163 @@
+"""One partition replica on one broker: its log, its role, and the leader's view of its followers.
+
+Theory of operation. A ``Partition`` is created when a LeaderAndIsr request names this broker as a
+replica. ``make_leader`` and ``make_follower`` apply a newer leader epoch from the controller; an
+epoch that is not newer is refused by the caller before it gets here. As leader the partition
+appends produced batches (stamping offsets and its leader epoch), serves consumers up to the high
+watermark and followers up to the log end offset, and moves the high watermark to the smallest log
+end offset over the ISR. Each follower's fetch offset is that follower's acknowledgement: it
+becomes the follower's log end offset here and may move the high watermark.
+
+Invariants: ``log_start_offset <= high_watermark <= log_end_offset`` on the leader; the high
+watermark never moves backwards while this replica leads one epoch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.log.log import FetchDataInfo, Log, LogAppendInfo
+from actors.core.messages._base import NO_EPOCH, NO_LEADER
+
+
+@dataclass(slots=True)
+class RemoteReplica:
+    """The leader's record of one follower, updated by that follower's fetches."""
+    broker_id: int
+    log_end_offset: int = -1  # unknown until the follower's first fetch
+    last_caught_up_time_ms: int = 0
+    last_fetch_time_ms: int = 0
+    last_fetch_leader_log_end_offset: int = -1
+
+
+class Partition:
+    def __init__(self, *, topic: str, partition: int, local_broker_id: int, log: Log,
+                 high_watermark: int, min_insync_replicas: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.local_broker_id = local_broker_id
+        self.log = log
+        self.min_insync_replicas = min_insync_replicas
+        # A checkpointed high watermark can lag the log but never lead it.
+        self.high_watermark = max(log.log_start_offset, min(high_watermark, log.log_end_offset))
+        self.leader_id = NO_LEADER
+        self.leader_epoch = NO_EPOCH
+        self.leader_epoch_start_offset = -1
+        self.partition_epoch = -1
+        self.controller_epoch = -1
+        self.replicas: tuple[int, ...] = ()
+        self.isr: tuple[int, ...] = ()
+        self.remote_replicas: dict[int, RemoteReplica] = {}
+
+    @property
+    def topic_partition(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.local_broker_id
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    # ----------------------------------------------------------------------------- role changes
+    def make_leader(self, *, leader_epoch: int, isr: tuple[int, ...], replicas: tuple[int, ...],
+                    partition_epoch: int, controller_epoch: int, now_ms: int) -> None:
+        assert leader_epoch > self.leader_epoch, "caller must refuse a leader epoch that is not newer"
+        self._set_assignment(leader=self.local_broker_id, leader_epoch=leader_epoch, isr=isr,
+                             replicas=replicas, partition_epoch=partition_epoch,
+                             controller_epoch=controller_epoch)
+        self.leader_epoch_start_offset = self.log.log_end_offset
+        # The leader epoch cache marks where this epoch's records begin (KIP-101).
+        self.log.leader_epoch_cache.assign(leader_epoch, self.log.log_end_offset)
+        # Followers must prove their progress again to the new leader.
+        self.remote_replicas = {
+            broker_id: RemoteReplica(broker_id, last_caught_up_time_ms=now_ms)
+            for broker_id in replicas if broker_id != self.local_broker_id
+        }
+        self.maybe_increment_high_watermark()
+
+    def make_follower(self, *, leader: int, leader_epoch: int, isr: tuple[int, ...],
+                      replicas: tuple[int, ...], partition_epoch: int, controller_epoch: int) -> None:
+        assert leader_epoch > self.leader_epoch, "caller must refuse a leader epoch that is not newer"
+        self._set_assignment(leader=leader, leader_epoch=leader_epoch, isr=isr, replicas=replicas,
+                             partition_epoch=partition_epoch, controller_epoch=controller_epoch)
+        self.leader_epoch_start_offset = -1
+        self.remote_replicas = {}
+
+    def _set_assignment(self, *, leader: int, leader_epoch: int, isr: tuple[int, ...],
+                        replicas: tuple[int, ...], partition_epoch: int, controller_epoch: int) -> None:
+        self.leader_id = leader
+        self.leader_epoch = leader_epoch
+        self.isr = tuple(isr)
+        self.replicas = tuple(replicas)
+        self.partition_epoch = partition_epoch
+        self.controller_epoch = controller_epoch
+
+    # ------------------------------------------------------------------------------ leader side
+    def check_leader_epoch(self, current_leader_epoch: int) -> ErrorCode:
+        """Kafka's fencing of data requests by the client's view of the leader epoch."""
+        if current_leader_epoch == NO_EPOCH:
+            return ErrorCode.NONE
+        if current_leader_epoch < self.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        if current_leader_epoch > self.leader_epoch:
+            return ErrorCode.UNKNOWN_LEADER_EPOCH
+        return ErrorCode.NONE
+
+    def append_records_to_leader(self, records, *, required_acks: int) -> LogAppendInfo:
+        if not self.is_leader:
+            raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                     f"broker {self.local_broker_id} does not lead {self.topic}-{self.partition}")
+        if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
+            raise KafkaProtocolError(
+                ErrorCode.NOT_ENOUGH_REPLICAS,
+                f"ISR {list(self.isr)} is smaller than min.insync.replicas={self.min_insync_replicas}")
+        info = self.log.append_as_leader(records, self.leader_epoch)
+        self.maybe_increment_high_watermark()
+        return info
+
+    def read_records(self, *, fetch_offset: int, max_bytes: int, from_follower: bool,
+                     min_one_batch: bool) -> FetchDataInfo:
+        """Read whole batches: up to the log end for followers, the high watermark for consumers."""
+        max_offset = None if from_follower else self.high_watermark
+        return self.log.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)
+
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
+        """Record a follower's fetch offset as its log end offset; True when the HW moved."""
+        remote = self.remote_replicas.get(replica_id)
+        if remote is None:
+            return False
+        leader_end_offset = self.log.log_end_offset
+        if fetch_offset > leader_end_offset or fetch_offset < 0:
+            return False  # the read answered OFFSET_OUT_OF_RANGE; this is no acknowledgement
+        if fetch_offset == leader_end_offset:
+            remote.last_caught_up_time_ms = max(remote.last_caught_up_time_ms, now_ms)
+        elif fetch_offset >= remote.last_fetch_leader_log_end_offset >= 0:
+            # Caught up to where the leader was at the follower's previous fetch (Kafka's rule).
+            remote.last_caught_up_time_ms = max(remote.last_caught_up_time_ms, remote.last_fetch_time_ms)
+        remote.log_end_offset = fetch_offset
+        remote.last_fetch_leader_log_end_offset = leader_end_offset
+        remote.last_fetch_time_ms = now_ms
+        return self.maybe_increment_high_watermark()
+
+    def maybe_increment_high_watermark(self) -> bool:
+        if not self.is_leader:
+            return False
+        end_offsets = [self.log.log_end_offset]
+        for broker_id in self.isr:
+            if broker_id == self.local_broker_id:
+                continue
+            remote = self.remote_replicas.get(broker_id)
+            end_offsets.append(remote.log_end_offset if remote is not None else -1)
+        candidate = min(end_offsets)
+        if candidate > self.high_watermark:
+            self.high_watermark = candidate
+            assert self.high_watermark <= self.log.log_end_offset
+            return True
+        return False

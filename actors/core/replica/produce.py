@@ -1,0 +1,128 @@
+"""The produce path of the replica manager: append on the leader, answer per ``acks``.
+
+acks=0 and acks=1 are answered once the leader has appended. acks=all (-1) is refused up front
+when the ISR is smaller than ``min.insync.replicas``; otherwise it waits in the produce purgatory
+until the high watermark reaches every appended partition's next offset, as Kafka's
+``DelayedProduce`` does, and is answered ``REQUEST_TIMED_OUT`` for the partitions still short when
+``timeout_ms`` passes. A partition that loses leadership meanwhile answers
+``NOT_LEADER_OR_FOLLOWER``: its records may or may not survive, and the producer must treat the
+send as failed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from actors.core.effects import Effect, Respond
+from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.messages.produce import (
+    PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
+)
+from actors.core.replica.purgatory import DelayedOperation
+
+if TYPE_CHECKING:
+    from actors.core.replica.replica_manager import ReplicaManager
+
+VALID_ACKS = (-1, 0, 1)
+
+
+@dataclass(slots=True)
+class _PendingPartition:
+    """One partition of a parked acks=all produce: what it waits for and what it will answer."""
+    required_offset: int  # the high watermark that acknowledges the append (last offset + 1)
+    response: PartitionProduceResponse
+    done: bool = False
+
+
+def handle_produce(manager: "ReplicaManager", request_id: int, request: ProduceRequest,
+                   now_ms: int) -> list[Effect]:
+    if request.acks not in VALID_ACKS:
+        return [Respond(request_id=request_id, response=_uniform_error(request, ErrorCode.INVALID_REQUIRED_ACKS))]
+    effects: list[Effect] = []
+    results: dict[tuple[str, int], _PendingPartition] = {}
+    appended = []
+    for topic in request.topic_data:
+        for data in topic.partition_data:
+            topic_partition = (topic.name, data.index)
+            if topic_partition in results:
+                continue  # Kafka keys a request's partitions by name: a repeat is not appended twice.
+            try:
+                partition = manager._leader_partition(topic_partition)
+                info = partition.append_records_to_leader(data.records, required_acks=request.acks)
+            except KafkaProtocolError as exc:
+                results[topic_partition] = _PendingPartition(-1, PartitionProduceResponse(
+                    index=data.index, error_code=exc.error_code, error_message=str(exc)), done=True)
+                continue
+            results[topic_partition] = _PendingPartition(info.last_offset + 1, PartitionProduceResponse(
+                index=data.index, base_offset=info.first_offset,
+                log_start_offset=partition.log_start_offset))
+            appended.append(topic_partition)
+    for topic_partition in appended:
+        effects.extend(manager._try_complete_delayed(topic_partition, now_ms))
+
+    if request.acks == -1 and appended:
+        operation = DelayedOperation(request_id=request_id, deadline_ms=now_ms + max(0, request.timeout_ms),
+                                     keys=tuple(appended), payload=(request, results))
+        if _check_pending(manager, results) or manager.produce_purgatory.is_full:
+            if not all(p.done for p in results.values()):
+                _finish(results, ErrorCode.REQUEST_TIMED_OUT)
+            effects.append(Respond(request_id=request_id, response=_response(request, results)))
+        else:
+            effects.extend(manager.park(manager.produce_purgatory, operation))
+        return effects
+    for pending in results.values():
+        pending.done = True
+    effects.append(Respond(request_id=request_id, response=_response(request, results)))
+    return effects
+
+
+def try_complete_produce(manager: "ReplicaManager", operation: DelayedOperation, now_ms: int,
+                         *, expired: bool) -> list[Effect]:
+    request, results = operation.payload
+    if not _check_pending(manager, results):
+        if not expired:
+            return []
+        _finish(results, ErrorCode.REQUEST_TIMED_OUT)
+    manager.produce_purgatory.remove(operation.request_id)
+    return [Respond(request_id=operation.request_id, response=_response(request, results))]
+
+
+def _check_pending(manager: "ReplicaManager", results: dict) -> bool:
+    """Settle what can be settled (Kafka's ``checkEnoughReplicasReachOffset``); True when all are."""
+    for topic_partition, pending in results.items():
+        if pending.done:
+            continue
+        partition = manager.partitions.get(topic_partition)
+        if partition is None or not partition.is_leader:
+            pending.response = replace(pending.response, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            pending.done = True
+        elif partition.high_watermark >= pending.required_offset:
+            if len(partition.isr) < partition.min_insync_replicas:
+                pending.response = replace(pending.response,
+                                           error_code=ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+            pending.done = True
+    return all(pending.done for pending in results.values())
+
+
+def _finish(results: dict, error_code: ErrorCode) -> None:
+    for pending in results.values():
+        if not pending.done:
+            pending.response = replace(pending.response, error_code=error_code)
+            pending.done = True
+
+
+def _response(request: ProduceRequest, results: dict) -> ProduceResponse:
+    topics = []
+    for topic in request.topic_data:
+        indexes = dict.fromkeys(data.index for data in topic.partition_data)
+        topics.append(TopicProduceResponse(name=topic.name, partition_responses=tuple(
+            results[(topic.name, index)].response for index in indexes)))
+    return ProduceResponse(responses=tuple(topics))
+
+
+def _uniform_error(request: ProduceRequest, error_code: ErrorCode) -> ProduceResponse:
+    return ProduceResponse(responses=tuple(
+        TopicProduceResponse(name=topic.name, partition_responses=tuple(
+            PartitionProduceResponse(index=data.index, error_code=error_code)
+            for data in topic.partition_data))
+        for topic in request.topic_data))

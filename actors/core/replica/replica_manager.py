@@ -1,0 +1,322 @@
+"""A broker's replica manager: every partition replica it hosts, and the data requests they serve.
+
+Theory of operation. The replica manager owns this broker's logs (recovered from its storage at
+construction), a ``Partition`` per hosted replica, the metadata cache, and two purgatories. Inputs
+are requests, each with a ``request_id`` the shell uses to route the answer back, and the passage
+of time (``tick``). Outputs are effects: ``Respond`` now or later, ``ArmTimer`` for the next
+deadline, ``LogEvent`` for a human.
+
+- Control requests (LeaderAndIsr, UpdateMetadata, StopReplica) come from the controller and are
+  fenced by ``controller_epoch``; a LeaderAndIsr partition state is applied only when its leader
+  epoch is newer than the one this replica has.
+- Produce appends to the leader's log. acks=0/1 are answered at once; acks=all waits in the produce
+  purgatory until the high watermark passes the appended offsets (or the request times out).
+- Fetch reads whole batches: consumers up to the high watermark, followers (``replica_id >= 0``) up
+  to the log end offset. A fetch that found fewer than ``min_bytes`` waits in the fetch purgatory
+  until more arrives or ``max_wait_ms`` passes.
+- Any progress on a partition (an append, a high-watermark move, a role change) retries the
+  delayed operations watching it.
+
+Peers' bad input gets Kafka's error code and changes nothing; a broken invariant of our own is an
+assertion.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from actors.core.config import KafkaConfig
+from actors.core.effects import ArmTimer, Effect, LogEvent, Respond
+from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.log.checkpoints import (
+    LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+    OffsetCheckpointFile,
+)
+from actors.core.log.log import Log, LogConfig
+from actors.core.log.storage import Storage
+from actors.core.messages.fetch import FetchRequest
+from actors.core.messages.leader_and_isr import (
+    LeaderAndIsrPartitionError, LeaderAndIsrRequest, LeaderAndIsrResponse,
+)
+from actors.core.messages.list_offsets import (
+    EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsPartitionResponse, ListOffsetsRequest,
+    ListOffsetsResponse, ListOffsetsTopicResponse,
+)
+from actors.core.messages.metadata import MetadataRequest
+from actors.core.messages.produce import ProduceRequest
+from actors.core.messages.stop_replica import (
+    StopReplicaPartitionError, StopReplicaRequest, StopReplicaResponse,
+)
+from actors.core.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
+from actors.core.replica import fetch, produce
+from actors.core.replica.metadata_cache import MetadataCache
+from actors.core.replica.partition import Partition
+from actors.core.replica.purgatory import DelayedOperation, Purgatory
+
+TopicPartition = tuple[str, int]
+
+
+def partition_directory(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_partition_directory(name: str) -> TopicPartition | None:
+    """``<topic>-<partition>`` as Kafka names log directories; None for anything else."""
+    topic, dash, index = name.rpartition("-")
+    if not dash or not topic or not index.isdigit():
+        return None
+    return topic, int(index)
+
+
+def log_config_for(config: KafkaConfig) -> LogConfig:
+    return LogConfig.from_properties({key: config.get_str(key) for key in
+                                      ("segment.bytes", "index.interval.bytes", "max.message.bytes")})
+
+
+class ReplicaManager:
+    def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, now_ms: int,
+                 wrap_records: Callable[[bytes], Any] | None = None) -> None:
+        self.broker_id = broker_id
+        self.storage = storage
+        self.config = config
+        self.controller_epoch = -1
+        self.metadata_cache = MetadataCache()
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.topic_configs: dict[str, KafkaConfig] = {}
+        purgatory_size_max = config.get_int("raykafka.purgatory.max.size", minimum=1)
+        self.fetch_purgatory = Purgatory("fetch", purgatory_size_max)
+        self.produce_purgatory = Purgatory("produce", purgatory_size_max)
+        # The shell may hand large payloads to Ray in a zero-copy form (a uint8 array).
+        self._wrap_records = wrap_records or (lambda records: records)
+        self._hw_checkpoint_interval_ms = config.get_int("replica.high.watermark.checkpoint.interval.ms", 1)
+        self._recovery_checkpoint_interval_ms = config.get_int("log.flush.offset.checkpoint.interval.ms", 1)
+        self._last_hw_checkpoint_ms = now_ms
+        self._last_recovery_checkpoint_ms = now_ms
+        self.recovered_partitions = self._load_logs()
+
+    # ---------------------------------------------------------------------------------- startup
+    def _load_logs(self) -> list[TopicPartition]:
+        """Open every partition directory in storage, recovering from the recovery point."""
+        high_watermarks = OffsetCheckpointFile(self.storage, REPLICATION_OFFSET_CHECKPOINT).read()
+        recovery_points = OffsetCheckpointFile(self.storage, RECOVERY_POINT_OFFSET_CHECKPOINT).read()
+        log_start_offsets = OffsetCheckpointFile(self.storage, LOG_START_OFFSET_CHECKPOINT).read()
+        recovered = []
+        for name in self.storage.list_dir(""):
+            topic_partition = parse_partition_directory(name)
+            if topic_partition is None:
+                continue
+            log = Log.open(self.storage, name, log_config_for(self.config),
+                           recovery_point=recovery_points.get(topic_partition, 0),
+                           log_start_offset=log_start_offsets.get(topic_partition, 0))
+            self.partitions[topic_partition] = self._new_partition(
+                topic_partition, log, high_watermarks.get(topic_partition, 0), self.config)
+            recovered.append(topic_partition)
+        return recovered
+
+    def _new_partition(self, topic_partition: TopicPartition, log: Log, high_watermark: int,
+                       config: KafkaConfig) -> Partition:
+        topic, index = topic_partition
+        return Partition(topic=topic, partition=index, local_broker_id=self.broker_id, log=log,
+                         high_watermark=high_watermark,
+                         min_insync_replicas=config.get_int("min.insync.replicas", 1))
+
+    # -------------------------------------------------------------------------- control requests
+    def handle_leader_and_isr(self, request_id: int, request: LeaderAndIsrRequest,
+                              now_ms: int) -> list[Effect]:
+        if request.controller_epoch < self.controller_epoch:
+            return [Respond(request_id=request_id, response=LeaderAndIsrResponse(
+                error_code=ErrorCode.STALE_CONTROLLER_EPOCH, partition_errors=()))]
+        self.controller_epoch = request.controller_epoch
+        effects: list[Effect] = []
+        errors = []
+        changed = []
+        for topic_state in request.topic_states:
+            topic_config = self.config.with_overrides(dict(topic_state.topic_config))
+            self.topic_configs[topic_state.topic_name] = topic_config
+            for state in topic_state.partition_states:
+                topic_partition = (topic_state.topic_name, state.partition_index)
+                error = self._apply_partition_state(topic_partition, state, topic_config, now_ms, effects)
+                errors.append(LeaderAndIsrPartitionError(
+                    topic_name=topic_state.topic_name, partition_index=state.partition_index,
+                    error_code=error))
+                if error == ErrorCode.NONE:
+                    changed.append(topic_partition)
+        for topic_partition in changed:
+            effects.extend(self._try_complete_delayed(topic_partition, now_ms))
+        effects.append(Respond(request_id=request_id, response=LeaderAndIsrResponse(
+            error_code=ErrorCode.NONE, partition_errors=tuple(errors))))
+        return effects
+
+    def _apply_partition_state(self, topic_partition: TopicPartition, state, topic_config: KafkaConfig,
+                               now_ms: int, effects: list[Effect]) -> ErrorCode:
+        if self.broker_id not in state.replicas:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        partition = self.partitions.get(topic_partition)
+        if partition is None:
+            topic, index = topic_partition
+            log = Log.open(self.storage, partition_directory(topic, index), log_config_for(topic_config))
+            partition = self._new_partition(topic_partition, log, 0, topic_config)
+            self.partitions[topic_partition] = partition
+        else:
+            partition.min_insync_replicas = topic_config.get_int("min.insync.replicas", 1)
+            partition.log.reconfigure(log_config_for(topic_config))
+        if state.leader_epoch <= partition.leader_epoch:
+            # Kafka 2.4 answers a leader epoch that is not newer with STALE_CONTROLLER_EPOCH.
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        role = dict(leader_epoch=state.leader_epoch, isr=tuple(state.isr), replicas=tuple(state.replicas),
+                    partition_epoch=state.partition_epoch, controller_epoch=state.controller_epoch)
+        if state.leader == self.broker_id:
+            partition.make_leader(now_ms=now_ms, **role)
+            effects.append(LogEvent(level="info", message=(
+                f"broker {self.broker_id} leads {topic_partition[0]}-{topic_partition[1]} "
+                f"at epoch {state.leader_epoch} from offset {partition.log_end_offset}")))
+        else:
+            partition.make_follower(leader=state.leader, **role)
+        return ErrorCode.NONE
+
+    def handle_update_metadata(self, request_id: int, request: UpdateMetadataRequest,
+                               now_ms: int) -> list[Effect]:
+        if request.controller_epoch < self.controller_epoch:
+            error = ErrorCode.STALE_CONTROLLER_EPOCH
+        else:
+            self.controller_epoch = request.controller_epoch
+            self.metadata_cache.update(request)
+            error = ErrorCode.NONE
+        return [Respond(request_id=request_id, response=UpdateMetadataResponse(error_code=error))]
+
+    def handle_stop_replica(self, request_id: int, request: StopReplicaRequest,
+                            now_ms: int) -> list[Effect]:
+        if request.controller_epoch < self.controller_epoch:
+            return [Respond(request_id=request_id, response=StopReplicaResponse(
+                error_code=ErrorCode.STALE_CONTROLLER_EPOCH, partition_errors=()))]
+        self.controller_epoch = request.controller_epoch
+        effects: list[Effect] = []
+        errors = []
+        for topic in request.topics:
+            for index in topic.partition_indexes:
+                topic_partition = (topic.name, index)
+                partition = self.partitions.pop(topic_partition, None)
+                if partition is not None and request.delete_partitions:
+                    partition.log.delete()
+                elif partition is not None:
+                    partition.log.flush()
+                effects.extend(self._try_complete_delayed(topic_partition, now_ms))
+                errors.append(StopReplicaPartitionError(topic_name=topic.name, partition_index=index,
+                                                        error_code=ErrorCode.NONE))
+        if request.delete_partitions:
+            self.checkpoint_high_watermarks()
+        effects.append(Respond(request_id=request_id, response=StopReplicaResponse(
+            error_code=ErrorCode.NONE, partition_errors=tuple(errors))))
+        return effects
+
+    # -------------------------------------------------------------------------- client requests
+    def handle_metadata(self, request_id: int, request: MetadataRequest, now_ms: int) -> list[Effect]:
+        return [Respond(request_id=request_id, response=self.metadata_cache.handle_metadata(request))]
+
+    def _leader_partition(self, topic_partition: TopicPartition) -> Partition:
+        partition = self.partitions.get(topic_partition)
+        if partition is None:
+            if self.metadata_cache.contains(topic_partition[0]):
+                # The topic exists in the cluster; this broker just does not host the partition.
+                leader, _ = self.metadata_cache.partition_leader(*topic_partition)
+                if leader >= 0:
+                    raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            raise KafkaProtocolError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                     f"{topic_partition[0]}-{topic_partition[1]}")
+        if not partition.is_leader:
+            raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                     f"broker {self.broker_id} does not lead "
+                                     f"{topic_partition[0]}-{topic_partition[1]}")
+        return partition
+
+    def handle_produce(self, request_id: int, request: ProduceRequest, now_ms: int) -> list[Effect]:
+        return produce.handle_produce(self, request_id, request, now_ms)
+
+    def handle_fetch(self, request_id: int, request: FetchRequest, now_ms: int) -> list[Effect]:
+        return fetch.handle_fetch(self, request_id, request, now_ms)
+
+    def handle_list_offsets(self, request_id: int, request: ListOffsetsRequest,
+                            now_ms: int) -> list[Effect]:
+        topics = []
+        for topic in request.topics:
+            answers = []
+            for asked in topic.partitions:
+                answers.append(self._list_offset(topic.name, asked, request.replica_id))
+            topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(answers)))
+        return [Respond(request_id=request_id, response=ListOffsetsResponse(topics=tuple(topics)))]
+
+    def _list_offset(self, topic: str, asked, replica_id: int) -> ListOffsetsPartitionResponse:
+        def error(code: ErrorCode) -> ListOffsetsPartitionResponse:
+            return ListOffsetsPartitionResponse(partition_index=asked.partition_index, error_code=code)
+        try:
+            partition = self._leader_partition((topic, asked.partition_index))
+        except KafkaProtocolError as exc:
+            return error(exc.error_code)
+        fenced = partition.check_leader_epoch(asked.current_leader_epoch)
+        if fenced != ErrorCode.NONE:
+            return error(fenced)
+        if asked.timestamp == EARLIEST_TIMESTAMP:
+            offset = partition.log_start_offset
+        elif asked.timestamp == LATEST_TIMESTAMP:
+            # Consumers see the committed end; a replica sees the whole log.
+            offset = partition.log_end_offset if replica_id >= 0 else partition.high_watermark
+        else:
+            # raykafka keeps no time index: only the earliest/latest sentinels are served.
+            return error(ErrorCode.INVALID_REQUEST)
+        return ListOffsetsPartitionResponse(partition_index=asked.partition_index, offset=offset,
+                                            timestamp=-1, leader_epoch=partition.leader_epoch)
+
+    # ------------------------------------------------------------------------ delayed operations
+    def _try_complete_delayed(self, topic_partition: TopicPartition, now_ms: int) -> list[Effect]:
+        effects: list[Effect] = []
+        for operation in self.produce_purgatory.watching(topic_partition):
+            effects.extend(produce.try_complete_produce(self, operation, now_ms, expired=False))
+        for operation in self.fetch_purgatory.watching(topic_partition):
+            effects.extend(fetch.try_complete_fetch(self, operation, now_ms, expired=False))
+        return effects
+
+    def park(self, purgatory: Purgatory, operation: DelayedOperation) -> list[Effect]:
+        purgatory.add(operation)
+        return [ArmTimer(deadline_ms=operation.deadline_ms)]
+
+    # --------------------------------------------------------------------------------- timers
+    def tick(self, now_ms: int) -> list[Effect]:
+        effects: list[Effect] = []
+        for operation in self.produce_purgatory.expired(now_ms):
+            effects.extend(produce.try_complete_produce(self, operation, now_ms, expired=True))
+        for operation in self.fetch_purgatory.expired(now_ms):
+            effects.extend(fetch.try_complete_fetch(self, operation, now_ms, expired=True))
+        if now_ms - self._last_hw_checkpoint_ms >= self._hw_checkpoint_interval_ms:
+            self.checkpoint_high_watermarks()
+            self._last_hw_checkpoint_ms = now_ms
+        if now_ms - self._last_recovery_checkpoint_ms >= self._recovery_checkpoint_interval_ms:
+            self.flush_and_checkpoint_recovery_points()
+            self._last_recovery_checkpoint_ms = now_ms
+        deadlines = [d for d in (self.produce_purgatory.next_deadline_ms(),
+                                 self.fetch_purgatory.next_deadline_ms()) if d is not None]
+        if deadlines:
+            effects.append(ArmTimer(deadline_ms=min(deadlines)))
+        return effects
+
+    # ---------------------------------------------------------------------------- checkpoints
+    def checkpoint_high_watermarks(self) -> None:
+        OffsetCheckpointFile(self.storage, REPLICATION_OFFSET_CHECKPOINT).write(
+            {tp: partition.high_watermark for tp, partition in self.partitions.items()})
+
+    def flush_and_checkpoint_recovery_points(self) -> None:
+        for partition in self.partitions.values():
+            partition.log.flush()
+        OffsetCheckpointFile(self.storage, RECOVERY_POINT_OFFSET_CHECKPOINT).write(
+            {tp: partition.log.recovery_point for tp, partition in self.partitions.items()})
+        OffsetCheckpointFile(self.storage, LOG_START_OFFSET_CHECKPOINT).write(
+            {tp: partition.log.log_start_offset for tp, partition in self.partitions.items()})
+
+    def shutdown(self) -> None:
+        """A clean shutdown: everything flushed and checkpointed, so the next start skips recovery."""
+        self.flush_and_checkpoint_recovery_points()
+        self.checkpoint_high_watermarks()
+        for partition in self.partitions.values():
+            partition.log.close()
+
+    def wrap_records(self, records: bytes) -> Any:
+        return self._wrap_records(records)

@@ -1,0 +1,195 @@
+"""``Storage`` on real files under one root directory (a broker's log directory).
+
+Theory of operation. The log core calls this with '/'-joined relative paths; each becomes a path
+under ``root``. Open file descriptors are cached (LRU, ``open_files_max``, the evicted one is
+closed) so that a fetch costs one ``pread`` and an append one ``write``. Descriptors are opened
+``O_RDWR | O_APPEND`` (what Python's 'ab' mode does, plus reads) and nothing is buffered in user
+space: whatever ``append`` returned is in the kernel, so killing the actor at any moment loses
+nothing; only a machine crash can lose data that was not fsynced, which is what the log's
+recovery handles.
+
+Directory entries are made durable too: a new file's directory is fsynced on the file's first
+fsync, and ``rename``, ``delete``, ``make_dir`` and ``write_file_atomically`` fsync the directory
+they changed. A descriptor cached under a path is dropped whenever that path is renamed over,
+replaced or deleted, so the cache never serves a file by a name it no longer has.
+
+Not thread-safe: one owner (a broker actor's event loop) uses an instance.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import shutil
+
+from actors.core.log.storage import split_path
+
+OPEN_FILES_MAX_DEFAULT = 64
+
+
+class FileStorage:
+    """``actors.core.log.storage.Storage`` over the directory ``root`` (created if missing)."""
+
+    def __init__(self, root: str, *, open_files_max: int = OPEN_FILES_MAX_DEFAULT) -> None:
+        assert open_files_max >= 1, open_files_max
+        self.root = os.path.abspath(root)
+        os.makedirs(self.root, exist_ok=True)
+        self._open_files_max = open_files_max
+        # Relative path -> descriptor, least recently used first. At most open_files_max entries.
+        self._descriptors: collections.OrderedDict[str, int] = collections.OrderedDict()
+        # Files created since their directory was last fsynced.
+        self._new_files: set[str] = set()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _full(self, path: str) -> str:
+        return os.path.join(self.root, *split_path(path))
+
+    def _descriptor(self, path: str, *, create: bool) -> int:
+        descriptor = self._descriptors.get(path)
+        if descriptor is not None:
+            self._descriptors.move_to_end(path)
+            return descriptor
+        full = self._full(path)
+        flags = os.O_RDWR | os.O_APPEND
+        if create:
+            try:
+                descriptor = os.open(full, flags | os.O_CREAT | os.O_EXCL, 0o644)
+                self._new_files.add(path)
+            except FileExistsError:
+                descriptor = os.open(full, flags)
+        else:
+            descriptor = os.open(full, flags)
+        self._descriptors[path] = descriptor
+        while len(self._descriptors) > self._open_files_max:
+            _, evicted = self._descriptors.popitem(last=False)
+            os.close(evicted)
+        return descriptor
+
+    def _forget(self, path: str) -> None:
+        """Closes cached descriptors for ``path`` and everything under it."""
+        prefix = f"{path}/"
+        for name in [name for name in self._descriptors
+                     if name == path or name.startswith(prefix) or path == ""]:
+            os.close(self._descriptors.pop(name))
+        self._new_files = {name for name in self._new_files
+                           if not (name == path or name.startswith(prefix))}
+
+    def _fsync_directory(self, full_directory: str) -> None:
+        descriptor = os.open(full_directory, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+    def _fsync_parent(self, path: str) -> None:
+        self._fsync_directory(os.path.dirname(self._full(path)) or self.root)
+
+    # -- Storage ---------------------------------------------------------------------------
+
+    def list_dir(self, path: str) -> list[str]:
+        full = self._full(path)
+        if not os.path.isdir(full):
+            return []
+        return sorted(os.listdir(full))
+
+    def make_dir(self, path: str) -> None:
+        parts = split_path(path)
+        for count in range(1, len(parts) + 1):
+            full = os.path.join(self.root, *parts[:count])
+            if not os.path.isdir(full):
+                os.mkdir(full)
+                self._fsync_directory(os.path.dirname(full))
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(self._full(path))
+
+    def file_size(self, path: str) -> int:
+        descriptor = self._descriptors.get(path)
+        if descriptor is not None:
+            return os.fstat(descriptor).st_size
+        return os.stat(self._full(path)).st_size
+
+    def read(self, path: str, position: int, size: int) -> bytes:
+        assert position >= 0 and size >= 0, (position, size)
+        descriptor = self._descriptor(path, create=False)
+        data = os.pread(descriptor, size, position)
+        if len(data) == size or not data:
+            return data
+        # A regular file returns short only at end of file; loop in case of a signal.
+        chunks = [data]
+        received = len(data)
+        while received < size:
+            more = os.pread(descriptor, size - received, position + received)
+            if not more:
+                break
+            chunks.append(more)
+            received += len(more)
+        return b"".join(chunks)
+
+    def append(self, path: str, data) -> None:
+        descriptor = self._descriptor(path, create=True)
+        view = memoryview(data).cast("B")
+        written = 0
+        while written < len(view):
+            written += os.write(descriptor, view[written:])
+
+    def truncate(self, path: str, size: int) -> None:
+        assert size >= 0, size
+        os.ftruncate(self._descriptor(path, create=False), size)
+
+    def fsync(self, path: str) -> None:
+        full = self._full(path)
+        if os.path.isdir(full):
+            self._fsync_directory(full)
+            return
+        os.fsync(self._descriptor(path, create=False))
+        if path in self._new_files:
+            self._fsync_parent(path)
+            self._new_files.discard(path)
+
+    def delete(self, path: str) -> None:
+        if path == "":
+            raise ValueError("refusing to delete the storage root")
+        self._forget(path)
+        full = self._full(path)
+        if os.path.isdir(full) and not os.path.islink(full):
+            shutil.rmtree(full)
+        else:
+            try:
+                os.remove(full)
+            except FileNotFoundError:
+                return
+        self._fsync_parent(path)
+
+    def read_file(self, path: str) -> bytes:
+        with open(self._full(path), "rb") as file:
+            return file.read()
+
+    def write_file_atomically(self, path: str, data: bytes) -> None:
+        full = self._full(path)
+        temporary = f"{full}.tmp"
+        with open(temporary, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        self._forget(path)
+        os.replace(temporary, full)
+        self._fsync_parent(path)
+
+    def rename(self, src: str, dst: str) -> None:
+        self._forget(src)
+        self._forget(dst)
+        os.replace(self._full(src), self._full(dst))
+        self._fsync_parent(dst)
+        if os.path.dirname(self._full(src)) != os.path.dirname(self._full(dst)):
+            self._fsync_parent(src)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes every cached descriptor; the instance stays usable (it reopens on demand)."""
+        self._forget("")
+
+    @property
+    def open_files(self) -> int:
+        return len(self._descriptors)

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Says plainly what this machine lacks before `make` tries to build .venv.
+set -u
+py="${1:-python3}"
+missing=0
+if ! command -v "$py" >/dev/null 2>&1; then
+  echo "raykafka needs Python 3.10+ ('$py' not found)." >&2; missing=1
+elif ! "$py" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)'; then
+  echo "raykafka needs Python 3.10+; '$py' is $("$py" --version 2>&1)." >&2; missing=1
+elif ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  echo "raykafka needs Python's venv and ensurepip modules (Debian: apt-get install python3-venv)." >&2; missing=1
+fi
+if ! command -v java >/dev/null 2>&1; then
+  # Only the Spark load generator needs Java; the cluster and its tests do not.
+  echo "note: no 'java' on PATH: the Spark/RayDP load jobs need Java 17 (Debian: apt-get install openjdk-17-jre-headless)." >&2
+fi
+exit $missing

@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# What CI runs: the README's test command, from a clean clone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+make test
