@@ -1,16 +1,19 @@
-"""``Cluster``: start a Kafka-shaped cluster of broker actors on Ray, and steer it from outside.
+"""``Cluster``: start a Kafka-shaped cluster of actors on Ray, and steer it from outside.
 
-``Cluster.start`` connects to the Ray that is running in this process, or starts a local one,
-creates one broker actor per broker id (each with its own log directory under ``log_dir``, and
-``max_restarts=-1`` so that Ray restarts a killed broker, which then recovers from its directory),
-and places partition leaders. Clients made by ``producer`` and ``consumer`` find brokers by name in
-the cluster's Ray namespace, so a Ray task elsewhere can build its own with the same namespace.
+``Cluster.start`` connects to the Ray that is running in this process, or starts a local one, and
+creates the controller actor and one broker actor per broker id (each with its own log directory
+under ``log_dir``). Every actor is created with ``max_restarts=-1``: Ray restarts a killed one,
+and it recovers (a broker from its log directory, the controller from the metadata store). Brokers
+register with the controller, which decides every partition's leadership. Clients made by
+``producer`` and ``consumer`` find brokers by name in the cluster's Ray namespace, so a Ray task
+elsewhere can build its own with the same namespace.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -18,14 +21,37 @@ import ray
 from loguru import logger
 
 from actors.broker import BrokerActorRemote, broker_actor_name
+from actors.controller import ControllerActorRemote, controller_actor_name
+from actors.core.errors import ErrorCode
+from actors.core.messages.create_topics import CreatableTopic, CreateableTopicConfig, CreateTopicsRequest
+from actors.core.messages.delete_topics import DeleteTopicsRequest
+from actors.core.messages.elect_leaders import ElectLeadersRequest, TopicPartitions
+from actors.ray_metadata_store import RayKeyValueStore, active_controller
 from orchestration.client import BrokerDirectory
 from orchestration.consumer import Consumer
 from orchestration.errors import KafkaError
-from orchestration.interim_placement import InterimLeaderPlacement
 from orchestration.producer import Producer
-from actors.core.errors import ErrorCode
 
 BROKER_START_TIMEOUT_S = 120
+CONVERGE_TIMEOUT_S = 60
+POLL_INTERVAL_S = 0.05
+ROLES = ("broker", "controller", "request-send-thread")
+
+
+def wait_until(condition, timeout_s: float, what: str):
+    """Poll ``condition`` until it returns something truthy; bounded by ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    last_error = None
+    while time.monotonic() < deadline:
+        try:
+            result = condition()
+            if result:
+                return result
+        except Exception as exc:  # an actor restarting: keep polling
+            last_error = exc
+        time.sleep(POLL_INTERVAL_S)
+    raise TimeoutError(f"timed out after {timeout_s}s waiting for {what}"
+                       + (f" (last error: {last_error!r})" if last_error else ""))
 
 
 @dataclass(frozen=True)
@@ -36,6 +62,7 @@ class PartitionDescription:
     replicas: list[int]
     isr: list[int]
     leader_epoch: int
+    partition_epoch: int
     high_watermark: int
     log_end_offset: int
     log_start_offset: int
@@ -50,16 +77,17 @@ class Cluster:
         self.config = dict(config)
         self._owns_ray = owns_ray
         self._owns_log_dir = owns_log_dir
-        self._handles: dict[int, object] = {}
+        self._brokers: dict[int, object] = {}
+        self._controllers: list = []  # every controller actor this cluster started, newest last
         self._clients: list = []
         self.directory = BrokerDirectory(namespace=namespace, bootstrap_broker_ids=self.broker_ids)
-        self._placement = InterimLeaderPlacement(self.directory, self.broker_ids)
         self._closed = False
 
     # --------------------------------------------------------------------------------- start
     @classmethod
     def start(cls, brokers: int = 3, log_dir: str | None = None, config: dict | None = None, *,
               namespace: str | None = None, num_cpus: int | None = None) -> "Cluster":
+        """Start a controller and ``brokers`` brokers; returns once every broker has registered."""
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         owns_ray = not ray.is_initialized()
@@ -73,11 +101,12 @@ class Cluster:
                       config={str(k): str(v) for k, v in (config or {}).items()},
                       owns_ray=owns_ray, owns_log_dir=owns_log_dir)
         try:
+            RayKeyValueStore(namespace).clear()  # a new cluster: no controller state from an earlier one
+            cluster.start_controller()
             for broker_id in cluster.broker_ids:
                 cluster._create_broker(broker_id)
-            ray.get([cluster._handles[b].ping.remote() for b in cluster.broker_ids],
-                    timeout=BROKER_START_TIMEOUT_S)
-            cluster._placement.start()
+            wait_until(lambda: set(cluster.describe_cluster()["brokers"]) == set(cluster.broker_ids),
+                       BROKER_START_TIMEOUT_S, "every broker to register")
         except BaseException:
             cluster.shutdown()
             raise
@@ -92,38 +121,106 @@ class Cluster:
         handle = BrokerActorRemote.options(
             name=broker_actor_name(broker_id), namespace=self.namespace, max_restarts=-1,
             max_task_retries=0, num_cpus=0, max_concurrency=1000,
-        ).remote(broker_id, self.broker_log_dir(broker_id), self.config)
-        self._handles[broker_id] = handle
+        ).remote(broker_id, self.broker_log_dir(broker_id), self.config, self.namespace)
+        self._brokers[broker_id] = handle
         return handle
+
+    def start_controller(self):
+        """Start a controller actor. It claims a new controller epoch; a controller running before
+        it (paused, say) becomes a zombie that brokers fence by epoch."""
+        name = controller_actor_name(len(self._controllers))
+        handle = ControllerActorRemote.options(
+            name=name, namespace=self.namespace, max_restarts=-1, max_task_retries=0, num_cpus=0,
+            max_concurrency=1000,
+        ).remote(namespace=self.namespace, actor_name=name, config=self.config)
+        ray.get(handle.ping.remote(), timeout=BROKER_START_TIMEOUT_S)
+        self._controllers.append(handle)
+        return handle
+
+    # ----------------------------------------------------------------------------- handles
+    def broker(self, broker_id: int):
+        """The broker actor's handle (to send it requests directly, or to watch it)."""
+        if broker_id not in self._brokers:
+            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {broker_id}")
+        return self._brokers[broker_id]
+
+    def controller(self):
+        """The active controller's actor handle (as published in the metadata store)."""
+        found = active_controller(self.namespace)
+        if found is None:
+            raise KafkaError(ErrorCode.NOT_CONTROLLER, "no active controller")
+        return ray.get_actor(found["actor_name"], namespace=self.namespace)
+
+    def _ask_controller(self, method: str, *args, timeout_s: float = 60):
+        return ray.get(getattr(self.controller(), method).remote(*args), timeout=timeout_s)
+
+    def controller_epoch(self) -> int:
+        return self._ask_controller("controller_epoch")
+
+    def describe_cluster(self) -> dict:
+        """The controller's view: its epoch and the live brokers with their epochs."""
+        return self._ask_controller("describe_cluster")
 
     # -------------------------------------------------------------------------------- topics
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
                      config: dict | None = None) -> None:
-        self._placement.create_topic(name, partitions, replication_factor, config)
+        """CreateTopics through the controller; returns once every partition's leader serves it."""
+        request = CreateTopicsRequest(topics=(CreatableTopic(
+            name=name, num_partitions=partitions, replication_factor=replication_factor,
+            configs=tuple(CreateableTopicConfig(name=str(k), value=str(v)) for k, v in (config or {}).items())),))
+        result = self._ask_controller("handle_create_topics", request).topics[0]
+        if result.error_code != ErrorCode.NONE:
+            raise KafkaError(result.error_code, result.error_message or name)
+        wait_until(lambda: all(p.leader >= 0 and p.log_end_offset >= 0 for p in self.describe_topic(name)),
+                   CONVERGE_TIMEOUT_S, f"every partition of {name!r} to have a serving leader")
         self.directory.refresh_metadata()
 
+    def delete_topic(self, name: str) -> None:
+        """DeleteTopics through the controller; returns once the topic is gone everywhere."""
+        response = self._ask_controller("handle_delete_topics", DeleteTopicsRequest(topic_names=(name,)))
+        result = response.responses[0]
+        if result.error_code != ErrorCode.NONE:
+            raise KafkaError(result.error_code, result.error_message or name)
+        wait_until(lambda: name not in self.topics(), CONVERGE_TIMEOUT_S, f"topic {name!r} to be deleted")
+
     def topics(self) -> list[str]:
-        return self._placement.topic_names()
+        return self.describe_cluster()["topics"]
 
     def describe_topic(self, name: str) -> list[PartitionDescription]:
-        states = self._placement.partition_states(name)
+        """Leader, replicas, ISR and epochs as the controller knows them; HW and LEO from the leader."""
+        described = self._ask_controller("describe_topic", name)
+        if described is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r}")
         positions = {}
-        for leader in sorted({s["leader"] for s in states.values()}):
+        for leader in sorted({p["leader"] for p in described if p["leader"] >= 0}):
             try:
-                for entry in ray.get(self.broker(leader).describe_partitions.remote(), timeout=30):
+                for entry in ray.get(self.broker(leader).describe_partitions.remote(), timeout=10):
                     if entry["topic"] == name and entry["is_leader"]:
                         positions[entry["partition"]] = entry
-            except Exception as exc:  # a dead leader: report what the placement knows
-                logger.warning("broker {} did not describe {}: {}", leader, name, exc)
+            except Exception as exc:  # a dead leader: report what the controller knows
+                logger.debug("broker {} did not describe {}: {!r}", leader, name, exc)
         result = []
-        for partition, state in sorted(states.items()):
-            seen = positions.get(partition, {})
+        for p in described:
+            seen = positions.get(p["partition"], {})
+            if seen.get("leader_epoch", p["leader_epoch"]) != p["leader_epoch"]:
+                seen = {}  # the broker has not applied this leadership yet
             result.append(PartitionDescription(
-                topic=name, partition=partition, leader=state["leader"], replicas=state["replicas"],
-                isr=state["isr"], leader_epoch=state["leader_epoch"],
+                topic=name, partition=p["partition"], leader=p["leader"], replicas=p["replicas"],
+                isr=p["isr"], leader_epoch=p["leader_epoch"], partition_epoch=p["partition_epoch"],
                 high_watermark=seen.get("high_watermark", -1), log_end_offset=seen.get("log_end_offset", -1),
                 log_start_offset=seen.get("log_start_offset", -1)))
         return result
+
+    def elect_preferred_leaders(self, topic: str | None = None) -> dict[tuple[str, int], str]:
+        """Preferred-replica election; per partition, Kafka's outcome name (NONE, ELECTION_NOT_NEEDED, ...)."""
+        wanted = None
+        if topic is not None:
+            wanted = (TopicPartitions(topic=topic, partitions=tuple(p.partition for p in self.describe_topic(topic))),)
+        response = self._ask_controller("handle_elect_leaders", ElectLeadersRequest(topic_partitions=wanted))
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError(response.error_code, "ElectLeaders")
+        return {(r.topic, p.partition_id): ErrorCode(p.error_code).name
+                for r in response.replica_election_results for p in r.partition_result}
 
     # ------------------------------------------------------------------------------- clients
     def producer(self, config: dict | None = None) -> Producer:
@@ -140,27 +237,53 @@ class Cluster:
         return BrokerDirectory(namespace=self.namespace, bootstrap_broker_ids=self.broker_ids)
 
     # -------------------------------------------------------------------------------- faults
-    def broker(self, broker_id: int):
-        """The broker actor's handle (to send it requests directly, or to watch it)."""
-        if broker_id not in self._handles:
-            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {broker_id}")
-        return self._handles[broker_id]
-
     def kill(self, role: str, broker_id: int | None = None, restart: bool = True) -> None:
-        """Kill an actor as a crash would: no shutdown hook runs. Ray restarts it when ``restart``."""
-        if role != "broker":
-            raise ValueError(f"unknown role {role!r}; this cluster has only 'broker' actors")
-        ray.kill(self.broker(broker_id), no_restart=not restart)
+        """Kill an actor as a crash would (no shutdown hook runs).
+
+        ``broker``: Ray restarts it when ``restart``, and it recovers from its log directory;
+        otherwise it stays down until ``restart_broker``. ``controller``: Ray restarts it when
+        ``restart``, with a higher epoch and the same state. ``request-send-thread``: the
+        controller's thread for ``broker_id``; the controller always replaces it, as Kafka's
+        controller does, and re-sends that broker the current state.
+        """
+        if role == "broker":
+            ray.kill(self.broker(broker_id), no_restart=not restart)
+        elif role == "controller":
+            ray.kill(self.controller(), no_restart=not restart)
+        elif role == "request-send-thread":
+            thread = self._ask_controller("send_thread", broker_id)
+            if thread is None:
+                raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no send thread for broker {broker_id}")
+            ray.kill(thread, no_restart=True)
+        else:
+            raise ValueError(f"unknown role {role!r}; roles are {', '.join(ROLES)}")
+
+    def controlled_shutdown(self, broker_id: int, timeout_s: float = 120) -> str:
+        """Kafka's controlled shutdown: leaderships move away first, then the broker stops.
+
+        Returns the outcome (``NONE``, or ``REQUEST_TIMED_OUT`` when leaderships remained after
+        ``controlled.shutdown.max.retries``). The broker stays down until ``restart_broker``.
+        """
+        handle = self.broker(broker_id)
+        outcome = ray.get(handle.controlled_shutdown.remote(), timeout=timeout_s)
+        ray.get(handle.shutdown.remote(), timeout=timeout_s)
+        ray.kill(handle, no_restart=True)
+        return outcome
 
     def restart_broker(self, broker_id: int) -> None:
-        """Start a broker again from its log directory (after ``kill(..., restart=False)``)."""
+        """Start a broker again from its log directory; returns once it has registered."""
         handle = self.broker(broker_id)
         try:
             ray.kill(handle, no_restart=True)
         except Exception:
             pass
-        handle = self._create_broker(broker_id)
-        ray.get(handle.ping.remote(), timeout=BROKER_START_TIMEOUT_S)
+        wait_until(lambda: _actor_gone(broker_actor_name(broker_id), self.namespace), 30,
+                   f"broker {broker_id}'s old actor to go")
+        self._create_broker(broker_id)
+        incarnation = ray.get(self.broker(broker_id).ping.remote(), timeout=BROKER_START_TIMEOUT_S)["incarnation_id"]
+        wait_until(lambda: ray.get(self.broker(broker_id).describe_broker.remote(), timeout=10)["state"] == "RUNNING"
+                   and broker_id in self.describe_cluster()["brokers"], BROKER_START_TIMEOUT_S,
+                   f"broker {broker_id} (incarnation {incarnation}) to register")
 
     # ------------------------------------------------------------------------------ shutdown
     def shutdown(self) -> None:
@@ -172,13 +295,21 @@ class Cluster:
                 client.close()
             except Exception as exc:
                 logger.warning("closing a client: {}", exc)
-        self._placement.stop()
-        for broker_id, handle in self._handles.items():
+        for handle in self._brokers.values():
             try:
                 ray.get(handle.shutdown.remote(), timeout=30)
             except Exception:
                 pass  # already dead: its next start recovers from the log
             ray.kill(handle, no_restart=True)
+        for handle in self._controllers:
+            try:
+                ray.kill(handle, no_restart=True)
+            except Exception:
+                pass
+        try:
+            RayKeyValueStore(self.namespace).clear()
+        except Exception:
+            pass
         if self._owns_ray:
             ray.shutdown()
         if self._owns_log_dir:
@@ -189,3 +320,11 @@ class Cluster:
 
     def __exit__(self, *exc) -> None:
         self.shutdown()
+
+
+def _actor_gone(name: str, namespace: str) -> bool:
+    try:
+        ray.get_actor(name, namespace=namespace)
+    except ValueError:
+        return True
+    return False

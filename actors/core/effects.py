@@ -11,6 +11,9 @@ between, so the core's view and the world's stay in step.
 - ``ArmTimer``: call the core's ``tick`` no later than ``deadline_ms``; the shell also ticks on a
   short period, so a lost timer only delays, never stalls.
 - ``LogEvent``: a line worth a human's attention (leadership change, truncation, ...).
+- ``AddBrokerChannel`` / ``RemoveBrokerChannel``: the controller's channel manager starts or stops
+  the request-send thread for a broker (Kafka's ``ControllerChannelManager.addBroker``).
+- ``Metric``: set a gauge (the shell exports it through Ray's metrics).
 """
 from __future__ import annotations
 
@@ -43,4 +46,22 @@ class LogEvent:
     message: str
 
 
-Effect = Union[Respond, Send, ArmTimer, LogEvent]
+@effect
+class AddBrokerChannel:
+    broker_id: int
+    broker_epoch: int
+
+
+@effect
+class RemoveBrokerChannel:
+    broker_id: int
+
+
+@effect
+class Metric:
+    name: str
+    value: float
+    tags: tuple[tuple[str, str], ...] = ()
+
+
+Effect = Union[Respond, Send, ArmTimer, LogEvent, AddBrokerChannel, RemoveBrokerChannel, Metric]

@@ -46,6 +46,7 @@ KAFKA_API_KEYS = {
     "CreateTopics": 19,
     "DeleteTopics": 20,
     "OffsetForLeaderEpoch": 23,
+    "ElectLeaders": 43,
     "AlterPartition": 56,
     "BrokerRegistration": 62,
     "BrokerHeartbeat": 63,

@@ -60,3 +60,59 @@ def assign_replicas_to_brokers(*, num_partitions: int, replication_factor: int, 
 def _replica_index(first_index: int, shift: int, replica: int, count: int) -> int:
     step = 1 + (shift + replica) % (count - 1)
     return (first_index + step) % count
+
+
+def validate_new_topic(topic, *, existing: set[str], live_brokers: list[int], defaults,
+                       random_source) -> tuple[dict[int, tuple[int, ...]], dict[str, str]]:
+    """Check a ``CreatableTopic`` as Kafka's ``AdminManager.createTopics`` does; returns
+    (assignment, config overrides) or raises ``KafkaProtocolError`` with Kafka's error code."""
+    from actors.core.config import TOPIC_CONFIG_KEYS, KafkaConfig
+
+    validate_topic_name(topic.name)
+    if topic.name in existing:
+        raise KafkaProtocolError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {topic.name!r} already exists")
+    config = {}
+    for entry in topic.configs:
+        if entry.name not in TOPIC_CONFIG_KEYS:
+            raise KafkaProtocolError(ErrorCode.INVALID_CONFIG, f"unknown topic config {entry.name!r}")
+        if entry.value is not None:
+            config[entry.name] = str(entry.value)
+    checked = KafkaConfig(config)
+    for key in ("segment.bytes", "max.message.bytes", "min.insync.replicas", "index.interval.bytes"):
+        checked.get_int(key, minimum=1)
+    checked.get_bool("unclean.leader.election.enable")
+    if topic.assignments:
+        if topic.num_partitions != -1 or topic.replication_factor != -1:
+            raise KafkaProtocolError(ErrorCode.INVALID_REQUEST, "both a partition count or replication "
+                                                                "factor and an explicit assignment were set")
+        return _validate_explicit_assignment(topic.assignments, live_brokers), config
+    num_partitions = defaults.get_int("num.partitions", 1) if topic.num_partitions == -1 else topic.num_partitions
+    factor = (defaults.get_int("default.replication.factor", 1) if topic.replication_factor == -1
+              else topic.replication_factor)
+    if not live_brokers:
+        raise KafkaProtocolError(ErrorCode.INVALID_REPLICATION_FACTOR, "no live brokers")
+    assignment = assign_replicas_to_brokers(
+        num_partitions=num_partitions, replication_factor=factor, brokers=live_brokers,
+        start_index=random_source.randrange(len(live_brokers)),
+        next_replica_shift=random_source.randrange(len(live_brokers)))
+    return {p: tuple(r) for p, r in assignment.items()}, config
+
+
+def _validate_explicit_assignment(assignments, live_brokers: list[int]) -> dict[int, tuple[int, ...]]:
+    result = {a.partition_index: tuple(a.broker_ids) for a in assignments}
+    if sorted(result) != list(range(len(result))):
+        raise KafkaProtocolError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 "partitions must be numbered consecutively from 0")
+    sizes = {len(replicas) for replicas in result.values()}
+    if len(sizes) != 1 or 0 in sizes:
+        raise KafkaProtocolError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 "every partition needs the same, non-zero number of replicas")
+    for partition, replicas in result.items():
+        if len(set(replicas)) != len(replicas):
+            raise KafkaProtocolError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"partition {partition} lists a broker twice")
+        unknown = sorted(set(replicas) - set(live_brokers))
+        if unknown:
+            raise KafkaProtocolError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"partition {partition} names brokers {unknown} that are not live")
+    return result

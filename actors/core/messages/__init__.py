@@ -124,6 +124,15 @@ from actors.core.messages.create_topics import (
     CreatableTopicResult,
     CreateTopicsResponse,
 )
+from actors.core.messages.elect_leaders import (
+    PREFERRED_ELECTION,
+    UNCLEAN_ELECTION,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    PartitionResult,
+    ReplicaElectionResult,
+    TopicPartitions,
+)
 from actors.core.messages.delete_topics import (
     DeleteTopicsRequest,
     DeletableTopicResult,
@@ -174,6 +183,7 @@ API_KEYS: dict[str, int] = {
     "CreateTopicsRequest": 19,
     "DeleteTopicsRequest": 20,
     "OffsetForLeaderEpochRequest": 23,
+    "ElectLeadersRequest": 43,
     "AlterPartitionRequest": 56,
     "BrokerRegistrationRequest": 62,
     "BrokerHeartbeatRequest": 63,
@@ -181,6 +191,13 @@ API_KEYS: dict[str, int] = {
 
 __all__ = [
     "API_KEYS",
+    "PREFERRED_ELECTION",
+    "UNCLEAN_ELECTION",
+    "ElectLeadersRequest",
+    "ElectLeadersResponse",
+    "PartitionResult",
+    "ReplicaElectionResult",
+    "TopicPartitions",
     "NO_LEADER",
     "NO_EPOCH",
     "CONSUMER_REPLICA_ID",

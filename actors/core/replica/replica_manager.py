@@ -80,6 +80,8 @@ class ReplicaManager:
         self.storage = storage
         self.config = config
         self.controller_epoch = -1
+        # Set by registration; control requests for an earlier incarnation of this broker are stale.
+        self.broker_epoch = -1
         self.metadata_cache = MetadataCache()
         self.partitions: dict[TopicPartition, Partition] = {}
         self.topic_configs: dict[str, KafkaConfig] = {}
@@ -121,11 +123,20 @@ class ReplicaManager:
                          min_insync_replicas=config.get_int("min.insync.replicas", 1))
 
     # -------------------------------------------------------------------------- control requests
+    def _stale_control_request(self, request) -> ErrorCode | None:
+        """Kafka's fencing of control requests: an older controller, or an earlier incarnation of us."""
+        if request.controller_epoch < self.controller_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        if request.broker_epoch != -1 and request.broker_epoch < self.broker_epoch:
+            return ErrorCode.STALE_BROKER_EPOCH
+        return None
+
     def handle_leader_and_isr(self, request_id: int, request: LeaderAndIsrRequest,
                               now_ms: int) -> list[Effect]:
-        if request.controller_epoch < self.controller_epoch:
+        stale = self._stale_control_request(request)
+        if stale is not None:
             return [Respond(request_id=request_id, response=LeaderAndIsrResponse(
-                error_code=ErrorCode.STALE_CONTROLLER_EPOCH, partition_errors=()))]
+                error_code=stale, partition_errors=()))]
         self.controller_epoch = request.controller_epoch
         effects: list[Effect] = []
         errors = []
@@ -172,23 +183,26 @@ class ReplicaManager:
                 f"at epoch {state.leader_epoch} from offset {partition.log_end_offset}")))
         else:
             partition.make_follower(leader=state.leader, **role)
+            effects.append(LogEvent(level="debug", message=(
+                f"broker {self.broker_id} follows {state.leader} for {topic_partition[0]}-"
+                f"{topic_partition[1]} at epoch {state.leader_epoch}")))
         return ErrorCode.NONE
 
     def handle_update_metadata(self, request_id: int, request: UpdateMetadataRequest,
                                now_ms: int) -> list[Effect]:
-        if request.controller_epoch < self.controller_epoch:
-            error = ErrorCode.STALE_CONTROLLER_EPOCH
-        else:
-            self.controller_epoch = request.controller_epoch
-            self.metadata_cache.update(request)
-            error = ErrorCode.NONE
-        return [Respond(request_id=request_id, response=UpdateMetadataResponse(error_code=error))]
+        stale = self._stale_control_request(request)
+        if stale is not None:
+            return [Respond(request_id=request_id, response=UpdateMetadataResponse(error_code=stale))]
+        self.controller_epoch = request.controller_epoch
+        self.metadata_cache.update(request)
+        return [Respond(request_id=request_id, response=UpdateMetadataResponse(error_code=ErrorCode.NONE))]
 
     def handle_stop_replica(self, request_id: int, request: StopReplicaRequest,
                             now_ms: int) -> list[Effect]:
-        if request.controller_epoch < self.controller_epoch:
+        stale = self._stale_control_request(request)
+        if stale is not None:
             return [Respond(request_id=request_id, response=StopReplicaResponse(
-                error_code=ErrorCode.STALE_CONTROLLER_EPOCH, partition_errors=()))]
+                error_code=stale, partition_errors=()))]
         self.controller_epoch = request.controller_epoch
         effects: list[Effect] = []
         errors = []
@@ -198,6 +212,8 @@ class ReplicaManager:
                 partition = self.partitions.pop(topic_partition, None)
                 if partition is not None and request.delete_partitions:
                     partition.log.delete()
+                    effects.append(LogEvent(level="info", message=(
+                        f"broker {self.broker_id} deleted its replica of {topic.name}-{index}")))
                 elif partition is not None:
                     partition.log.flush()
                 effects.extend(self._try_complete_delayed(topic_partition, now_ms))

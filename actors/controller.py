@@ -1,0 +1,246 @@
+"""The controller actor: a thin async Ray shell around ``ControllerCore`` and its channel manager.
+
+It builds the core in ``__init__`` from the metadata store on the Ray cluster's key-value store,
+which claims a new controller epoch, so a controller that Ray restarts after a kill resumes with
+a higher epoch and the same cluster state. It then publishes itself as the active controller
+(brokers look it up there). The channel manager is here: one ``RequestSendThreadActor`` per
+registered broker, created and killed as the core says (``AddBrokerChannel`` /
+``RemoveBrokerChannel``), each fed the core's ``Send`` effects for its broker in order. A send
+thread that dies is replaced and its broker resynchronised. ``pause``/``resume`` hold every event
+(a long GC pause), which is how a test makes a zombie controller.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import random
+import time
+from typing import Any, Callable
+
+import ray
+from loguru import logger
+
+from actors.core.config import KafkaConfig
+from actors.core.controller.controller import ControllerCore
+from actors.core.controller.metadata_store import MetadataStore
+from actors.core.effects import (
+    AddBrokerChannel, ArmTimer, LogEvent, Metric, RemoveBrokerChannel, Respond, Send,
+)
+from actors.ray_metadata_store import RayKeyValueStore, set_active_controller
+from actors.request_send_thread import RequestSendThreadRemote
+
+TICK_INTERVAL_S = 0.2
+SEND_THREAD_CHECK_INTERVAL_S = 1.0
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+def controller_actor_name(generation: int = 0) -> str:
+    return "raykafka-controller" if generation == 0 else f"raykafka-controller-{generation}"
+
+
+class ControllerActor:
+    def __init__(self, *, namespace: str, actor_name: str, config: dict[str, str] | None = None) -> None:
+        self.namespace = namespace
+        self.actor_name = actor_name
+        self.config = dict(config or {})
+        self._core = ControllerCore(store=MetadataStore(RayKeyValueStore(namespace)),
+                                    config=KafkaConfig(self.config), now_ms=monotonic_ms(),
+                                    random_source=random.Random())
+        set_active_controller(namespace, actor_name, self._core.controller_epoch)
+        logger.info("controller {} active with epoch {}", actor_name, self._core.controller_epoch)
+        self._pending: dict[int, asyncio.Future] = {}
+        self._request_ids = itertools.count()
+        self._threads: dict[int, Any] = {}
+        self._thread_epochs: dict[int, int] = {}
+        self._thread_sequences: dict[int, int] = {}  # next batch number for each broker's thread
+        self._started = False
+        self._running: asyncio.Event | None = None
+        self._background: list[asyncio.Task] = []
+
+    # ------------------------------------------------------------------------ the shell proper
+    async def _ensure_started(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        self._running = asyncio.Event()
+        self._running.set()
+        loop = asyncio.get_running_loop()
+        self._background = [loop.create_task(self._tick_forever()), loop.create_task(self._watch_send_threads())]
+        self._apply(self._core.start(monotonic_ms()))
+
+    async def _event(self, step: Callable[[int], list]) -> None:
+        """Run one core step that needs no answer (after any pause)."""
+        await self._ensure_started()
+        await self._running.wait()
+        self._apply(step(monotonic_ms()))
+
+    async def _call(self, handler: Callable, request: Any) -> Any:
+        await self._ensure_started()
+        await self._running.wait()
+        request_id = next(self._request_ids)
+        future = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        try:
+            effects = handler(request_id, request, monotonic_ms())
+        except Exception:
+            self._pending.pop(request_id, None)
+            logger.exception("controller failed on {}", type(request).__name__)
+            raise
+        self._apply(effects)
+        return await future
+
+    def _apply(self, effects: list) -> None:
+        sends: dict[int, list] = collections.defaultdict(list)
+        for effect in effects:
+            if isinstance(effect, Send):
+                role, _, broker_id = effect.destination.partition(":")
+                assert role == "broker", effect.destination
+                sends[int(broker_id)].append(effect.message)
+                continue
+            self._flush_sends(sends)  # keep Sends and channel changes in the core's order
+            if isinstance(effect, Respond):
+                future = self._pending.pop(effect.request_id, None)
+                if future is not None and not future.done():
+                    future.set_result(effect.response)
+            elif isinstance(effect, AddBrokerChannel):
+                self._add_channel(effect.broker_id, effect.broker_epoch)
+            elif isinstance(effect, RemoveBrokerChannel):
+                self._remove_channel(effect.broker_id)
+            elif isinstance(effect, ArmTimer):
+                pass  # the periodic tick is finer than any deadline the controller arms
+            elif isinstance(effect, LogEvent):
+                logger.log(effect.level.upper(), effect.message)
+            elif isinstance(effect, Metric):
+                pass
+            else:
+                raise AssertionError(f"controller shell cannot apply {effect!r}")
+        self._flush_sends(sends)
+
+    def _flush_sends(self, sends: dict[int, list]) -> None:
+        for broker_id, requests in sends.items():
+            thread = self._threads.get(broker_id)
+            if thread is None:
+                logger.debug("dropping {} requests for broker {} with no channel", len(requests), broker_id)
+                continue
+            sequence = self._thread_sequences[broker_id]
+            self._thread_sequences[broker_id] = sequence + 1
+            thread.enqueue.remote(sequence, requests)  # numbered: the thread restores the order
+        sends.clear()
+
+    # ------------------------------------------------------------------------ channel manager
+    def _add_channel(self, broker_id: int, broker_epoch: int) -> None:
+        self._remove_channel(broker_id)
+        self._threads[broker_id] = RequestSendThreadRemote.options(num_cpus=0, max_restarts=0).remote(
+            broker_id=broker_id, broker_epoch=broker_epoch,
+            broker_actor_name=self._core.context.brokers[broker_id].host, namespace=self.namespace,
+            controller=ray.get_runtime_context().current_actor)
+        self._thread_epochs[broker_id] = broker_epoch
+        self._thread_sequences[broker_id] = 0
+
+    def _remove_channel(self, broker_id: int) -> None:
+        thread = self._threads.pop(broker_id, None)
+        self._thread_epochs.pop(broker_id, None)
+        if thread is not None:
+            ray.kill(thread, no_restart=True)
+
+    async def _watch_send_threads(self) -> None:
+        """A dead send thread is replaced, and its broker sent the current state again."""
+        while True:
+            await asyncio.sleep(SEND_THREAD_CHECK_INTERVAL_S)
+            for broker_id, thread in list(self._threads.items()):
+                try:
+                    await asyncio.wait_for(thread.queue_size.remote(), timeout=10)
+                except Exception as exc:
+                    if self._threads.get(broker_id) is not thread:
+                        continue
+                    logger.warning("send thread for broker {} is gone ({}); recreating it",
+                                   broker_id, type(exc).__name__)
+                    self._add_channel(broker_id, self._thread_epochs.get(broker_id, -1))
+                    self._apply(self._core.resync_broker(broker_id, monotonic_ms()))
+
+    async def _tick_forever(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_INTERVAL_S)
+            await self._running.wait()
+            try:
+                self._apply(self._core.tick(monotonic_ms()))
+            except Exception:
+                logger.exception("controller tick failed")
+
+    # ----------------------------------------------------------------------- brokers' requests
+    async def handle_broker_registration(self, request):
+        return await self._call(self._core.handle_broker_registration, request)
+
+    async def handle_broker_heartbeat(self, request):
+        return await self._call(self._core.handle_broker_heartbeat, request)
+
+    async def handle_controlled_shutdown(self, request):
+        return await self._call(self._core.handle_controlled_shutdown, request)
+
+    async def handle_alter_partition(self, request):
+        return await self._call(self._core.handle_alter_partition, request)
+
+    # ------------------------------------------------------------------------ admin requests
+    async def handle_create_topics(self, request):
+        return await self._call(self._core.handle_create_topics, request)
+
+    async def handle_delete_topics(self, request):
+        return await self._call(self._core.handle_delete_topics, request)
+
+    async def handle_elect_leaders(self, request):
+        return await self._call(self._core.handle_elect_leaders, request)
+
+    # ------------------------------------------------------------------- from send threads
+    async def on_control_response(self, broker_id: int, request, response) -> None:
+        await self._event(lambda now_ms: self._core.on_control_response(broker_id, request, response, now_ms))
+
+    async def on_broker_unreachable(self, broker_id: int, broker_epoch: int) -> None:
+        await self._event(lambda now_ms: self._core.on_broker_unreachable(broker_id, broker_epoch, now_ms))
+
+    async def resync_broker(self, broker_id: int) -> None:
+        await self._event(lambda now_ms: self._core.resync_broker(broker_id, now_ms))
+
+    # ---------------------------------------------------------------------------- observation
+    async def ping(self) -> dict:
+        await self._ensure_started()
+        return {"controller_epoch": self._core.controller_epoch, "active": self._core.active}
+
+    async def controller_epoch(self) -> int:
+        return self._core.controller_epoch
+
+    async def describe_cluster(self) -> dict:
+        await self._ensure_started()
+        return self._core.describe_cluster()
+
+    async def describe_topic(self, name: str) -> list[dict] | None:
+        await self._ensure_started()
+        return self._core.describe_topic(name)
+
+    async def send_thread(self, broker_id: int):
+        """The send-thread actor for ``broker_id`` (fault injection kills it)."""
+        return self._threads.get(broker_id)
+
+    async def queue_sizes(self) -> dict[int, int]:
+        sizes = {}
+        for broker_id, thread in list(self._threads.items()):
+            try:
+                sizes[broker_id] = await asyncio.wait_for(thread.queue_size.remote(), timeout=5)
+            except Exception:
+                sizes[broker_id] = -1
+        return sizes
+
+    # ------------------------------------------------------------------------ fault injection
+    async def pause(self) -> None:
+        """Hold every event until ``resume``, as a stop-the-world pause would."""
+        await self._ensure_started()
+        self._running.clear()
+
+    async def resume(self) -> None:
+        self._running.set()
+
+
+ControllerActorRemote = ray.remote(ControllerActor)

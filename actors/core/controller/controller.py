@@ -1,0 +1,597 @@
+"""The controller: decides partition leadership and tells brokers, as Kafka 2.4's ``KafkaController``.
+
+Theory of operation. One ``ControllerCore`` is active per cluster. It claims a controller epoch
+from the metadata store when it starts (one more than any controller before it) and stamps it on
+every request it sends, so brokers ignore a paused controller that wakes up after a newer one
+took over. Inputs are events, each handled to completion:
+
+- broker lifecycle: registration (a new broker epoch; a broker that comes back with a new
+  incarnation is handled as a failure followed by a startup, Kafka's "bounced broker"), heartbeats,
+  heartbeat expiry after ``broker.session.timeout.ms``, Ray reporting the broker's actor dead, and
+  controlled shutdown;
+- admin requests: CreateTopics, DeleteTopics, ElectLeaders (preferred), and the periodic
+  preferred-leader rebalance when ``auto.leader.rebalance.enable``;
+- AlterPartition from partition leaders (ISR changes, checked against ``partition_epoch``);
+- responses to its own control requests, which the send threads hand back.
+
+Each event changes the context (persisted to the store first), adds LeaderAndIsr, UpdateMetadata
+and StopReplica requests to a ``ControllerBrokerRequestBatch``, and turns the batch into ``Send``
+effects, one per (broker, request), which the shell's channel manager queues per broker in order.
+
+Outputs: ``Respond``, ``Send`` (destination ``broker:<id>``), ``AddBrokerChannel`` /
+``RemoveBrokerChannel``, ``ArmTimer``, ``LogEvent``. A store write that finds a newer controller
+epoch makes this controller resign: from then on it sends nothing and answers ``NOT_CONTROLLER``.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from actors.core.config import KafkaConfig
+from actors.core.controller import elections
+from actors.core.controller.context import BrokerInfo, ControllerContext
+from actors.core.controller.deletion import TopicDeletion
+from actors.core.controller.metadata_store import MetadataStore
+from actors.core.controller.request_batch import ControllerBrokerRequestBatch
+from actors.core.controller.state import LeaderAndIsr, PartitionState, ReplicaState, TopicPartition
+from actors.core.controller.topics import validate_new_topic
+from actors.core.effects import AddBrokerChannel, ArmTimer, Effect, LogEvent, RemoveBrokerChannel, Respond, Send
+from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.messages import (
+    NO_LEADER, AlterPartitionRequest, AlterPartitionResponse, AlterPartitionResponsePartitionData,
+    AlterPartitionResponseTopicData, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
+    BrokerRegistrationResponse, ControlledShutdownRequest, ControlledShutdownResponse, CreatableTopicResult,
+    CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
+    ElectLeadersRequest, ElectLeadersResponse, PartitionResult, RemainingPartition, ReplicaElectionResult,
+)
+
+# The controller is its own actor, not a broker, so like a KRaft controller it has a node id of
+# its own, outside the range brokers use.
+CONTROLLER_NODE_ID = 3000
+
+CONTROLLER_DEFAULTS = {
+    # KRaft's defaults for the same ideas (Kafka 2.4 used ZooKeeper's session timeout instead).
+    "broker.session.timeout.ms": "9000",
+    "broker.heartbeat.interval.ms": "2000",
+    "auto.leader.rebalance.enable": "true",
+    "leader.imbalance.check.interval.seconds": "300",
+    "leader.imbalance.per.broker.percentage": "10",
+    "unclean.leader.election.enable": "false",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+}
+
+
+class RandomSource(Protocol):
+    def randrange(self, stop: int) -> int: ...
+
+
+def broker_destination(broker_id: int) -> str:
+    return f"broker:{broker_id}"
+
+
+class ControllerCore:
+    def __init__(self, *, store: MetadataStore, config: KafkaConfig, now_ms: int,
+                 random_source: RandomSource, controller_id: int = CONTROLLER_NODE_ID) -> None:
+        self.config = config.with_overrides({k: v for k, v in CONTROLLER_DEFAULTS.items() if k not in config})
+        self.controller_id = controller_id
+        self.random_source = random_source
+        self.store = store
+        self.controller_epoch = store.claim_controller_epoch()
+        self.context = ControllerContext(store)
+        self.context.load(now_ms)
+        self.batch = ControllerBrokerRequestBatch(controller_id=controller_id)
+        self.deletion = TopicDeletion(self)
+        self.active = True
+        self.session_timeout_ms = self.config.get_int("broker.session.timeout.ms", 1)
+        self.rebalance_interval_ms = self.config.get_int("leader.imbalance.check.interval.seconds", 1) * 1000
+        self._next_rebalance_ms = now_ms + self.rebalance_interval_ms
+
+    # ------------------------------------------------------------------------------ plumbing
+    def _flush(self) -> list[Effect]:
+        """Turn the batch into one Send per (broker, request), in Kafka's order."""
+        live = self.context.live_or_shutting_down_broker_ids
+        pairs = self.batch.send_requests(
+            controller_epoch=self.controller_epoch,
+            broker_epochs={b: self.context.brokers[b].broker_epoch for b in live},
+            live_brokers={b: self.context.brokers[b].host for b in live},
+            partition_states=self.context.partition_state_lookup,
+            topics_to_be_deleted=self.context.topics_to_delete)
+        return [Send(destination=broker_destination(b), message=request) for b, request in pairs]
+
+    def _guarded(self, request_id: int | None, error_response, step) -> list[Effect]:
+        """Run one event. A newer controller seen in the store makes this one resign."""
+        if not self.active:
+            return self._not_controller(request_id, error_response)
+        try:
+            return step()
+        except KafkaProtocolError as exc:
+            if exc.error_code != ErrorCode.STALE_CONTROLLER_EPOCH:
+                raise
+            self.batch.clear()
+            self.active = False
+            effects = [LogEvent(level="warning", message=f"controller epoch {self.controller_epoch} "
+                                                         f"resigns: {exc}")]
+            effects += [RemoveBrokerChannel(broker_id=b) for b in sorted(self.context.brokers)]
+            return effects + self._not_controller(request_id, error_response)
+
+    @staticmethod
+    def _not_controller(request_id: int | None, error_response) -> list[Effect]:
+        if request_id is None:
+            return []
+        return [Respond(request_id=request_id, response=error_response(ErrorCode.NOT_CONTROLLER))]
+
+    def _log(self, message: str, level: str = "info") -> LogEvent:
+        return LogEvent(level=level, message=f"[controller epoch {self.controller_epoch}] {message}")
+
+    # ----------------------------------------------------------------------------- failover
+    def start(self, now_ms: int) -> list[Effect]:
+        """Kafka's ``onControllerFailover``: channels to every broker, full state to everyone."""
+        return self._guarded(None, None, lambda: self._start(now_ms))
+
+    def _start(self, now_ms: int) -> list[Effect]:
+        context = self.context
+        effects: list[Effect] = [self._log(f"active with {len(context.brokers)} registered brokers and "
+                                           f"{len(context.topics)} topics")]
+        effects += [AddBrokerChannel(broker_id=b, broker_epoch=info.broker_epoch)
+                    for b, info in sorted(context.brokers.items())]
+        live = context.live_or_shutting_down_broker_ids
+        for topic_partition in context.all_partitions():
+            leadership = context.leadership.get(topic_partition)
+            if leadership is None:
+                state = PartitionState.NEW_PARTITION
+            elif leadership.leader in live:
+                state = PartitionState.ONLINE_PARTITION
+            else:
+                state = PartitionState.OFFLINE_PARTITION
+            context.partition_states.initialize(topic_partition, state)
+            for replica in context.replicas(topic_partition):
+                replica_state = ReplicaState.ONLINE_REPLICA if replica in live else ReplicaState.OFFLINE_REPLICA
+                context.replica_states.initialize((topic_partition, replica), replica_state)
+        self.batch.new_batch()
+        self.batch.add_update_metadata_request_for_brokers(live, context.all_partitions())
+        for topic_partition in context.all_partitions():
+            self._add_leader_and_isr(topic_partition, context.replicas(topic_partition))
+        effects += self._flush()
+        effects += self._elect_offline_partitions()
+        effects += self.deletion.resume()
+        return effects
+
+    # ---------------------------------------------------------------------- broker lifecycle
+    def handle_broker_registration(self, request_id: int, request: BrokerRegistrationRequest,
+                                   now_ms: int) -> list[Effect]:
+        def error(code: ErrorCode) -> BrokerRegistrationResponse:
+            return BrokerRegistrationResponse(error_code=code, broker_epoch=-1)
+        return self._guarded(request_id, error, lambda: self._register(request_id, request, now_ms))
+
+    def _register(self, request_id: int, request: BrokerRegistrationRequest, now_ms: int) -> list[Effect]:
+        effects: list[Effect] = []
+        existing = self.context.brokers.get(request.broker_id)
+        if existing is not None and existing.incarnation_id == request.incarnation_id:
+            # A retried registration of the same process: answer with the epoch it already has.
+            existing.last_heartbeat_ms = now_ms
+            return [Respond(request_id=request_id, response=BrokerRegistrationResponse(
+                broker_epoch=existing.broker_epoch))]
+        if existing is not None:
+            effects.append(self._log(f"broker {request.broker_id} bounced (new incarnation)"))
+            effects += self._on_broker_failure([request.broker_id])
+        info = BrokerInfo(request.broker_id, self.store.next_broker_epoch(), request.host,
+                          request.incarnation_id, last_heartbeat_ms=now_ms)
+        self.context.put_broker(info)
+        effects.append(Respond(request_id=request_id, response=BrokerRegistrationResponse(
+            broker_epoch=info.broker_epoch)))
+        effects.append(AddBrokerChannel(broker_id=info.broker_id, broker_epoch=info.broker_epoch))
+        effects.append(self._log(f"broker {info.broker_id} registered with epoch {info.broker_epoch}"))
+        effects += self._on_broker_startup([info.broker_id])
+        return effects
+
+    def handle_broker_heartbeat(self, request_id: int, request: BrokerHeartbeatRequest,
+                                now_ms: int) -> list[Effect]:
+        def answer(code: ErrorCode, **fields) -> BrokerHeartbeatResponse:
+            return BrokerHeartbeatResponse(error_code=code, **fields)
+        if not self.active:
+            return self._not_controller(request_id, answer)
+        info = self.context.brokers.get(request.broker_id)
+        if info is None:
+            return [Respond(request_id=request_id, response=answer(ErrorCode.BROKER_ID_NOT_REGISTERED,
+                                                                   is_fenced=True))]
+        if request.broker_epoch != info.broker_epoch:
+            return [Respond(request_id=request_id, response=answer(ErrorCode.STALE_BROKER_EPOCH,
+                                                                   is_fenced=True))]
+        info.last_heartbeat_ms = now_ms
+        return [Respond(request_id=request_id, response=answer(
+            ErrorCode.NONE, is_caught_up=True, is_fenced=False, should_shut_down=False))]
+
+    def on_broker_unreachable(self, broker_id: int, broker_epoch: int, now_ms: int) -> list[Effect]:
+        """Ray reported the broker's actor dead (not restarting): fence it now."""
+        info = self.context.brokers.get(broker_id)
+        if info is None or info.broker_epoch != broker_epoch:
+            return []
+        return self._guarded(None, None, lambda: [self._log(f"broker {broker_id} is dead (Ray)")]
+                             + self._on_broker_failure([broker_id]))
+
+    def _on_broker_startup(self, broker_ids: list[int]) -> list[Effect]:
+        """Kafka's ``onBrokerStartup``: full metadata, its replicas online, offline partitions elected."""
+        context = self.context
+        self.batch.new_batch()
+        self.batch.add_update_metadata_request_for_brokers(context.live_or_shutting_down_broker_ids,
+                                                           context.all_partitions())
+        for broker_id in broker_ids:
+            for topic_partition in context.partitions_on_broker(broker_id):
+                if topic_partition[0] in context.topics_to_delete:
+                    continue
+                replica = (topic_partition, broker_id)
+                if replica not in context.replica_states:
+                    context.replica_states.initialize(replica, ReplicaState.OFFLINE_REPLICA)
+                if context.replica_states.transition(replica, ReplicaState.ONLINE_REPLICA):
+                    self._add_leader_and_isr(topic_partition, [broker_id])
+        effects = self._flush()
+        effects += self._elect_offline_partitions()
+        effects += self.deletion.resume()
+        return effects
+
+    def _on_broker_failure(self, broker_ids: Iterable[int]) -> list[Effect]:
+        """Kafka's ``onBrokerFailure``: new leaders for what they led, then out of every ISR."""
+        context = self.context
+        dead = [b for b in broker_ids if b in context.brokers]
+        effects: list[Effect] = []
+        for broker_id in dead:
+            context.remove_broker(broker_id)
+            effects.append(RemoveBrokerChannel(broker_id=broker_id))
+        if not dead:
+            return effects
+        for topic_partition in context.all_partitions():
+            leadership = context.leadership.get(topic_partition)
+            if leadership is not None and leadership.leader in dead:
+                context.partition_states.transition(topic_partition, PartitionState.OFFLINE_PARTITION)
+        effects += self._elect_offline_partitions()
+        self.batch.new_batch()
+        for broker_id in dead:
+            for topic_partition in context.partitions_on_broker(broker_id):
+                self._replica_offline(topic_partition, broker_id)
+        self.batch.add_update_metadata_request_for_brokers(context.live_or_shutting_down_broker_ids)
+        effects += self._flush()
+        effects += self.deletion.on_brokers_dead(dead)
+        return effects
+
+    def _replica_offline(self, topic_partition: TopicPartition, broker_id: int) -> None:
+        """Kafka's OfflineReplica transition: out of the ISR, the remaining replicas told."""
+        context = self.context
+        replica = (topic_partition, broker_id)
+        if replica not in context.replica_states:
+            context.replica_states.initialize(replica, ReplicaState.ONLINE_REPLICA)
+        context.replica_states.transition(replica, ReplicaState.OFFLINE_REPLICA)
+        if topic_partition[0] in context.topics_to_delete:
+            return
+        leadership = context.leadership.get(topic_partition)
+        if leadership is None:
+            return
+        changed = leadership.remove_replica_from_isr(broker_id, self.controller_epoch)
+        if changed is None:
+            return
+        context.set_leadership(topic_partition, changed)
+        if not changed.has_leader:
+            context.partition_states.transition(topic_partition, PartitionState.OFFLINE_PARTITION)
+        others = [r for r in context.replicas(topic_partition)
+                  if r != broker_id and r in context.live_or_shutting_down_broker_ids]
+        self._add_leader_and_isr(topic_partition, others)
+
+    # ------------------------------------------------------------------------------ elections
+    def _add_leader_and_isr(self, topic_partition: TopicPartition, broker_ids: Iterable[int],
+                            is_new: bool = False) -> None:
+        leadership = self.context.leadership.get(topic_partition)
+        if leadership is None:
+            return
+        live = self.context.live_or_shutting_down_broker_ids
+        self.batch.add_leader_and_isr_request_for_brokers(
+            [b for b in broker_ids if b in live], topic_partition, leadership,
+            self.context.replicas(topic_partition), is_new=is_new,
+            topic_config=self.context.topic_config_pairs(topic_partition[0]))
+
+    def _unclean_enabled(self, topic: str) -> bool:
+        topic_config = self.context.topics[topic].config
+        value = topic_config.get("unclean.leader.election.enable",
+                                 self.config.get_str("unclean.leader.election.enable"))
+        return str(value).lower() == "true"
+
+    def _elect_offline_partitions(self) -> list[Effect]:
+        """Kafka's ``triggerOnlinePartitionStateChange``: elect for every new or offline partition."""
+        context = self.context
+        effects: list[Effect] = []
+        self.batch.new_batch()
+        live = context.live_broker_ids
+        for topic_partition in context.partition_states.partitions_in(
+                PartitionState.NEW_PARTITION, PartitionState.OFFLINE_PARTITION):
+            if topic_partition[0] in context.topics_to_delete:
+                continue
+            replicas = context.replicas(topic_partition)
+            current = context.leadership.get(topic_partition)
+            if current is None:
+                initial = elections.initial_leader_and_isr(assignment=replicas, live_replicas=live,
+                                                           controller_epoch=self.controller_epoch)
+                if initial is None:
+                    continue
+                context.set_leadership(topic_partition, initial)
+                context.partition_states.transition(topic_partition, PartitionState.ONLINE_PARTITION)
+                self._add_leader_and_isr(topic_partition, replicas, is_new=True)
+                continue
+            result = elections.elect_for_offline_partition(
+                leader_and_isr=current, assignment=replicas, live_replicas=live,
+                unclean_leader_election_enabled=self._unclean_enabled(topic_partition[0]),
+                controller_epoch=self.controller_epoch)
+            if result.leader_and_isr is None:
+                continue  # stays offline until an eligible replica returns
+            if result.unclean:
+                effects.append(self._log(f"unclean election: broker {result.leader} leads "
+                                         f"{topic_partition[0]}-{topic_partition[1]}; records it "
+                                         f"never had are lost", level="warning"))
+            context.set_leadership(topic_partition, result.leader_and_isr)
+            context.partition_states.transition(topic_partition, PartitionState.ONLINE_PARTITION)
+            self._add_leader_and_isr(topic_partition, result.live_replicas_to_notify)
+        return effects + self._flush()
+
+    def handle_elect_leaders(self, request_id: int, request: ElectLeadersRequest, now_ms: int) -> list[Effect]:
+        def error(code: ErrorCode) -> ElectLeadersResponse:
+            return ElectLeadersResponse(replica_election_results=(), error_code=code)
+        return self._guarded(request_id, error, lambda: self._elect_preferred(request_id, request))
+
+    def _elect_preferred(self, request_id: int, request: ElectLeadersRequest) -> list[Effect]:
+        context = self.context
+        if request.topic_partitions is None:
+            wanted = context.all_partitions()
+        else:
+            wanted = [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
+        results: dict[str, list[PartitionResult]] = {}
+        self.batch.new_batch()
+        for topic_partition in wanted:
+            code = self._elect_preferred_one(topic_partition)
+            results.setdefault(topic_partition[0], []).append(
+                PartitionResult(partition_id=topic_partition[1], error_code=code))
+        effects = self._flush()
+        effects.append(Respond(request_id=request_id, response=ElectLeadersResponse(
+            replica_election_results=tuple(ReplicaElectionResult(topic=t, partition_result=tuple(r))
+                                           for t, r in sorted(results.items())))))
+        return effects
+
+    def _elect_preferred_one(self, topic_partition: TopicPartition) -> ErrorCode:
+        context = self.context
+        current = context.leadership.get(topic_partition)
+        if current is None or topic_partition[0] in context.topics_to_delete:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        result = elections.elect_preferred(leader_and_isr=current, assignment=context.replicas(topic_partition),
+                                           live_replicas=context.live_broker_ids,
+                                           controller_epoch=self.controller_epoch)
+        if result.leader_and_isr is None:
+            return result.error
+        context.set_leadership(topic_partition, result.leader_and_isr)
+        context.partition_states.transition(topic_partition, PartitionState.ONLINE_PARTITION)
+        self._add_leader_and_isr(topic_partition, result.live_replicas_to_notify)
+        return ErrorCode.NONE
+
+    # ----------------------------------------------------------------------- controlled shutdown
+    def handle_controlled_shutdown(self, request_id: int, request: ControlledShutdownRequest,
+                                   now_ms: int) -> list[Effect]:
+        def error(code: ErrorCode) -> ControlledShutdownResponse:
+            return ControlledShutdownResponse(error_code=code, remaining_partitions=())
+        return self._guarded(request_id, error, lambda: self._controlled_shutdown(request_id, request, error))
+
+    def _controlled_shutdown(self, request_id: int, request: ControlledShutdownRequest, error) -> list[Effect]:
+        """Kafka's ``doControlledShutdown``: lead elsewhere, leave the ISRs, report what remains."""
+        context = self.context
+        info = context.brokers.get(request.broker_id)
+        if info is None:
+            return [Respond(request_id=request_id, response=error(ErrorCode.BROKER_NOT_AVAILABLE))]
+        if request.broker_epoch != -1 and request.broker_epoch < info.broker_epoch:
+            return [Respond(request_id=request_id, response=error(ErrorCode.STALE_BROKER_EPOCH))]
+        info.shutting_down = True
+        broker_id = request.broker_id
+        self.batch.new_batch()
+        for topic_partition in context.partitions_on_broker(broker_id):
+            replicas = context.replicas(topic_partition)
+            current = context.leadership.get(topic_partition)
+            if current is None or len(replicas) <= 1 or topic_partition[0] in context.topics_to_delete:
+                continue
+            if current.leader == broker_id:
+                result = elections.elect_for_controlled_shutdown(
+                    leader_and_isr=current, assignment=replicas, live_replicas=context.live_broker_ids,
+                    shutting_down_brokers=context.shutting_down_broker_ids,
+                    controller_epoch=self.controller_epoch)
+                if result.leader_and_isr is not None:
+                    context.set_leadership(topic_partition, result.leader_and_isr)
+                    self._add_leader_and_isr(topic_partition, result.live_replicas_to_notify)
+            else:
+                self.batch.add_stop_replica_request_for_brokers([broker_id], topic_partition,
+                                                                delete_partition=False)
+                self._replica_offline(topic_partition, broker_id)
+        effects = self._flush()
+        # Kafka's replicatedPartitionsBrokerLeads: topics queued for deletion are not waited for.
+        remaining = [tp for tp in context.partitions_led_by(broker_id)
+                     if len(context.replicas(tp)) > 1 and tp[0] not in context.topics_to_delete]
+        effects.append(self._log(f"broker {broker_id} shutting down; {len(remaining)} leaderships remain"))
+        effects.append(Respond(request_id=request_id, response=ControlledShutdownResponse(
+            remaining_partitions=tuple(RemainingPartition(topic_name=t, partition_index=p)
+                                       for t, p in remaining))))
+        return effects
+
+    # ---------------------------------------------------------------------------- ISR changes
+    def handle_alter_partition(self, request_id: int, request: AlterPartitionRequest, now_ms: int) -> list[Effect]:
+        def error(code: ErrorCode) -> AlterPartitionResponse:
+            return AlterPartitionResponse(error_code=code, topics=())
+        return self._guarded(request_id, error, lambda: self._alter_partition(request_id, request, error))
+
+    def _alter_partition(self, request_id: int, request: AlterPartitionRequest, error) -> list[Effect]:
+        context = self.context
+        info = context.brokers.get(request.broker_id)
+        if info is None or request.broker_epoch != info.broker_epoch:
+            return [Respond(request_id=request_id, response=error(ErrorCode.STALE_BROKER_EPOCH))]
+        self.batch.new_batch()
+        topics = []
+        for topic in request.topics:
+            answers = []
+            for asked in topic.partitions:
+                code, state = self._alter_one(request.broker_id, (topic.topic_name, asked.partition_index), asked)
+                answers.append(AlterPartitionResponsePartitionData(
+                    partition_index=asked.partition_index, error_code=code,
+                    leader_id=state.leader if state else NO_LEADER,
+                    leader_epoch=state.leader_epoch if state else -1,
+                    isr=state.isr if state else (), partition_epoch=state.partition_epoch if state else -1))
+            topics.append(AlterPartitionResponseTopicData(topic_name=topic.topic_name, partitions=tuple(answers)))
+        self.batch.add_update_metadata_request_for_brokers(context.live_or_shutting_down_broker_ids)
+        effects = self._flush()
+        effects.append(Respond(request_id=request_id, response=AlterPartitionResponse(topics=tuple(topics))))
+        return effects
+
+    def _alter_one(self, broker_id: int, topic_partition: TopicPartition, asked
+                   ) -> tuple[ErrorCode, LeaderAndIsr | None]:
+        context = self.context
+        current = context.leadership.get(topic_partition)
+        if current is None or topic_partition[0] in context.topics_to_delete:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        if current.leader != broker_id:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, current
+        if asked.leader_epoch != current.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH, current
+        if asked.partition_epoch != current.partition_epoch:
+            return ErrorCode.INVALID_UPDATE_VERSION, current
+        new_isr = tuple(asked.new_isr)
+        replicas = context.replicas(topic_partition)
+        if (broker_id not in new_isr or len(set(new_isr)) != len(new_isr)
+                or not set(new_isr) <= set(replicas)):
+            return ErrorCode.INVALID_REQUEST, current
+        if not set(new_isr) <= context.live_or_shutting_down_broker_ids:
+            return ErrorCode.INELIGIBLE_REPLICA, current
+        changed = current.new_isr(new_isr, self.controller_epoch)
+        context.set_leadership(topic_partition, changed)
+        self.batch.add_update_metadata_request_for_brokers((), [topic_partition])
+        return ErrorCode.NONE, changed
+
+    # -------------------------------------------------------------------------------- topics
+    def handle_create_topics(self, request_id: int, request: CreateTopicsRequest, now_ms: int) -> list[Effect]:
+        def error(code: ErrorCode) -> CreateTopicsResponse:
+            return CreateTopicsResponse(topics=tuple(CreatableTopicResult(name=t.name, error_code=code)
+                                                     for t in request.topics))
+        return self._guarded(request_id, error, lambda: self._create_topics(request_id, request))
+
+    def _create_topics(self, request_id: int, request: CreateTopicsRequest) -> list[Effect]:
+        context = self.context
+        results = []
+        effects: list[Effect] = []
+        for topic in request.topics:
+            try:
+                assignment, config = validate_new_topic(
+                    topic, existing=set(context.topics), live_brokers=sorted(context.live_broker_ids),
+                    defaults=self.config, random_source=self.random_source)
+            except KafkaProtocolError as exc:
+                results.append(CreatableTopicResult(name=topic.name, error_code=exc.error_code,
+                                                    error_message=str(exc)))
+                continue
+            results.append(CreatableTopicResult(name=topic.name, num_partitions=len(assignment),
+                                                replication_factor=len(assignment[0])))
+            if request.validate_only:
+                continue
+            context.add_topic(topic.name, assignment, config)
+            for partition, replicas in assignment.items():
+                context.partition_states.initialize((topic.name, partition), PartitionState.NEW_PARTITION)
+                for replica in replicas:
+                    context.replica_states.initialize(((topic.name, partition), replica), ReplicaState.NEW_REPLICA)
+            effects.append(self._log(f"created topic {topic.name} with assignment "
+                                     f"{ {p: list(r) for p, r in assignment.items()} }"))
+        effects += self._elect_offline_partitions()
+        for name in {r.name for r in results if r.error_code == ErrorCode.NONE and not request.validate_only}:
+            for topic_partition in context.partition_states.partitions_of_topic(name):
+                for replica in context.replicas(topic_partition):
+                    if replica in context.live_or_shutting_down_broker_ids:
+                        context.replica_states.transition((topic_partition, replica), ReplicaState.ONLINE_REPLICA)
+        effects.append(Respond(request_id=request_id, response=CreateTopicsResponse(topics=tuple(results))))
+        return effects
+
+    def handle_delete_topics(self, request_id: int, request: DeleteTopicsRequest, now_ms: int) -> list[Effect]:
+        def error(code: ErrorCode) -> DeleteTopicsResponse:
+            return DeleteTopicsResponse(responses=tuple(DeletableTopicResult(name=n, error_code=code)
+                                                        for n in request.topic_names))
+        return self._guarded(request_id, error, lambda: self.deletion.handle_delete_topics(request_id, request))
+
+    # ------------------------------------------------------------------- responses and timers
+    def on_control_response(self, broker_id: int, request: Any, response: Any, now_ms: int) -> list[Effect]:
+        """A send thread delivered ``request`` to ``broker_id`` and got ``response``."""
+        def step() -> list[Effect]:
+            code = getattr(response, "error_code", ErrorCode.NONE)
+            if code == ErrorCode.STALE_CONTROLLER_EPOCH:
+                self.store.check_still_controller()  # raises, and so resigns, if a newer one exists
+            effects = self.deletion.on_stop_replica_response(broker_id, request, response)
+            if code not in (ErrorCode.NONE, ErrorCode.STALE_CONTROLLER_EPOCH):
+                effects.append(self._log(f"broker {broker_id} answered {type(request).__name__} "
+                                         f"with {ErrorCode(code).name}", level="warning"))
+            return effects
+        return self._guarded(None, None, step)
+
+    def resync_broker(self, broker_id: int, now_ms: int) -> list[Effect]:
+        """A new send thread for ``broker_id``: send it the current state again; epochs make it harmless."""
+        def step() -> list[Effect]:
+            if broker_id not in self.context.brokers:
+                return []
+            self.batch.new_batch()
+            self.batch.add_update_metadata_request_for_brokers([broker_id], self.context.all_partitions())
+            for topic_partition in self.context.partitions_on_broker(broker_id):
+                # A replica being deleted must not be restarted; its lost StopReplica is repeated.
+                if topic_partition[0] not in self.context.topics_to_delete:
+                    self._add_leader_and_isr(topic_partition, [broker_id])
+            self.deletion.resend_stop_replicas(broker_id)
+            return self._flush()
+        return self._guarded(None, None, step)
+
+    def tick(self, now_ms: int) -> list[Effect]:
+        def step() -> list[Effect]:
+            expired = [b for b, info in sorted(self.context.brokers.items())
+                       if now_ms - info.last_heartbeat_ms > self.session_timeout_ms]
+            effects: list[Effect] = []
+            if expired:
+                effects.append(self._log(f"brokers {expired} missed heartbeats for "
+                                         f"{self.session_timeout_ms} ms: fenced", level="warning"))
+                effects += self._on_broker_failure(expired)
+            if now_ms >= self._next_rebalance_ms:
+                self._next_rebalance_ms = now_ms + self.rebalance_interval_ms
+                if self.config.get_bool("auto.leader.rebalance.enable"):
+                    effects += self._rebalance_preferred_leaders()
+            effects.append(ArmTimer(deadline_ms=now_ms + min(self.session_timeout_ms // 3 or 1, 1000)))
+            return effects
+        return self._guarded(None, None, step)
+
+    def _rebalance_preferred_leaders(self) -> list[Effect]:
+        """Kafka's ``checkAndTriggerAutoLeaderRebalance``: per broker, above the imbalance ratio?"""
+        context = self.context
+        threshold = self.config.get_int("leader.imbalance.per.broker.percentage") / 100
+        by_preferred: dict[int, list[TopicPartition]] = {}
+        for topic_partition in context.all_partitions():
+            replicas = context.replicas(topic_partition)
+            if replicas and topic_partition[0] not in context.topics_to_delete:
+                by_preferred.setdefault(replicas[0], []).append(topic_partition)
+        self.batch.new_batch()
+        moved = 0
+        for broker_id, partitions in sorted(by_preferred.items()):
+            if broker_id not in context.live_broker_ids:
+                continue
+            imbalanced = [tp for tp in partitions
+                          if context.leadership.get(tp) is not None and context.leadership[tp].leader != broker_id]
+            if partitions and len(imbalanced) / len(partitions) > threshold:
+                moved += sum(self._elect_preferred_one(tp) == ErrorCode.NONE for tp in imbalanced)
+        effects = self._flush()
+        if moved:
+            effects.append(self._log(f"auto leader rebalance moved {moved} leaderships to preferred replicas"))
+        return effects
+
+    # ---------------------------------------------------------------------------- observation
+    def describe_topic(self, name: str) -> list[dict] | None:
+        return self.context.describe_topic(name)
+
+    def describe_cluster(self) -> dict:
+        return {
+            "controller_epoch": self.controller_epoch, "active": self.active,
+            "brokers": {b: {"broker_epoch": i.broker_epoch, "host": i.host, "shutting_down": i.shutting_down}
+                        for b, i in sorted(self.context.brokers.items())},
+            "topics": sorted(self.context.topics),
+            "topics_being_deleted": sorted(self.context.topics_to_delete),
+        }
+
+
+__all__ = ["CONTROLLER_NODE_ID", "ControllerCore", "broker_destination"]

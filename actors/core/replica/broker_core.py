@@ -1,0 +1,94 @@
+"""Everything a broker process runs, as one sans-I/O core: its replica manager and its lifecycle.
+
+The broker shell steps this object only. It routes data and control requests to the
+``ReplicaManager`` and the controller conversation (registration, heartbeats, controlled
+shutdown) to the ``BrokerLifecycle``, and keeps the one fact they share in step: the broker epoch
+the controller gave this incarnation, which fences control requests meant for an earlier one.
+
+Until this incarnation knows its broker epoch it cannot tell a request meant for it from one meant
+for the process before it (a send thread of the old incarnation may still deliver after a
+restart). So control requests that arrive before registration completes are parked and applied,
+in arrival order, as soon as the epoch is known. The parking lot holds at most
+``PARKED_CONTROL_REQUESTS_MAX``; past that a request is applied at once, unfenced by broker epoch
+(still fenced by controller and leader epochs), and the controller's resync after registration
+puts the broker right.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from actors.core.config import KafkaConfig
+from actors.core.effects import Effect, LogEvent
+from actors.core.log.storage import Storage
+from actors.core.replica.broker_lifecycle import BrokerLifecycle
+from actors.core.replica.replica_manager import ReplicaManager
+
+
+PARKED_CONTROL_REQUESTS_MAX = 10_000
+
+
+class BrokerCore:
+    def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, host: str,
+                 incarnation_id: str, cluster_id: str, now_ms: int,
+                 wrap_records: Callable[[bytes], Any] | None = None) -> None:
+        self.broker_id = broker_id
+        self.replica_manager = ReplicaManager(broker_id=broker_id, storage=storage, config=config,
+                                              now_ms=now_ms, wrap_records=wrap_records)
+        self.lifecycle = BrokerLifecycle(broker_id=broker_id, host=host, incarnation_id=incarnation_id,
+                                         cluster_id=cluster_id, config=config, now_ms=now_ms)
+        self._parked: list[tuple[Callable, int, Any]] = []
+
+    # --------------------------------------------------------------------------- the lifecycle
+    def start(self, now_ms: int) -> list[Effect]:
+        return self.lifecycle.start(now_ms)
+
+    def on_controller_response(self, request: Any, response: Any, now_ms: int) -> list[Effect]:
+        effects = self.lifecycle.on_controller_response(request, response, now_ms)
+        self.replica_manager.broker_epoch = self.lifecycle.broker_epoch
+        if self.lifecycle.broker_epoch >= 0 and self._parked:
+            parked, self._parked = self._parked, []
+            for handler, request_id, parked_request in parked:
+                effects += handler(request_id, parked_request, now_ms)
+        return effects
+
+    def _control(self, handler: Callable, request_id: int, request: Any, now_ms: int) -> list[Effect]:
+        if self.lifecycle.broker_epoch >= 0:
+            return handler(request_id, request, now_ms)
+        if len(self._parked) < PARKED_CONTROL_REQUESTS_MAX:
+            self._parked.append((handler, request_id, request))
+            return []
+        return [LogEvent(level="warning", message=f"broker {self.broker_id} has {len(self._parked)} control "
+                                                  f"requests parked before registration; applying one unfenced")
+                ] + handler(request_id, request, now_ms)
+
+    def begin_controlled_shutdown(self, request_id: int, request: Any, now_ms: int) -> list[Effect]:
+        return self.lifecycle.begin_controlled_shutdown(request_id, now_ms)
+
+    def tick(self, now_ms: int) -> list[Effect]:
+        return self.replica_manager.tick(now_ms) + self.lifecycle.tick(now_ms)
+
+    def shutdown(self) -> None:
+        self.replica_manager.shutdown()
+
+    # ------------------------------------------------------------------------------ requests
+    def handle_produce(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self.replica_manager.handle_produce(request_id, request, now_ms)
+
+    def handle_fetch(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self.replica_manager.handle_fetch(request_id, request, now_ms)
+
+    def handle_list_offsets(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self.replica_manager.handle_list_offsets(request_id, request, now_ms)
+
+    def handle_metadata(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self.replica_manager.handle_metadata(request_id, request, now_ms)
+
+    def handle_leader_and_isr(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self._control(self.replica_manager.handle_leader_and_isr, request_id, request, now_ms)
+
+    def handle_update_metadata(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self._control(self.replica_manager.handle_update_metadata, request_id, request, now_ms)
+
+    def handle_stop_replica(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self._control(self.replica_manager.handle_stop_replica, request_id, request, now_ms)
