@@ -29,6 +29,8 @@ integration: $(STAMP)
 
 bench: $(STAMP)
 	$(VPY) benchmarks/fetch_throughput.py
+	$(VPY) benchmarks/failover_time.py
+	$(VPY) benchmarks/replication_throughput.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

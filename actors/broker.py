@@ -11,6 +11,7 @@ checkpoints happen and a lost timer only delays.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import os
 import time
@@ -22,12 +23,17 @@ import ray
 from loguru import logger
 
 from actors.core.config import KafkaConfig
-from actors.core.effects import ArmTimer, LogEvent, Respond, Send
+from actors.core.effects import (
+    AddPartitionsToFetcher, ArmTimer, LogEvent, RemovePartitionsFromFetcher, Respond, Send,
+)
 from actors.core.errors import ErrorCode
+from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.broker_heartbeat import BrokerHeartbeatRequest
 from actors.core.messages.broker_registration import BrokerRegistrationRequest
 from actors.core.messages.controlled_shutdown import ControlledShutdownRequest
+from actors.core.log.record_batch import read_header
 from actors.core.replica.broker_core import BrokerCore
+from actors.core.replica.follower_messages import FollowerAppendRequest
 from actors.file_storage import FileStorage
 from actors.ray_metadata_store import active_controller
 
@@ -40,13 +46,37 @@ CONTROLLER_METHODS = {
     BrokerRegistrationRequest: "handle_broker_registration",
     BrokerHeartbeatRequest: "handle_broker_heartbeat",
     ControlledShutdownRequest: "handle_controlled_shutdown",
+    AlterPartitionRequest: "handle_alter_partition",
 }
 
 
-def _to_transport(records: bytes) -> Any:
-    if len(records) >= ZERO_COPY_THRESHOLD_BYTES:
-        return np.frombuffer(records, dtype=np.uint8)
-    return records
+FETCHER_CHECK_INTERVAL_S = 1.0
+
+
+def _to_transport(records: bytes, for_replica: bool) -> Any:
+    """Large payloads as uint8 arrays (read from shared memory without a copy); for a follower's
+    fetcher as an object ref, which it hands to its broker without ever reading the payload."""
+    if len(records) < ZERO_COPY_THRESHOLD_BYTES:
+        return records
+    array = np.frombuffer(records, dtype=np.uint8)
+    return ray.put(array) if for_replica else array
+
+
+def replica_digest(log, end_offset: int) -> list[tuple[int, int]]:
+    """Per batch below ``end_offset``: (base offset, last offset, leader epoch, CRC). Batches are compared whole,
+    since every replica stores the leader's batches byte for byte."""
+    digest, offset = [], log.log_start_offset
+    while offset < min(end_offset, log.log_end_offset):
+        records = log.read(offset, 1 << 20, max_offset=end_offset).records
+        if not records:
+            break
+        view, position = memoryview(records), 0
+        while position < len(view):
+            header = read_header(view, position)
+            digest.append((header.base_offset, header.last_offset, header.partition_leader_epoch, header.crc))
+            position = header.end_position
+            offset = header.next_offset
+    return digest
 
 
 def monotonic_ms() -> int:
@@ -80,6 +110,10 @@ class BrokerActor:
         self._timer_deadline_ms: int | None = None
         self._controller = None
         self._controller_tasks: set[asyncio.Task] = set()
+        self._config = dict(config or {})
+        self._fetchers: dict[tuple[int, int], Any] = {}  # (leader id, fetcher id) -> fetcher actor
+        self._fetcher_sequences: dict[tuple[int, int], int] = {}
+        self._fetcher_watch = asyncio.get_running_loop().create_task(self._watch_fetchers())
         # Register with the controller now: after a Ray restart nobody else will call us first.
         self._ensure_ticker()
         self._apply(self._core.start(monotonic_ms()))
@@ -112,10 +146,52 @@ class BrokerActor:
                 task = asyncio.get_running_loop().create_task(self._ask_controller(effect.message))
                 self._controller_tasks.add(task)
                 task.add_done_callback(self._controller_tasks.discard)
+            elif isinstance(effect, AddPartitionsToFetcher):
+                key = (effect.leader_id, effect.fetcher_id)
+                if key not in self._fetchers:
+                    self._start_fetcher(key)
+                self._to_fetcher(key, "add_partitions", list(effect.partitions))
+            elif isinstance(effect, RemovePartitionsFromFetcher):
+                key = (effect.leader_id, effect.fetcher_id)
+                if key in self._fetchers:
+                    self._to_fetcher(key, "remove_partitions", list(effect.partitions))
+                    if effect.stop_fetcher:
+                        ray.kill(self._fetchers.pop(key), no_restart=True)
             elif isinstance(effect, LogEvent):
                 logger.log(effect.level.upper(), effect.message)
             else:
                 raise AssertionError(f"broker shell cannot apply {effect!r}")
+
+    # ----------------------------------------------------------------------------- fetchers
+    def _start_fetcher(self, key: tuple[int, int]) -> None:
+        from actors.replica_fetcher import ReplicaFetcherRemote
+        leader_id, fetcher_id = key
+        self._fetchers[key] = ReplicaFetcherRemote.options(num_cpus=0, max_restarts=0).remote(
+            broker_id=self.broker_id, leader_id=leader_id, fetcher_id=fetcher_id,
+            leader_actor_name=broker_actor_name(leader_id), namespace=self.namespace, config=self._config,
+            broker=ray.get_runtime_context().current_actor)
+        self._fetcher_sequences[key] = 0
+
+    def _to_fetcher(self, key: tuple[int, int], method: str, payload: list) -> None:
+        sequence = self._fetcher_sequences[key]
+        self._fetcher_sequences[key] = sequence + 1
+        getattr(self._fetchers[key], method).remote(sequence, payload)  # numbered: applied in order
+
+    async def _watch_fetchers(self) -> None:
+        """Kafka's fetcher manager keeps its threads alive; a dead fetcher actor is replaced here and
+        its partitions handed over from where this broker's logs end now."""
+        while True:
+            await asyncio.sleep(FETCHER_CHECK_INTERVAL_S)
+            for key, fetcher in list(self._fetchers.items()):
+                try:
+                    await asyncio.wait_for(fetcher.ping.remote(), timeout=10)
+                except Exception as exc:
+                    if self._fetchers.get(key) is not fetcher:
+                        continue
+                    logger.warning("broker {}: fetcher {} is gone ({}); starting a new one",
+                                   self.broker_id, key, type(exc).__name__)
+                    self._start_fetcher(key)
+                    self._to_fetcher(key, "add_partitions", self._core.replica_manager.fetch_states_for(key))
 
     async def _ask_controller(self, request) -> None:
         """One request to the active controller; its answer, or the failure, goes back to the core."""
@@ -177,6 +253,27 @@ class BrokerActor:
     async def handle_metadata(self, request):
         return await self._call(self._core.handle_metadata, request)
 
+    async def handle_offset_for_leader_epoch(self, request):
+        return await self._call(self._core.handle_offset_for_leader_epoch, request)
+
+    async def handle_follower_truncate(self, request):
+        return await self._call(self._core.handle_follower_truncate, request)
+
+    async def handle_follower_append(self, request: FollowerAppendRequest):
+        # Large payloads arrive as object refs from the leader; map them from shared memory here.
+        refs = [p.records for p in request.partitions if isinstance(p.records, ray.ObjectRef)]
+        if refs:
+            resolved = dict(zip(refs, await asyncio.gather(*refs)))
+            request = FollowerAppendRequest(partitions=tuple(
+                dataclasses.replace(p, records=resolved[p.records]) if isinstance(p.records, ray.ObjectRef) else p
+                for p in request.partitions))
+        return await self._call(self._core.handle_follower_append, request)
+
+    async def fetchers(self) -> dict:
+        """This broker's fetcher actors (fault injection kills them) and their partitions."""
+        return {key: {"actor": handle, "partitions": self._core.replica_manager.fetcher_manager.partitions_of(key)}
+                for key, handle in self._fetchers.items()}
+
     async def handle_leader_and_isr(self, request):
         return await self._call(self._core.handle_leader_and_isr, request)
 
@@ -204,6 +301,14 @@ class BrokerActor:
             "high_watermark": p.high_watermark, "log_end_offset": p.log_end_offset,
             "log_start_offset": p.log_start_offset, "is_leader": p.is_leader,
         } for p in self._core.replica_manager.partitions.values()]
+
+    async def replica_digest(self, topic: str, partition: int, end_offset: int) -> list[tuple[int, int, int]]:
+        """(base offset, last offset, leader epoch, CRC) of each batch below ``end_offset`` here:
+        enough to check that replicas agree, without shipping their data."""
+        replica = self._core.replica_manager.partitions.get((topic, partition))
+        if replica is None:
+            return []
+        return replica_digest(replica.log, end_offset)
 
     async def describe_broker(self) -> dict:
         lifecycle = self._core.lifecycle

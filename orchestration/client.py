@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError
+from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError
 
 from actors.broker import broker_actor_name
 from actors.core.errors import ErrorCode
@@ -58,10 +58,23 @@ class BrokerDirectory:
     def call(self, broker_id: int, method: str, request: Any, timeout_ms: int | None = None) -> Any:
         """Send one request and wait for its answer; Ray failures become Kafka errors."""
         timeout_s = (timeout_ms if timeout_ms is not None else self.request_timeout_ms) / 1000
-        try:
-            return ray.get(getattr(self.broker(broker_id), method).remote(request), timeout=timeout_s)
-        except (RayActorError, GetTimeoutError) as exc:
-            raise as_kafka_error(exc) from exc
+        for attempt in range(2):
+            try:
+                return ray.get(getattr(self.broker(broker_id), method).remote(request), timeout=timeout_s)
+            except ActorDiedError as exc:
+                # That actor is gone for good; a broker started again under the same name is a new
+                # actor, so look the name up once more before calling it unreachable.
+                self.forget(broker_id)
+                if attempt == 1:
+                    raise as_kafka_error(exc) from exc
+            except (RayActorError, GetTimeoutError) as exc:
+                raise as_kafka_error(exc) from exc
+        raise AssertionError("unreachable")
+
+    def forget(self, broker_id: int) -> None:
+        """Drop a cached actor handle (its actor died); the next call looks the name up again."""
+        with self._lock:
+            self._handles.pop(broker_id, None)
 
     def known_broker_ids(self) -> list[int]:
         ids = list(self._bootstrap)

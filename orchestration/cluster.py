@@ -35,7 +35,7 @@ from orchestration.producer import Producer
 BROKER_START_TIMEOUT_S = 120
 CONVERGE_TIMEOUT_S = 60
 POLL_INTERVAL_S = 0.05
-ROLES = ("broker", "controller", "request-send-thread")
+ROLES = ("broker", "controller", "request-send-thread", "replica-fetcher")
 
 
 def wait_until(condition, timeout_s: float, what: str):
@@ -211,6 +211,17 @@ class Cluster:
                 log_start_offset=seen.get("log_start_offset", -1)))
         return result
 
+    def replica_digests(self, topic: str, partition: int, end_offset: int) -> dict[int, list]:
+        """Per live replica, (base offset, last offset, CRC) of each batch below ``end_offset``."""
+        digests = {}
+        for broker_id in next(p.replicas for p in self.describe_topic(topic) if p.partition == partition):
+            try:
+                digests[broker_id] = ray.get(self.broker(broker_id).replica_digest.remote(
+                    topic, partition, end_offset), timeout=60)
+            except Exception as exc:
+                logger.debug("broker {} gave no digest: {!r}", broker_id, exc)
+        return digests
+
     def elect_preferred_leaders(self, topic: str | None = None) -> dict[tuple[str, int], str]:
         """Preferred-replica election; per partition, Kafka's outcome name (NONE, ELECTION_NOT_NEEDED, ...)."""
         wanted = None
@@ -244,12 +255,19 @@ class Cluster:
         otherwise it stays down until ``restart_broker``. ``controller``: Ray restarts it when
         ``restart``, with a higher epoch and the same state. ``request-send-thread``: the
         controller's thread for ``broker_id``; the controller always replaces it, as Kafka's
-        controller does, and re-sends that broker the current state.
+        controller does, and re-sends that broker the current state. ``replica-fetcher``: every
+        fetcher of ``broker_id``; the broker replaces them, and they resume from its log end.
         """
         if role == "broker":
             ray.kill(self.broker(broker_id), no_restart=not restart)
         elif role == "controller":
             ray.kill(self.controller(), no_restart=not restart)
+        elif role == "replica-fetcher":
+            fetchers = ray.get(self.broker(broker_id).fetchers.remote(), timeout=30)
+            if not fetchers:
+                raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} runs no fetcher")
+            for entry in fetchers.values():
+                ray.kill(entry["actor"], no_restart=True)
         elif role == "request-send-thread":
             thread = self._ask_controller("send_thread", broker_id)
             if thread is None:

@@ -13,6 +13,7 @@ import collections
 import time
 
 import ray
+from ray.exceptions import ActorDiedError
 
 from actors.core.errors import ErrorCode
 from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
@@ -181,6 +182,8 @@ class Consumer:
         try:
             response = ray.get(ref)
         except Exception as exc:
+            if isinstance(exc, ActorDiedError):
+                self._directory.forget(leader)
             error = as_kafka_error(exc)
             if not error.retriable:
                 raise error

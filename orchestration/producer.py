@@ -18,6 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import ray
+from ray.exceptions import ActorDiedError
 
 from actors.core.errors import ErrorCode
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -298,6 +299,8 @@ class Producer:
             try:
                 response = ray.get(ref)
             except Exception as exc:  # a dead or restarting broker: the outcome is unknown
+                if isinstance(exc, ActorDiedError):
+                    self._directory.forget(broker_id)
                 for group in groups:
                     self._fail_or_retry(group, as_kafka_error(exc))
                 continue

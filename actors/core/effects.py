@@ -14,6 +14,9 @@ between, so the core's view and the world's stay in step.
 - ``AddBrokerChannel`` / ``RemoveBrokerChannel``: the controller's channel manager starts or stops
   the request-send thread for a broker (Kafka's ``ControllerChannelManager.addBroker``).
 - ``Metric``: set a gauge (the shell exports it through Ray's metrics).
+- ``AddPartitionsToFetcher`` / ``RemovePartitionsFromFetcher``: the broker's fetcher manager
+  hands follower partitions to the replica fetcher for (leader, fetcher id), creating it if need
+  be, or takes them away (``stop_fetcher`` when it has none left, Kafka's idle-fetcher shutdown).
 """
 from __future__ import annotations
 
@@ -64,4 +67,19 @@ class Metric:
     tags: tuple[tuple[str, str], ...] = ()
 
 
-Effect = Union[Respond, Send, ArmTimer, LogEvent, AddBrokerChannel, RemoveBrokerChannel, Metric]
+@effect
+class AddPartitionsToFetcher:
+    leader_id: int
+    fetcher_id: int
+    partitions: tuple[Any, ...]  # InitialFetchState
+
+
+@effect
+class RemovePartitionsFromFetcher:
+    leader_id: int
+    fetcher_id: int
+    partitions: tuple[tuple[str, int], ...]
+    stop_fetcher: bool = False
+
+
+Effect = Union[AddPartitionsToFetcher, RemovePartitionsFromFetcher, Respond, Send, ArmTimer, LogEvent, AddBrokerChannel, RemoveBrokerChannel, Metric]

@@ -21,6 +21,7 @@ from typing import Any
 from actors.core.config import KafkaConfig
 from actors.core.effects import Effect, LogEvent
 from actors.core.log.storage import Storage
+from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.replica.broker_lifecycle import BrokerLifecycle
 from actors.core.replica.replica_manager import ReplicaManager
 
@@ -31,7 +32,7 @@ PARKED_CONTROL_REQUESTS_MAX = 10_000
 class BrokerCore:
     def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, host: str,
                  incarnation_id: str, cluster_id: str, now_ms: int,
-                 wrap_records: Callable[[bytes], Any] | None = None) -> None:
+                 wrap_records: Callable[[bytes, bool], Any] | None = None) -> None:
         self.broker_id = broker_id
         self.replica_manager = ReplicaManager(broker_id=broker_id, storage=storage, config=config,
                                               now_ms=now_ms, wrap_records=wrap_records)
@@ -44,6 +45,9 @@ class BrokerCore:
         return self.lifecycle.start(now_ms)
 
     def on_controller_response(self, request: Any, response: Any, now_ms: int) -> list[Effect]:
+        """The controller's answer to a request this broker sent (an ErrorCode if unreachable)."""
+        if isinstance(request, AlterPartitionRequest):
+            return self.replica_manager.on_alter_partition_response(request, response, now_ms)
         effects = self.lifecycle.on_controller_response(request, response, now_ms)
         self.replica_manager.broker_epoch = self.lifecycle.broker_epoch
         if self.lifecycle.broker_epoch >= 0 and self._parked:
@@ -83,6 +87,15 @@ class BrokerCore:
 
     def handle_metadata(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self.replica_manager.handle_metadata(request_id, request, now_ms)
+
+    def handle_offset_for_leader_epoch(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self.replica_manager.handle_offset_for_leader_epoch(request_id, request, now_ms)
+
+    def handle_follower_truncate(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self.replica_manager.handle_follower_truncate(request_id, request, now_ms)
+
+    def handle_follower_append(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self.replica_manager.handle_follower_append(request_id, request, now_ms)
 
     def handle_leader_and_isr(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self._control(self.replica_manager.handle_leader_and_isr, request_id, request, now_ms)

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 from actors.core.effects import Effect, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages.fetch import (
-    FetchableTopicResponse, FetchPartitionData, FetchRequest, FetchResponse,
+    EpochEndOffset, FetchableTopicResponse, FetchPartitionData, FetchRequest, FetchResponse,
 )
+from actors.core.replica import replication
 from actors.core.replica.purgatory import DelayedOperation
 
 if TYPE_CHECKING:
@@ -67,9 +68,9 @@ def read_for_fetch(manager: "ReplicaManager", request: FetchRequest) -> tuple[Fe
     for topic in request.topics:
         partitions = []
         for asked in topic.partitions:
-            data = _read_partition(manager, topic.topic, asked, from_follower,
-                                   max(0, min(asked.partition_max_bytes, remaining_bytes)), min_one_batch)
-            records_size = len(data.records)
+            data, records_size = _read_partition(manager, topic.topic, asked, from_follower,
+                                                 max(0, min(asked.partition_max_bytes, remaining_bytes)),
+                                                 min_one_batch)
             if records_size:
                 min_one_batch = False
                 remaining_bytes -= records_size
@@ -81,26 +82,42 @@ def read_for_fetch(manager: "ReplicaManager", request: FetchRequest) -> tuple[Fe
 
 
 def _read_partition(manager: "ReplicaManager", topic: str, asked, from_follower: bool,
-                    max_bytes: int, min_one_batch: bool) -> FetchPartitionData:
+                    max_bytes: int, min_one_batch: bool) -> tuple[FetchPartitionData, int]:
+    """One partition's answer and the size of its records (the records may be wrapped for transport)."""
     try:
         partition = manager._leader_partition((topic, asked.partition))
     except KafkaProtocolError as exc:
-        return FetchPartitionData(partition_index=asked.partition, error_code=exc.error_code)
+        return FetchPartitionData(partition_index=asked.partition, error_code=exc.error_code), 0
     positions = dict(high_watermark=partition.high_watermark, last_stable_offset=partition.high_watermark,
                      log_start_offset=partition.log_start_offset)
     fenced = partition.check_leader_epoch(asked.current_leader_epoch)
     if fenced != ErrorCode.NONE:
-        return FetchPartitionData(partition_index=asked.partition, error_code=fenced, **positions)
+        return FetchPartitionData(partition_index=asked.partition, error_code=fenced, **positions), 0
     if asked.partition_max_bytes < 0 or asked.fetch_offset < 0:
         return FetchPartitionData(partition_index=asked.partition, error_code=ErrorCode.OFFSET_OUT_OF_RANGE
-                                  if asked.fetch_offset < 0 else ErrorCode.INVALID_REQUEST, **positions)
+                                  if asked.fetch_offset < 0 else ErrorCode.INVALID_REQUEST, **positions), 0
+    if from_follower and asked.last_fetched_epoch >= 0:
+        diverging = _diverging_epoch(partition, asked)
+        if diverging is not None:
+            return FetchPartitionData(partition_index=asked.partition, diverging_epoch=diverging, **positions), 0
     try:
         info = partition.read_records(fetch_offset=asked.fetch_offset, max_bytes=max_bytes,
                                       from_follower=from_follower, min_one_batch=min_one_batch)
     except KafkaProtocolError as exc:
-        return FetchPartitionData(partition_index=asked.partition, error_code=exc.error_code, **positions)
-    return FetchPartitionData(partition_index=asked.partition, records=manager.wrap_records(info.records),
-                              **positions)
+        return FetchPartitionData(partition_index=asked.partition, error_code=exc.error_code, **positions), 0
+    return FetchPartitionData(partition_index=asked.partition,
+                              records=manager.wrap_records(info.records, for_replica=from_follower),
+                              **positions), len(info.records)
+
+
+def _diverging_epoch(partition, asked) -> EpochEndOffset | None:
+    """KIP-320's check, in the form later Kafka puts in the fetch itself: if the follower's last
+    fetched epoch ends on this leader before the fetch offset (or the leader never had that epoch),
+    the follower's log has diverged; answer with where that epoch ends instead of with data."""
+    epoch, end_offset = partition.log.end_offset_for_epoch(asked.last_fetched_epoch)
+    if epoch != asked.last_fetched_epoch or end_offset < asked.fetch_offset:
+        return EpochEndOffset(epoch=epoch, end_offset=end_offset)
+    return None
 
 
 def _update_follower_fetch_states(manager: "ReplicaManager", request: FetchRequest,
@@ -113,4 +130,5 @@ def _update_follower_fetch_states(manager: "ReplicaManager", request: FetchReque
                 continue
             if partition.update_follower_fetch_state(request.replica_id, asked.fetch_offset, now_ms):
                 effects.extend(manager._try_complete_delayed((topic.topic, asked.partition), now_ms))
+            effects.extend(replication.maybe_expand_isr(manager, (topic.topic, asked.partition), request.replica_id))
     return effects

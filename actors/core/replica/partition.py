@@ -8,6 +8,13 @@ watermark and followers up to the log end offset, and moves the high watermark t
 end offset over the ISR. Each follower's fetch offset is that follower's acknowledgement: it
 becomes the follower's log end offset here and may move the high watermark.
 
+ISR changes (KIP-497). The leader proposes an ISR change to the controller (AlterPartition,
+checked against ``partition_epoch``) and keeps at most one proposal pending. Until the controller
+commits it, the leader counts the *maximal* ISR, the union of the committed and the proposed one,
+when it advances the high watermark: a follower being added must already be caught up, and a
+follower being removed still holds the high watermark back, so an acks=all write is never
+acknowledged on the strength of an ISR the controller has not accepted.
+
 Invariants: ``log_start_offset <= high_watermark <= log_end_offset`` on the leader; the high
 watermark never moves backwards while this replica leads one epoch.
 """
@@ -47,6 +54,7 @@ class Partition:
         self.controller_epoch = -1
         self.replicas: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
+        self.pending_isr: tuple[int, ...] | None = None  # proposed to the controller, not yet committed
         self.remote_replicas: dict[int, RemoteReplica] = {}
 
     @property
@@ -98,6 +106,7 @@ class Partition:
         self.replicas = tuple(replicas)
         self.partition_epoch = partition_epoch
         self.controller_epoch = controller_epoch
+        self.pending_isr = None
 
     # ------------------------------------------------------------------------------ leader side
     def check_leader_epoch(self, current_leader_epoch: int) -> ErrorCode:
@@ -146,11 +155,17 @@ class Partition:
         remote.last_fetch_time_ms = now_ms
         return self.maybe_increment_high_watermark()
 
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        if self.pending_isr is None:
+            return self.isr
+        return self.isr + tuple(r for r in self.pending_isr if r not in self.isr)
+
     def maybe_increment_high_watermark(self) -> bool:
         if not self.is_leader:
             return False
         end_offsets = [self.log.log_end_offset]
-        for broker_id in self.isr:
+        for broker_id in self.maximal_isr:
             if broker_id == self.local_broker_id:
                 continue
             remote = self.remote_replicas.get(broker_id)
@@ -161,3 +176,53 @@ class Partition:
             assert self.high_watermark <= self.log.log_end_offset
             return True
         return False
+
+    # ------------------------------------------------------------------------------- ISR changes
+    def isr_expansion_candidate(self, replica_id: int) -> tuple[int, ...] | None:
+        """The ISR with ``replica_id`` added, if it has caught up (Kafka's ``maybeExpandIsr``):
+        it has reached the high watermark and the start of this leader's epoch."""
+        if not self.is_leader or self.pending_isr is not None or replica_id in self.isr:
+            return None
+        remote = self.remote_replicas.get(replica_id)
+        if remote is None or replica_id not in self.replicas:
+            return None
+        if remote.log_end_offset >= self.high_watermark and remote.log_end_offset >= self.leader_epoch_start_offset:
+            return self.isr + (replica_id,)
+        return None
+
+    def isr_shrink_candidate(self, now_ms: int, lag_time_max_ms: int) -> tuple[int, ...] | None:
+        """The ISR without followers not caught up within ``replica.lag.time.max.ms``."""
+        if not self.is_leader or self.pending_isr is not None:
+            return None
+        lagging = [r for r in self.isr if r != self.local_broker_id
+                   and now_ms - self.remote_replicas[r].last_caught_up_time_ms > lag_time_max_ms]
+        if not lagging:
+            return None
+        return tuple(r for r in self.isr if r not in lagging)
+
+    def propose_isr(self, new_isr: tuple[int, ...]) -> None:
+        assert self.is_leader and self.pending_isr is None and self.local_broker_id in new_isr
+        self.pending_isr = new_isr
+
+    def on_isr_committed(self, *, leader_epoch: int, isr: tuple[int, ...], partition_epoch: int) -> bool:
+        """The controller accepted an ISR; True when the high watermark moved."""
+        if leader_epoch != self.leader_epoch:
+            return False  # an answer for an earlier leadership; its proposal died with it
+        if partition_epoch <= self.partition_epoch:
+            self.pending_isr = None  # already superseded: propose again from the current state
+            return False
+        self.isr = tuple(isr)
+        self.partition_epoch = partition_epoch
+        self.pending_isr = None
+        return self.maybe_increment_high_watermark()
+
+    def on_isr_refused(self) -> None:
+        """The controller refused the proposal (a newer partition state exists): propose again later."""
+        self.pending_isr = None
+
+    # ------------------------------------------------------------------------------ follower side
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
+        """A follower's HW is min(leader's HW from the fetch response, its own log end offset)."""
+        assert not self.is_leader
+        self.high_watermark = max(self.log.log_start_offset,
+                                  min(leader_high_watermark, self.log.log_end_offset))

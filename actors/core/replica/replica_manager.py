@@ -48,7 +48,8 @@ from actors.core.messages.stop_replica import (
     StopReplicaPartitionError, StopReplicaRequest, StopReplicaResponse,
 )
 from actors.core.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
-from actors.core.replica import fetch, produce
+from actors.core.replica import fetch, produce, replication
+from actors.core.replica.fetcher_manager import FetcherManager
 from actors.core.replica.metadata_cache import MetadataCache
 from actors.core.replica.partition import Partition
 from actors.core.replica.purgatory import DelayedOperation, Purgatory
@@ -75,7 +76,7 @@ def log_config_for(config: KafkaConfig) -> LogConfig:
 
 class ReplicaManager:
     def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, now_ms: int,
-                 wrap_records: Callable[[bytes], Any] | None = None) -> None:
+                 wrap_records: Callable[[bytes, bool], Any] | None = None) -> None:
         self.broker_id = broker_id
         self.storage = storage
         self.config = config
@@ -89,7 +90,14 @@ class ReplicaManager:
         self.fetch_purgatory = Purgatory("fetch", purgatory_size_max)
         self.produce_purgatory = Purgatory("produce", purgatory_size_max)
         # The shell may hand large payloads to Ray in a zero-copy form (a uint8 array).
-        self._wrap_records = wrap_records or (lambda records: records)
+        self._wrap_records = wrap_records or (lambda records, for_replica: records)
+        self.truncation_policy = config.get_str("raykafka.truncation.policy")
+        if self.truncation_policy not in replication.TRUNCATION_POLICIES:
+            raise KafkaProtocolError(ErrorCode.INVALID_CONFIG, f"raykafka.truncation.policy="
+                                     f"{self.truncation_policy!r}; use one of {replication.TRUNCATION_POLICIES}")
+        self.fetcher_manager = FetcherManager(config.get_int("num.replica.fetchers", 1))
+        self.replica_lag_time_max_ms = config.get_int("replica.lag.time.max.ms", 1)
+        self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
         self._hw_checkpoint_interval_ms = config.get_int("replica.high.watermark.checkpoint.interval.ms", 1)
         self._recovery_checkpoint_interval_ms = config.get_int("log.flush.offset.checkpoint.interval.ms", 1)
         self._last_hw_checkpoint_ms = now_ms
@@ -178,11 +186,16 @@ class ReplicaManager:
                     partition_epoch=state.partition_epoch, controller_epoch=state.controller_epoch)
         if state.leader == self.broker_id:
             partition.make_leader(now_ms=now_ms, **role)
+            effects.extend(self.fetcher_manager.remove([topic_partition]))
             effects.append(LogEvent(level="info", message=(
                 f"broker {self.broker_id} leads {topic_partition[0]}-{topic_partition[1]} "
                 f"at epoch {state.leader_epoch} from offset {partition.log_end_offset}")))
         else:
             partition.make_follower(leader=state.leader, **role)
+            if state.leader >= 0:
+                effects.extend(replication.become_follower(self, partition))
+            else:
+                effects.extend(self.fetcher_manager.remove([topic_partition]))
             effects.append(LogEvent(level="debug", message=(
                 f"broker {self.broker_id} follows {state.leader} for {topic_partition[0]}-"
                 f"{topic_partition[1]} at epoch {state.leader_epoch}")))
@@ -210,6 +223,7 @@ class ReplicaManager:
             for index in topic.partition_indexes:
                 topic_partition = (topic.name, index)
                 partition = self.partitions.pop(topic_partition, None)
+                effects.extend(self.fetcher_manager.remove([topic_partition]))
                 if partition is not None and request.delete_partitions:
                     partition.log.delete()
                     effects.append(LogEvent(level="info", message=(
@@ -250,6 +264,18 @@ class ReplicaManager:
 
     def handle_fetch(self, request_id: int, request: FetchRequest, now_ms: int) -> list[Effect]:
         return fetch.handle_fetch(self, request_id, request, now_ms)
+
+    def handle_offset_for_leader_epoch(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return replication.handle_offset_for_leader_epoch(self, request_id, request, now_ms)
+
+    def handle_follower_truncate(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return replication.handle_follower_truncate(self, request_id, request, now_ms)
+
+    def handle_follower_append(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return replication.handle_follower_append(self, request_id, request, now_ms)
+
+    def on_alter_partition_response(self, request, response, now_ms: int) -> list[Effect]:
+        return replication.on_alter_partition_response(self, request, response, now_ms)
 
     def handle_list_offsets(self, request_id: int, request: ListOffsetsRequest,
                             now_ms: int) -> list[Effect]:
@@ -302,6 +328,9 @@ class ReplicaManager:
             effects.extend(produce.try_complete_produce(self, operation, now_ms, expired=True))
         for operation in self.fetch_purgatory.expired(now_ms):
             effects.extend(fetch.try_complete_fetch(self, operation, now_ms, expired=True))
+        if now_ms >= self._next_isr_check_ms:  # Kafka's isr-expiration task
+            self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
+            effects.extend(replication.maybe_shrink_isrs(self, now_ms))
         if now_ms - self._last_hw_checkpoint_ms >= self._hw_checkpoint_interval_ms:
             self.checkpoint_high_watermarks()
             self._last_hw_checkpoint_ms = now_ms
@@ -334,5 +363,13 @@ class ReplicaManager:
         for partition in self.partitions.values():
             partition.log.close()
 
-    def wrap_records(self, records: bytes) -> Any:
-        return self._wrap_records(records)
+    def wrap_records(self, records: bytes, *, for_replica: bool) -> Any:
+        return self._wrap_records(records, for_replica)
+
+    def fetch_states_for(self, key: tuple[int, int]) -> list:
+        """Where a replacement fetcher for (leader, fetcher id) starts: each partition's log end."""
+        states = []
+        for topic_partition in self.fetcher_manager.partitions_of(key):
+            partition = self.partitions[topic_partition]
+            states.append(replication.initial_fetch_state(self, partition))
+        return states

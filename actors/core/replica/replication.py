@@ -1,0 +1,212 @@
+"""Replication on a broker: becoming a follower, serving a fetcher's local requests, and the
+leader's side of the ISR (OffsetForLeaderEpoch answers, ISR expansion and shrinking).
+
+Theory of operation.
+- ``become_follower``: after LeaderAndIsr names another broker leader, the partition is handed to
+  the fetcher for (leader, fetcher id) starting at the log end offset. Under the default
+  ``leader-epoch`` truncation policy the fetcher first asks the leader where this replica's latest
+  epoch ended (KIP-101/279); under the ``high-watermark`` policy (kept to reproduce the pre-KIP-101
+  bugs) the log is truncated to the high watermark right here and fetching starts there.
+- ``handle_follower_truncate`` / ``handle_follower_append``: the fetcher's requests on this
+  broker's log; each names the leader epoch it works under and is refused if the partition has
+  moved on. An append sets the follower's high watermark to min(leader HW, log end offset).
+- ``handle_offset_for_leader_epoch``: a leader's answer to a follower's (or consumer's) question.
+- ISR: every follower fetch may add that follower to the ISR; the expiration check (every half
+  ``replica.lag.time.max.ms``) drops followers not caught up within ``replica.lag.time.max.ms``.
+  Either proposes the change to the controller with AlterPartition; ``on_alter_partition_response``
+  applies the committed ISR.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from actors.core.effects import Effect, LogEvent, Respond, Send
+from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.messages.alter_partition import (
+    AlterPartitionPartitionData, AlterPartitionRequest, AlterPartitionResponse, AlterPartitionTopicData,
+)
+from actors.core.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetForLeaderPartitionResult,
+    OffsetForLeaderTopicResult,
+)
+from actors.core.replica.follower_messages import (
+    FollowerAppendRequest, FollowerAppendResponse, FollowerPartitionState, FollowerTruncateRequest,
+    FollowerTruncateResponse, InitialFetchState,
+)
+from actors.core.replica.partition import Partition
+from actors.core.replica.truncation import apply_follower_truncation
+
+if TYPE_CHECKING:
+    from actors.core.replica.replica_manager import ReplicaManager
+
+LEADER_EPOCH_POLICY = "leader-epoch"
+HIGH_WATERMARK_POLICY = "high-watermark"
+TRUNCATION_POLICIES = (LEADER_EPOCH_POLICY, HIGH_WATERMARK_POLICY)
+
+
+# ---------------------------------------------------------------------------------- follower side
+def become_follower(manager: "ReplicaManager", partition: Partition) -> list[Effect]:
+    effects: list[Effect] = []
+    log = partition.log
+    if manager.truncation_policy == HIGH_WATERMARK_POLICY and log.log_end_offset > partition.high_watermark:
+        # The pre-KIP-101 rule: everything above the follower's own high watermark is suspect.
+        effects.append(LogEvent(level="info", message=(
+            f"broker {manager.broker_id} truncates {partition.topic}-{partition.partition} to its high "
+            f"watermark {partition.high_watermark} (high-watermark policy; LEO was {log.log_end_offset})")))
+        log.truncate_to(partition.high_watermark)
+    return effects + manager.fetcher_manager.add([(partition.leader_id, initial_fetch_state(manager, partition))])
+
+
+def initial_fetch_state(manager: "ReplicaManager", partition: Partition) -> InitialFetchState:
+    return InitialFetchState(
+        topic=partition.topic, partition=partition.partition, current_leader_epoch=partition.leader_epoch,
+        fetch_offset=partition.log.log_end_offset, latest_epoch=partition.log.latest_epoch,
+        needs_truncation=manager.truncation_policy == LEADER_EPOCH_POLICY)
+
+
+def _follower_partition(manager: "ReplicaManager", topic: str, index: int, current_leader_epoch: int) -> Partition:
+    partition = manager.partitions.get((topic, index))
+    if partition is None or partition.is_leader or partition.leader_id < 0:
+        raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{topic}-{index} is not followed here")
+    if current_leader_epoch != partition.leader_epoch:
+        raise KafkaProtocolError(ErrorCode.FENCED_LEADER_EPOCH,
+                                 f"{topic}-{index} is at leader epoch {partition.leader_epoch}")
+    return partition
+
+
+def _state(partition: Partition, **extra) -> FollowerPartitionState:
+    return FollowerPartitionState(topic=partition.topic, partition=partition.partition,
+                                  log_end_offset=partition.log_end_offset,
+                                  latest_epoch=partition.log.latest_epoch,
+                                  high_watermark=partition.high_watermark, **extra)
+
+
+def handle_follower_truncate(manager: "ReplicaManager", request_id: int, request: FollowerTruncateRequest,
+                             now_ms: int) -> list[Effect]:
+    results, effects = [], []
+    for asked in request.partitions:
+        try:
+            partition = _follower_partition(manager, asked.topic, asked.partition, asked.current_leader_epoch)
+        except KafkaProtocolError as exc:
+            results.append(FollowerPartitionState(topic=asked.topic, partition=asked.partition,
+                                                  error_code=exc.error_code))
+            continue
+        before = partition.log_end_offset
+        state = apply_follower_truncation(partition.log, asked, high_watermark=partition.high_watermark)
+        partition.high_watermark = min(partition.high_watermark, partition.log_end_offset)
+        if partition.log_end_offset < before:
+            effects.append(LogEvent(level="info", message=(
+                f"broker {manager.broker_id} truncated {asked.topic}-{asked.partition} from {before} to "
+                f"{partition.log_end_offset} ({asked.mode.value})")))
+        results.append(state)
+    effects.append(Respond(request_id=request_id, response=FollowerTruncateResponse(partitions=tuple(results))))
+    return effects
+
+
+def handle_follower_append(manager: "ReplicaManager", request_id: int, request: FollowerAppendRequest,
+                           now_ms: int) -> list[Effect]:
+    results = []
+    for asked in request.partitions:
+        try:
+            partition = _follower_partition(manager, asked.topic, asked.partition, asked.current_leader_epoch)
+            if asked.fetch_offset != partition.log_end_offset:
+                # The fetch raced a truncation: the fetcher must resume from where the log ends now.
+                results.append(_state(partition, error_code=ErrorCode.OFFSET_OUT_OF_RANGE))
+                continue
+            if len(asked.records):
+                partition.log.append_as_follower(asked.records)
+            partition.update_follower_high_watermark(asked.leader_high_watermark)
+        except KafkaProtocolError as exc:
+            results.append(FollowerPartitionState(topic=asked.topic, partition=asked.partition,
+                                                  error_code=exc.error_code))
+            continue
+        results.append(_state(partition))
+    return [Respond(request_id=request_id, response=FollowerAppendResponse(partitions=tuple(results)))]
+
+
+# ------------------------------------------------------------------------------------ leader side
+def handle_offset_for_leader_epoch(manager: "ReplicaManager", request_id: int,
+                                   request: OffsetForLeaderEpochRequest, now_ms: int) -> list[Effect]:
+    topics = []
+    for topic in request.topics:
+        answers = []
+        for asked in topic.partitions:
+            try:
+                partition = manager._leader_partition((topic.topic, asked.partition))
+            except KafkaProtocolError as exc:
+                answers.append(OffsetForLeaderPartitionResult(partition=asked.partition, error_code=exc.error_code))
+                continue
+            fenced = partition.check_leader_epoch(asked.current_leader_epoch)
+            if fenced != ErrorCode.NONE:
+                answers.append(OffsetForLeaderPartitionResult(partition=asked.partition, error_code=fenced))
+                continue
+            epoch, end_offset = partition.log.end_offset_for_epoch(asked.leader_epoch)
+            answers.append(OffsetForLeaderPartitionResult(partition=asked.partition, leader_epoch=epoch,
+                                                          end_offset=end_offset))
+        topics.append(OffsetForLeaderTopicResult(topic=topic.topic, partitions=tuple(answers)))
+    return [Respond(request_id=request_id, response=OffsetForLeaderEpochResponse(topics=tuple(topics)))]
+
+
+def propose_isr_changes(manager: "ReplicaManager", proposals: dict[tuple[str, int], tuple[int, ...]]) -> list[Effect]:
+    """Record each proposal as pending and send them to the controller in one AlterPartition."""
+    if not proposals:
+        return []
+    by_topic: dict[str, list[AlterPartitionPartitionData]] = {}
+    effects: list[Effect] = []
+    for (topic, index), new_isr in sorted(proposals.items()):
+        partition = manager.partitions[(topic, index)]
+        partition.propose_isr(new_isr)
+        by_topic.setdefault(topic, []).append(AlterPartitionPartitionData(
+            partition_index=index, leader_epoch=partition.leader_epoch, new_isr=new_isr,
+            partition_epoch=partition.partition_epoch))
+        effects.append(LogEvent(level="info", message=(
+            f"broker {manager.broker_id} proposes ISR {list(new_isr)} for {topic}-{index} "
+            f"(was {list(partition.isr)})")))
+    effects.append(Send(destination="controller", message=AlterPartitionRequest(
+        broker_id=manager.broker_id, broker_epoch=manager.broker_epoch, topics=tuple(
+            AlterPartitionTopicData(topic_name=t, partitions=tuple(ps)) for t, ps in by_topic.items()))))
+    return effects
+
+
+def maybe_expand_isr(manager: "ReplicaManager", topic_partition: tuple[str, int], replica_id: int) -> list[Effect]:
+    candidate = manager.partitions[topic_partition].isr_expansion_candidate(replica_id)
+    return propose_isr_changes(manager, {topic_partition: candidate}) if candidate else []
+
+
+def maybe_shrink_isrs(manager: "ReplicaManager", now_ms: int) -> list[Effect]:
+    proposals = {}
+    for topic_partition, partition in manager.partitions.items():
+        candidate = partition.isr_shrink_candidate(now_ms, manager.replica_lag_time_max_ms)
+        if candidate is not None:
+            proposals[topic_partition] = candidate
+    return propose_isr_changes(manager, proposals)
+
+
+def on_alter_partition_response(manager: "ReplicaManager", request: AlterPartitionRequest, response,
+                                now_ms: int) -> list[Effect]:
+    effects: list[Effect] = []
+    asked = [(t.topic_name, p.partition_index) for t in request.topics for p in t.partitions]
+    if isinstance(response, ErrorCode) or response.error_code != ErrorCode.NONE:
+        # Unreachable controller or a refused request: forget the proposals, propose again later.
+        for topic_partition in asked:
+            partition = manager.partitions.get(topic_partition)
+            if partition is not None:
+                partition.on_isr_refused()
+        return effects
+    assert isinstance(response, AlterPartitionResponse)
+    for topic in response.topics:
+        for answer in topic.partitions:
+            topic_partition = (topic.topic_name, answer.partition_index)
+            partition = manager.partitions.get(topic_partition)
+            if partition is None or not partition.is_leader:
+                continue
+            if answer.error_code != ErrorCode.NONE:
+                partition.on_isr_refused()
+                effects.append(LogEvent(level="info", message=(
+                    f"controller refused the ISR change for {topic_partition[0]}-{topic_partition[1]}: "
+                    f"{ErrorCode(answer.error_code).name}")))
+                continue
+            if partition.on_isr_committed(leader_epoch=answer.leader_epoch, isr=tuple(answer.isr),
+                                          partition_epoch=answer.partition_epoch):
+                effects.extend(manager._try_complete_delayed(topic_partition, now_ms))
+    return effects
