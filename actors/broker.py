@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import itertools
 import os
 import time
 import uuid
@@ -36,6 +35,7 @@ from actors.core.replica.broker_core import BrokerCore
 from actors.core.replica.follower_messages import FollowerAppendRequest
 from actors.file_storage import FileStorage
 from actors.ray_metadata_store import active_controller
+from actors.shell_support import CallNumbers, PendingRequests, monotonic_ms
 
 # Payloads at least this large go to Ray as uint8 arrays: Ray stores them in shared memory and the
 # reader maps them without a copy (Ray inlines small objects, where a copy is cheap anyway).
@@ -79,10 +79,6 @@ def replica_digest(log, end_offset: int) -> list[tuple[int, int]]:
     return digest
 
 
-def monotonic_ms() -> int:
-    return int(time.monotonic() * 1000)
-
-
 def broker_actor_name(broker_id: int) -> str:
     return f"raykafka-broker-{broker_id}"
 
@@ -103,8 +99,7 @@ class BrokerActor:
                                 cluster_id=namespace, now_ms=monotonic_ms(), wrap_records=_to_transport)
         logger.info("broker {} started in {:.2f}s with {} recovered partitions from {}", broker_id,
                     time.monotonic() - started, len(self._core.replica_manager.recovered_partitions), log_dir)
-        self._pending: dict[int, asyncio.Future] = {}
-        self._request_ids = itertools.count()
+        self._pending = PendingRequests(f"broker {broker_id}")
         self._ticker: asyncio.Task | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline_ms: int | None = None
@@ -112,7 +107,7 @@ class BrokerActor:
         self._controller_tasks: set[asyncio.Task] = set()
         self._config = dict(config or {})
         self._fetchers: dict[tuple[int, int], Any] = {}  # (leader id, fetcher id) -> fetcher actor
-        self._fetcher_sequences: dict[tuple[int, int], int] = {}
+        self._fetcher_calls = CallNumbers()  # Ray may reorder an async actor's calls: number them
         self._fetcher_watch = asyncio.get_running_loop().create_task(self._watch_fetchers())
         # Register with the controller now: after a Ray restart nobody else will call us first.
         self._ensure_ticker()
@@ -121,24 +116,12 @@ class BrokerActor:
     # ------------------------------------------------------------------------ the shell proper
     async def _call(self, handler: Callable, request: Any) -> Any:
         self._ensure_ticker()
-        request_id = next(self._request_ids)
-        future = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
-        try:
-            effects = handler(request_id, request, monotonic_ms())
-        except Exception:
-            self._pending.pop(request_id, None)
-            logger.exception("broker {} failed on {}", self.broker_id, type(request).__name__)
-            raise
-        self._apply(effects)
-        return await future
+        return await self._pending.call(handler, request, self._apply)
 
     def _apply(self, effects: list) -> None:
         for effect in effects:
             if isinstance(effect, Respond):
-                future = self._pending.pop(effect.request_id, None)
-                if future is not None and not future.done():
-                    future.set_result(effect.response)
+                self._pending.respond(effect)
             elif isinstance(effect, ArmTimer):
                 self._arm(effect.deadline_ms)
             elif isinstance(effect, Send):
@@ -170,12 +153,10 @@ class BrokerActor:
             broker_id=self.broker_id, leader_id=leader_id, fetcher_id=fetcher_id,
             leader_actor_name=broker_actor_name(leader_id), namespace=self.namespace, config=self._config,
             broker=ray.get_runtime_context().current_actor)
-        self._fetcher_sequences[key] = 0
+        self._fetcher_calls.reset(key)
 
     def _to_fetcher(self, key: tuple[int, int], method: str, payload: list) -> None:
-        sequence = self._fetcher_sequences[key]
-        self._fetcher_sequences[key] = sequence + 1
-        getattr(self._fetchers[key], method).remote(sequence, payload)  # numbered: applied in order
+        getattr(self._fetchers[key], method).remote(self._fetcher_calls.next(key), payload)
 
     async def _watch_fetchers(self) -> None:
         """Kafka's fetcher manager keeps its threads alive; a dead fetcher actor is replaced here and

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import itertools
 import random
-import time
 from typing import Any, Callable
 
 import ray
@@ -29,13 +27,10 @@ from actors.core.effects import (
 )
 from actors.ray_metadata_store import RayKeyValueStore, set_active_controller
 from actors.request_send_thread import RequestSendThreadRemote
+from actors.shell_support import CallNumbers, PendingRequests, monotonic_ms
 
 TICK_INTERVAL_S = 0.2
 SEND_THREAD_CHECK_INTERVAL_S = 1.0
-
-
-def monotonic_ms() -> int:
-    return int(time.monotonic() * 1000)
 
 
 def controller_actor_name(generation: int = 0) -> str:
@@ -52,11 +47,10 @@ class ControllerActor:
                                     random_source=random.Random())
         set_active_controller(namespace, actor_name, self._core.controller_epoch)
         logger.info("controller {} active with epoch {}", actor_name, self._core.controller_epoch)
-        self._pending: dict[int, asyncio.Future] = {}
-        self._request_ids = itertools.count()
+        self._pending = PendingRequests("controller")
         self._threads: dict[int, Any] = {}
         self._thread_epochs: dict[int, int] = {}
-        self._thread_sequences: dict[int, int] = {}  # next batch number for each broker's thread
+        self._thread_calls = CallNumbers()  # Ray may reorder an async actor's calls: number them
         self._started = False
         self._running: asyncio.Event | None = None
         self._background: list[asyncio.Task] = []
@@ -81,17 +75,7 @@ class ControllerActor:
     async def _call(self, handler: Callable, request: Any) -> Any:
         await self._ensure_started()
         await self._running.wait()
-        request_id = next(self._request_ids)
-        future = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
-        try:
-            effects = handler(request_id, request, monotonic_ms())
-        except Exception:
-            self._pending.pop(request_id, None)
-            logger.exception("controller failed on {}", type(request).__name__)
-            raise
-        self._apply(effects)
-        return await future
+        return await self._pending.call(handler, request, self._apply)
 
     def _apply(self, effects: list) -> None:
         sends: dict[int, list] = collections.defaultdict(list)
@@ -103,9 +87,7 @@ class ControllerActor:
                 continue
             self._flush_sends(sends)  # keep Sends and channel changes in the core's order
             if isinstance(effect, Respond):
-                future = self._pending.pop(effect.request_id, None)
-                if future is not None and not future.done():
-                    future.set_result(effect.response)
+                self._pending.respond(effect)
             elif isinstance(effect, AddBrokerChannel):
                 self._add_channel(effect.broker_id, effect.broker_epoch)
             elif isinstance(effect, RemoveBrokerChannel):
@@ -126,9 +108,7 @@ class ControllerActor:
             if thread is None:
                 logger.debug("dropping {} requests for broker {} with no channel", len(requests), broker_id)
                 continue
-            sequence = self._thread_sequences[broker_id]
-            self._thread_sequences[broker_id] = sequence + 1
-            thread.enqueue.remote(sequence, requests)  # numbered: the thread restores the order
+            thread.enqueue.remote(self._thread_calls.next(broker_id), requests)
         sends.clear()
 
     # ------------------------------------------------------------------------ channel manager
@@ -139,7 +119,7 @@ class ControllerActor:
             broker_actor_name=self._core.context.brokers[broker_id].host, namespace=self.namespace,
             controller=ray.get_runtime_context().current_actor)
         self._thread_epochs[broker_id] = broker_epoch
-        self._thread_sequences[broker_id] = 0
+        self._thread_calls.reset(broker_id)
 
     def _remove_channel(self, broker_id: int) -> None:
         thread = self._threads.pop(broker_id, None)

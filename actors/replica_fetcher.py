@@ -13,7 +13,6 @@ in the order they were sent; they are applied strictly in that order.
 from __future__ import annotations
 
 import asyncio
-import time
 
 import ray
 from loguru import logger
@@ -27,6 +26,7 @@ from actors.core.messages.list_offsets import ListOffsetsRequest
 from actors.core.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from actors.core.replica.fetcher import FetcherCore
 from actors.core.replica.follower_messages import FollowerAppendRequest, FollowerTruncateRequest
+from actors.shell_support import OrderedInbox, monotonic_ms
 
 LEADER_METHODS = {
     FetchRequest: "handle_fetch",
@@ -41,10 +41,6 @@ CALL_TIMEOUT_S = 30.0
 TICK_INTERVAL_S = 0.05
 
 
-def monotonic_ms() -> int:
-    return int(time.monotonic() * 1000)
-
-
 class ReplicaFetcherActor:
     def __init__(self, *, broker_id: int, leader_id: int, fetcher_id: int, leader_actor_name: str,
                  namespace: str, config: dict[str, str], broker) -> None:
@@ -57,8 +53,7 @@ class ReplicaFetcherActor:
         self._leader = None
         self._core = FetcherCore(broker_id=broker_id, leader_id=leader_id, fetcher_id=fetcher_id,
                                  config=KafkaConfig(config), now_ms=monotonic_ms())
-        self._early: dict[int, tuple] = {}
-        self._next_sequence = 0
+        self._inbox = OrderedInbox()  # the broker numbers its calls; apply them in that order
         self._wakeup = asyncio.Event()
         self._calls: set[asyncio.Task] = set()
         self._appended_bytes = 0
@@ -67,17 +62,13 @@ class ReplicaFetcherActor:
 
     # ------------------------------------------------------------------ from the owning broker
     async def add_partitions(self, sequence: int, states: list) -> None:
-        self._early[sequence] = ("add", states)
-        self._apply_in_order()
+        self._in_order(sequence, ("add", states))
 
     async def remove_partitions(self, sequence: int, topic_partitions: list) -> None:
-        self._early[sequence] = ("remove", topic_partitions)
-        self._apply_in_order()
+        self._in_order(sequence, ("remove", topic_partitions))
 
-    def _apply_in_order(self) -> None:
-        while self._next_sequence in self._early:
-            kind, payload = self._early.pop(self._next_sequence)
-            self._next_sequence += 1
+    def _in_order(self, sequence: int, call: tuple) -> None:
+        for kind, payload in self._inbox.offer(sequence, call):
             if kind == "add":
                 self._apply(self._core.add_partitions(payload, monotonic_ms()))
             else:

@@ -24,6 +24,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_ji
 from actors.core.messages.leader_and_isr import LeaderAndIsrRequest
 from actors.core.messages.stop_replica import StopReplicaRequest
 from actors.core.messages.update_metadata import UpdateMetadataRequest
+from actors.shell_support import OrderedInbox
 
 HANDLERS = {
     LeaderAndIsrRequest: "handle_leader_and_isr",
@@ -60,8 +61,7 @@ class RequestSendThreadActor:
         self._controller = controller
         self._queue_size_max = queue_size_max
         self._queue: collections.deque = collections.deque()
-        self._early: dict[int, list] = {}  # batches that arrived before their predecessors
-        self._next_sequence = 0
+        self._inbox = OrderedInbox()  # batches join the queue in the controller's order
         self._wakeup: asyncio.Event | None = None
         self._worker: asyncio.Task | None = None
         self._broker = None
@@ -75,10 +75,7 @@ class RequestSendThreadActor:
         sent, so the controller numbers its batches from 0 and batches join the queue strictly in
         that order: one that arrives early waits for the gap to fill.
         """
-        self._early[sequence] = list(requests)
-        while self._next_sequence in self._early:
-            batch = self._early.pop(self._next_sequence)
-            self._next_sequence += 1
+        for batch in self._inbox.offer(sequence, list(requests)):
             if len(self._queue) + len(batch) > self._queue_size_max:
                 logger.warning("send queue for broker {} full ({}): dropping it and asking for a resync",
                                self.broker_id, len(self._queue))

@@ -490,7 +490,7 @@ def test_crash_drops_unflushed_data_and_recovery_copes():
 def test_crash_loses_nothing_flushed_across_rolls():
     storage = InMemoryStorage()
     config = {"segment_bytes": len(BATCH) * 2}
-    log = filled_log(storage, 5, **config)  # rolls flushed segments 0 and 6
+    filled_log(storage, 5, **config)  # rolls flushed segments 0 and 6
     storage.simulate_crash()
     recovered = open_log(storage, **config)
     assert recovered.log_end_offset == 12
