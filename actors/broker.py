@@ -23,19 +23,27 @@ from loguru import logger
 
 from actors.core.config import KafkaConfig
 from actors.core.effects import (
-    AddPartitionsToFetcher, ArmTimer, LogEvent, RemovePartitionsFromFetcher, Respond, Send,
+    AddPartitionsToFetcher, ArmTimer, CoordinatorLeadershipChange, LogEvent, RemovePartitionsFromFetcher,
+    Respond, Send,
 )
 from actors.core.errors import ErrorCode
 from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.broker_heartbeat import BrokerHeartbeatRequest
+from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.broker_registration import BrokerRegistrationRequest
 from actors.core.messages.controlled_shutdown import ControlledShutdownRequest
 from actors.core.log.record_batch import read_header
+from actors.records import next_offset_after
 from actors.core.replica.broker_core import BrokerCore
 from actors.core.replica.follower_messages import FollowerAppendRequest
 from actors.file_storage import FileStorage
 from actors.ray_metadata_store import active_controller
 from actors.shell_support import CallNumbers, PendingRequests, monotonic_ms
+from actors.core.replica.replica_manager import OFFSETS_TOPIC
+
+
+def group_coordinator_actor_name(broker_id: int) -> str:
+    return f"raykafka-group-coordinator-{broker_id}"
 
 # Payloads at least this large go to Ray as uint8 arrays: Ray stores them in shared memory and the
 # reader maps them without a copy (Ray inlines small objects, where a copy is cheap anyway).
@@ -47,6 +55,7 @@ CONTROLLER_METHODS = {
     BrokerHeartbeatRequest: "handle_broker_heartbeat",
     ControlledShutdownRequest: "handle_controlled_shutdown",
     AlterPartitionRequest: "handle_alter_partition",
+    CreateTopicsRequest: "handle_create_topics",
 }
 
 
@@ -96,7 +105,8 @@ class BrokerActor:
         started = time.monotonic()
         self._core = BrokerCore(broker_id=broker_id, storage=self._storage, config=KafkaConfig(config or {}),
                                 host=broker_actor_name(broker_id), incarnation_id=self.incarnation_id,
-                                cluster_id=namespace, now_ms=monotonic_ms(), wrap_records=_to_transport)
+                                cluster_id=namespace, now_ms=monotonic_ms(), wrap_records=_to_transport,
+                                coordinator_host=group_coordinator_actor_name)
         logger.info("broker {} started in {:.2f}s with {} recovered partitions from {}", broker_id,
                     time.monotonic() - started, len(self._core.replica_manager.recovered_partitions), log_dir)
         self._pending = PendingRequests(f"broker {broker_id}")
@@ -140,10 +150,21 @@ class BrokerActor:
                     self._to_fetcher(key, "remove_partitions", list(effect.partitions))
                     if effect.stop_fetcher:
                         ray.kill(self._fetchers.pop(key), no_restart=True)
+            elif isinstance(effect, CoordinatorLeadershipChange):
+                self._tell_coordinator(effect)
             elif isinstance(effect, LogEvent):
                 logger.log(effect.level.upper(), effect.message)
             else:
                 raise AssertionError(f"broker shell cannot apply {effect!r}")
+
+    def _tell_coordinator(self, change: CoordinatorLeadershipChange) -> None:
+        """The group coordinator fences these by leader epoch, so order and loss are harmless: a
+        coordinator that missed one asks this broker for its leaderships when it (re)starts."""
+        try:
+            coordinator = ray.get_actor(group_coordinator_actor_name(self.broker_id), namespace=self.namespace)
+        except ValueError:
+            return
+        coordinator.on_leadership_change.remote(change.partition, change.leader_epoch, change.is_leader)
 
     # ----------------------------------------------------------------------------- fetchers
     def _start_fetcher(self, key: tuple[int, int]) -> None:
@@ -233,6 +254,27 @@ class BrokerActor:
 
     async def handle_metadata(self, request):
         return await self._call(self._core.handle_metadata, request)
+
+    async def handle_find_coordinator(self, request):
+        return await self._call(self._core.handle_find_coordinator, request)
+
+    async def offsets_partitions_led(self) -> list[tuple[int, int]]:
+        """(partition, leader epoch) of each __consumer_offsets partition this broker leads."""
+        return [(p.partition, p.leader_epoch) for (topic, _), p in self._core.replica_manager.partitions.items()
+                if topic == OFFSETS_TOPIC and p.is_leader]
+
+    async def read_log(self, topic: str, partition: int, offset: int, max_bytes: int) -> tuple[bytes, int, int]:
+        """Whole batches from ``offset`` up to the log end (for the group coordinator's load):
+        (records, the offset after them, the log end offset)."""
+        replica = self._core.replica_manager.partitions.get((topic, partition))
+        if replica is None:
+            return b"", offset, offset
+        end_offset = replica.log_end_offset
+        start = max(offset, replica.log_start_offset)
+        if start >= end_offset:
+            return b"", start, end_offset
+        records = bytes(replica.log.read(start, max_bytes).records)
+        return records, next_offset_after(records, start), end_offset
 
     async def handle_offset_for_leader_epoch(self, request):
         return await self._call(self._core.handle_offset_for_leader_epoch, request)

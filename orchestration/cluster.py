@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import ray
 from loguru import logger
 
-from actors.broker import BrokerActorRemote, broker_actor_name
+from actors.broker import BrokerActorRemote, broker_actor_name, group_coordinator_actor_name
+from actors.group_coordinator import GroupCoordinatorRemote
 from actors.controller import ControllerActorRemote, controller_actor_name
 from actors.core.errors import ErrorCode
 from actors.core.messages.create_topics import CreatableTopic, CreateableTopicConfig, CreateTopicsRequest
@@ -30,12 +31,13 @@ from actors.ray_metadata_store import RayKeyValueStore, active_controller
 from orchestration.client import BrokerDirectory
 from orchestration.consumer import Consumer
 from orchestration.errors import KafkaError
+from orchestration.groups import GroupDescription, describe_group, list_groups
 from orchestration.producer import Producer
 
 BROKER_START_TIMEOUT_S = 120
 CONVERGE_TIMEOUT_S = 60
 POLL_INTERVAL_S = 0.05
-ROLES = ("broker", "controller", "request-send-thread", "replica-fetcher")
+ROLES = ("broker", "controller", "request-send-thread", "replica-fetcher", "group-coordinator")
 
 
 def wait_until(condition, timeout_s: float, what: str):
@@ -78,6 +80,7 @@ class Cluster:
         self._owns_ray = owns_ray
         self._owns_log_dir = owns_log_dir
         self._brokers: dict[int, object] = {}
+        self._coordinators: dict[int, object] = {}
         self._controllers: list = []  # every controller actor this cluster started, newest last
         self._clients: list = []
         self.directory = BrokerDirectory(namespace=namespace, bootstrap_broker_ids=self.broker_ids)
@@ -105,6 +108,7 @@ class Cluster:
             cluster.start_controller()
             for broker_id in cluster.broker_ids:
                 cluster._create_broker(broker_id)
+                cluster._create_group_coordinator(broker_id)
             wait_until(lambda: set(cluster.describe_cluster()["brokers"]) == set(cluster.broker_ids),
                        BROKER_START_TIMEOUT_S, "every broker to register")
         except BaseException:
@@ -123,6 +127,15 @@ class Cluster:
             max_task_retries=0, num_cpus=0, max_concurrency=1000,
         ).remote(broker_id, self.broker_log_dir(broker_id), self.config, self.namespace)
         self._brokers[broker_id] = handle
+        return handle
+
+    def _create_group_coordinator(self, broker_id: int):
+        handle = GroupCoordinatorRemote.options(
+            name=group_coordinator_actor_name(broker_id), namespace=self.namespace, max_restarts=-1,
+            max_task_retries=0, num_cpus=0, max_concurrency=1000,
+        ).remote(broker_id=broker_id, namespace=self.namespace, broker_actor_name=broker_actor_name(broker_id),
+                 config=self.config)
+        self._coordinators[broker_id] = handle
         return handle
 
     def start_controller(self):
@@ -222,6 +235,15 @@ class Cluster:
                 logger.debug("broker {} gave no digest: {!r}", broker_id, exc)
         return digests
 
+    def describe_group(self, group_id: str) -> GroupDescription:
+        """State, protocol, generation, members with assignments, and per partition the committed
+        offset, the log end offset (high watermark) and the lag."""
+        return describe_group(self._new_directory(), group_id)
+
+    def list_groups(self) -> list[tuple[str, str]]:
+        """(group id, state) of every group the coordinators know."""
+        return list_groups(self._new_directory(), self.broker_ids)
+
     def elect_preferred_leaders(self, topic: str | None = None) -> dict[tuple[str, int], str]:
         """Preferred-replica election; per partition, Kafka's outcome name (NONE, ELECTION_NOT_NEEDED, ...)."""
         wanted = None
@@ -257,6 +279,8 @@ class Cluster:
         controller's thread for ``broker_id``; the controller always replaces it, as Kafka's
         controller does, and re-sends that broker the current state. ``replica-fetcher``: every
         fetcher of ``broker_id``; the broker replaces them, and they resume from its log end.
+        ``group-coordinator``: ``broker_id``'s coordinator; Ray restarts it when ``restart`` and it
+        reloads its groups from the ``__consumer_offsets`` partitions its broker leads.
         """
         if role == "broker":
             ray.kill(self.broker(broker_id), no_restart=not restart)
@@ -268,6 +292,10 @@ class Cluster:
                 raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} runs no fetcher")
             for entry in fetchers.values():
                 ray.kill(entry["actor"], no_restart=True)
+        elif role == "group-coordinator":
+            if broker_id not in self._coordinators:
+                raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no group coordinator {broker_id}")
+            ray.kill(self._coordinators[broker_id], no_restart=not restart)
         elif role == "request-send-thread":
             thread = self._ask_controller("send_thread", broker_id)
             if thread is None:
@@ -313,6 +341,11 @@ class Cluster:
                 client.close()
             except Exception as exc:
                 logger.warning("closing a client: {}", exc)
+        for handle in self._coordinators.values():
+            try:
+                ray.kill(handle, no_restart=True)
+            except Exception:
+                pass
         for handle in self._brokers.values():
             try:
                 ray.get(handle.shutdown.remote(), timeout=30)

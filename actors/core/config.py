@@ -31,6 +31,8 @@ BROKER_DEFAULTS: dict[str, str] = {
     "unclean.leader.election.enable": "false",
     "auto.leader.rebalance.enable": "true",
     "request.timeout.ms": "30000",
+    "offsets.topic.num.partitions": "50",
+    "offsets.topic.replication.factor": "3",
     # Smaller than Kafka's 1000: bounds how many delayed requests one broker parks before it
     # answers new ones at once with what it has (Kafka's purgatories are unbounded).
     "raykafka.purgatory.max.size": "10000",

@@ -17,6 +17,9 @@ between, so the core's view and the world's stay in step.
 - ``AddPartitionsToFetcher`` / ``RemovePartitionsFromFetcher``: the broker's fetcher manager
   hands follower partitions to the replica fetcher for (leader, fetcher id), creating it if need
   be, or takes them away (``stop_fetcher`` when it has none left, Kafka's idle-fetcher shutdown).
+- ``CoordinatorLeadershipChange``: this broker started or stopped leading a ``__consumer_offsets``
+  partition; its group coordinator loads or drops that partition's groups (Kafka's
+  ``onElection``/``onResignation``, fenced by the leader epoch, Kafka's coordinator epoch).
 """
 from __future__ import annotations
 
@@ -82,4 +85,11 @@ class RemovePartitionsFromFetcher:
     stop_fetcher: bool = False
 
 
-Effect = Union[AddPartitionsToFetcher, RemovePartitionsFromFetcher, Respond, Send, ArmTimer, LogEvent, AddBrokerChannel, RemoveBrokerChannel, Metric]
+@effect
+class CoordinatorLeadershipChange:
+    partition: int
+    leader_epoch: int
+    is_leader: bool
+
+
+Effect = Union[CoordinatorLeadershipChange, AddPartitionsToFetcher, RemovePartitionsFromFetcher, Respond, Send, ArmTimer, LogEvent, AddBrokerChannel, RemoveBrokerChannel, Metric]

@@ -358,4 +358,5 @@ def _summary(group: GroupMetadata) -> DescribedGroup:
         for m in group.members.values())
     return DescribedGroup(group_id=group.group_id, group_state=group.state.kafka_name,
                           protocol_type=group.protocol_type or "",
-                          protocol_data=group.protocol_name or "" if stable else "", members=members)
+                          protocol_data=group.protocol_name or "" if stable else "", members=members,
+                          generation_id=group.generation_id)

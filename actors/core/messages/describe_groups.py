@@ -35,6 +35,9 @@ class DescribedGroup:
     protocol_type: str = ""
     protocol_data: str = ""  # the chosen protocol's name, once the group is Stable
     members: tuple[DescribedGroupMember, ...] = ()
+    # Not in Kafka's schema (its admin client cannot see the generation); raykafka's admin view
+    # reports it, since rebalances are what users watch.
+    generation_id: int = -1
 
 
 @message

@@ -22,7 +22,9 @@ from actors.core.config import KafkaConfig
 from actors.core.effects import Effect, LogEvent
 from actors.core.log.storage import Storage
 from actors.core.messages.alter_partition import AlterPartitionRequest
+from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.replica.broker_lifecycle import BrokerLifecycle
+from actors.core.replica.find_coordinator import CoordinatorFinder
 from actors.core.replica.replica_manager import ReplicaManager
 
 
@@ -32,13 +34,16 @@ PARKED_CONTROL_REQUESTS_MAX = 10_000
 class BrokerCore:
     def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, host: str,
                  incarnation_id: str, cluster_id: str, now_ms: int,
-                 wrap_records: Callable[[bytes, bool], Any] | None = None) -> None:
+                 wrap_records: Callable[[bytes, bool], Any] | None = None,
+                 coordinator_host: Callable[[int], str] = lambda broker_id: f"group-coordinator-{broker_id}"
+                 ) -> None:
         self.broker_id = broker_id
         self.replica_manager = ReplicaManager(broker_id=broker_id, storage=storage, config=config,
                                               now_ms=now_ms, wrap_records=wrap_records)
         self.lifecycle = BrokerLifecycle(broker_id=broker_id, host=host, incarnation_id=incarnation_id,
                                          cluster_id=cluster_id, config=config, now_ms=now_ms)
         self._parked: list[tuple[Callable, int, Any]] = []
+        self.coordinator_finder = CoordinatorFinder(self.replica_manager, coordinator_host)
 
     # --------------------------------------------------------------------------- the lifecycle
     def start(self, now_ms: int) -> list[Effect]:
@@ -48,6 +53,8 @@ class BrokerCore:
         """The controller's answer to a request this broker sent (an ErrorCode if unreachable)."""
         if isinstance(request, AlterPartitionRequest):
             return self.replica_manager.on_alter_partition_response(request, response, now_ms)
+        if isinstance(request, CreateTopicsRequest):
+            return self.coordinator_finder.on_create_topics_response(response)
         effects = self.lifecycle.on_controller_response(request, response, now_ms)
         self.replica_manager.broker_epoch = self.lifecycle.broker_epoch
         if self.lifecycle.broker_epoch >= 0 and self._parked:
@@ -87,6 +94,9 @@ class BrokerCore:
 
     def handle_metadata(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self.replica_manager.handle_metadata(request_id, request, now_ms)
+
+    def handle_find_coordinator(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self.coordinator_finder.handle_find_coordinator(request_id, request, now_ms)
 
     def handle_offset_for_leader_epoch(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self.replica_manager.handle_offset_for_leader_epoch(request_id, request, now_ms)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actors.core.config import KafkaConfig
-from actors.core.effects import ArmTimer, Effect, LogEvent, Respond
+from actors.core.effects import ArmTimer, CoordinatorLeadershipChange, Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
@@ -55,6 +55,7 @@ from actors.core.replica.partition import Partition
 from actors.core.replica.purgatory import DelayedOperation, Purgatory
 
 TopicPartition = tuple[str, int]
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def partition_directory(topic: str, partition: int) -> str:
@@ -184,6 +185,9 @@ class ReplicaManager:
             return ErrorCode.STALE_CONTROLLER_EPOCH
         role = dict(leader_epoch=state.leader_epoch, isr=tuple(state.isr), replicas=tuple(state.replicas),
                     partition_epoch=state.partition_epoch, controller_epoch=state.controller_epoch)
+        if topic_partition[0] == OFFSETS_TOPIC:
+            effects.append(CoordinatorLeadershipChange(partition=topic_partition[1], leader_epoch=state.leader_epoch,
+                                                       is_leader=state.leader == self.broker_id))
         if state.leader == self.broker_id:
             partition.make_leader(now_ms=now_ms, **role)
             effects.extend(self.fetcher_manager.remove([topic_partition]))
@@ -224,6 +228,9 @@ class ReplicaManager:
                 topic_partition = (topic.name, index)
                 partition = self.partitions.pop(topic_partition, None)
                 effects.extend(self.fetcher_manager.remove([topic_partition]))
+                if topic.name == OFFSETS_TOPIC and partition is not None:
+                    effects.append(CoordinatorLeadershipChange(partition=index, leader_epoch=partition.leader_epoch,
+                                                               is_leader=False))
                 if partition is not None and request.delete_partitions:
                     partition.log.delete()
                     effects.append(LogEvent(level="info", message=(

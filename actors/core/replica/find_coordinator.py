@@ -1,0 +1,77 @@
+"""FindCoordinator on a broker: which broker's group coordinator owns a group.
+
+A group lives on ``__consumer_offsets`` partition ``abs(java_string_hash(group_id)) %
+offsets.topic.num.partitions``; its coordinator is that partition's leader. Any broker answers
+from its metadata cache. If the topic does not exist yet, the broker asks the controller to create
+it (Kafka's brokers create it on first use) with ``offsets.topic.replication.factor`` capped by
+the live brokers it knows, and answers ``COORDINATOR_NOT_AVAILABLE`` until it has a leader; the
+client retries. One creation request is outstanding at a time, retried after
+``OFFSETS_TOPIC_CREATION_RETRY_MS``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from actors.core.effects import Effect, LogEvent, Respond, Send
+from actors.core.errors import ErrorCode
+from actors.core.java_hash import java_string_hash, kafka_abs
+from actors.core.messages.create_topics import CreatableTopic, CreateableTopicConfig, CreateTopicsRequest
+from actors.core.messages.find_coordinator import (
+    COORDINATOR_KEY_TYPE_GROUP, FindCoordinatorRequest, FindCoordinatorResponse,
+)
+from actors.core.replica.replica_manager import OFFSETS_TOPIC
+
+if TYPE_CHECKING:
+    from actors.core.replica.replica_manager import ReplicaManager
+
+OFFSETS_TOPIC_CREATION_RETRY_MS = 5000
+# Kafka's own settings for the offsets topic: compacted, smaller segments.
+OFFSETS_TOPIC_CONFIG = (("cleanup.policy", "compact"), ("segment.bytes", str(100 * 1024 * 1024)))
+
+
+class CoordinatorFinder:
+    def __init__(self, manager: "ReplicaManager", coordinator_host: Callable[[int], str]) -> None:
+        self.manager = manager
+        self.coordinator_host = coordinator_host
+        self.num_partitions = manager.config.get_int("offsets.topic.num.partitions", 1)
+        self.replication_factor = manager.config.get_int("offsets.topic.replication.factor", 1)
+        self._creation_requested_ms: int | None = None
+
+    def partition_for(self, group_id: str) -> int:
+        return kafka_abs(java_string_hash(group_id)) % self.num_partitions
+
+    def handle_find_coordinator(self, request_id: int, request: FindCoordinatorRequest,
+                                now_ms: int) -> list[Effect]:
+        def answer(code: ErrorCode, message: str | None = None, node_id: int = -1) -> list[Effect]:
+            host = self.coordinator_host(node_id) if node_id >= 0 else ""
+            return [Respond(request_id=request_id, response=FindCoordinatorResponse(
+                error_code=code, error_message=message, node_id=node_id, host=host))]
+        if request.key_type != COORDINATOR_KEY_TYPE_GROUP:
+            return answer(ErrorCode.INVALID_REQUEST, "only group coordinators are implemented")
+        if not isinstance(request.key, str) or not request.key:
+            return answer(ErrorCode.INVALID_GROUP_ID)
+        cache = self.manager.metadata_cache
+        if not cache.contains(OFFSETS_TOPIC):
+            return self._request_creation(now_ms) + answer(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                                           f"{OFFSETS_TOPIC} is being created")
+        leader, _ = cache.partition_leader(OFFSETS_TOPIC, self.partition_for(request.key))
+        if leader < 0:
+            return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return answer(ErrorCode.NONE, node_id=leader)
+
+    def _request_creation(self, now_ms: int) -> list[Effect]:
+        if self._creation_requested_ms is not None and now_ms - self._creation_requested_ms < OFFSETS_TOPIC_CREATION_RETRY_MS:
+            return []
+        self._creation_requested_ms = now_ms
+        live = len(self.manager.metadata_cache.brokers)
+        factor = max(1, min(self.replication_factor, live))
+        return [LogEvent(level="info", message=f"broker {self.manager.broker_id} asks for {OFFSETS_TOPIC} "
+                                                f"({self.num_partitions} partitions, replication factor {factor})"),
+                Send(destination="controller", message=CreateTopicsRequest(topics=(CreatableTopic(
+                    name=OFFSETS_TOPIC, num_partitions=self.num_partitions, replication_factor=factor,
+                    configs=tuple(CreateableTopicConfig(name=k, value=v) for k, v in OFFSETS_TOPIC_CONFIG)),)))]
+
+    def on_create_topics_response(self, response) -> list[Effect]:
+        self._creation_requested_ms = None  # created, or already there: the next ask will see it
+        return []

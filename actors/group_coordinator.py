@@ -1,0 +1,183 @@
+"""The group coordinator actor: a thin async Ray shell around ``GroupCoordinatorCore``, one per
+broker, named so that clients reach it from a FindCoordinator answer.
+
+Its groups are those of the ``__consumer_offsets`` partitions its broker leads. The broker tells it
+when that changes (``on_leadership_change``, fenced by the partition's leader epoch, Kafka's
+coordinator epoch); on an election it reads the partition from its broker and loads the groups
+(answering ``COORDINATOR_LOAD_IN_PROGRESS`` meanwhile), on a resignation it drops them. The
+core's writes (``OffsetsLogAppendRequest``) become acks=all Produce requests to its own broker,
+whose answers go back into the core. Created with ``max_restarts=-1``: after a kill, Ray runs the
+constructor again, which asks the broker which offsets partitions it leads and loads them.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import random
+
+import ray
+from loguru import logger
+
+from actors.core.effects import ArmTimer, LogEvent, Respond, Send
+from actors.core.errors import ErrorCode
+from actors.core.group.coordinator import GroupCoordinatorCore
+from actors.core.group.messages import OffsetsLogAppendRequest, OffsetsLogAppendResponse
+from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from actors.core.replica.replica_manager import OFFSETS_TOPIC
+from actors.shell_support import PendingRequests, monotonic_ms
+from actors.records import BatchBuilder, read_records
+
+TICK_INTERVAL_S = 0.1
+LOAD_BYTES_PER_READ = 4 * 1024 * 1024
+
+
+def group_coordinator_actor_name(broker_id: int) -> str:
+    return f"raykafka-group-coordinator-{broker_id}"
+
+
+class GroupCoordinatorActor:
+    def __init__(self, *, broker_id: int, namespace: str, broker_actor_name: str,
+                 config: dict[str, str] | None = None) -> None:
+        self.broker_id = broker_id
+        self.namespace = namespace
+        self._broker_actor_name = broker_actor_name
+        self._core = GroupCoordinatorCore(broker_id=broker_id, now_ms=monotonic_ms(), config=dict(config or {}),
+                                          member_id_random=random.Random())
+        self._pending = PendingRequests(f"group coordinator {broker_id}")
+        self._epochs: dict[int, int] = {}  # offsets partition -> newest leader epoch heard of
+        self._tasks: set[asyncio.Task] = set()
+        # Ray runs an async actor's constructor inside its event loop, so tasks can start here.
+        self._spawn(self._tick_forever())
+        self._spawn(self._adopt_current_leaderships())
+
+    # ------------------------------------------------------------------------- the shell
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _broker(self):
+        return ray.get_actor(self._broker_actor_name, namespace=self.namespace)
+
+    def _apply(self, effects: list) -> None:
+        for effect in effects:
+            if isinstance(effect, Respond):
+                self._pending.respond(effect)
+            elif isinstance(effect, Send):
+                assert effect.destination == "offsets-log", effect.destination
+                self._spawn(self._append(effect.message))
+            elif isinstance(effect, ArmTimer):
+                delay_s = max(0.0, (effect.deadline_ms - monotonic_ms()) / 1000)
+                asyncio.get_running_loop().call_later(delay_s, self._tick)
+            elif isinstance(effect, LogEvent):
+                logger.log(effect.level.upper(), effect.message)
+            else:
+                raise AssertionError(f"group coordinator shell cannot apply {effect!r}")
+
+    def _tick(self) -> None:
+        self._apply(self._core.tick(monotonic_ms()))
+
+    async def _tick_forever(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_INTERVAL_S)
+            try:
+                self._tick()
+            except Exception:
+                logger.exception("group coordinator {} tick failed", self.broker_id)
+
+    async def _call(self, handler, request):
+        return await self._pending.call(handler, request, self._apply)
+
+    async def _append(self, request: OffsetsLogAppendRequest) -> None:
+        """One write to __consumer_offsets through this broker, with the acks the core asked for."""
+        builder = BatchBuilder(batch_size=1 << 30)
+        for key, value in request.records:
+            builder.try_append(key, value, request.timestamp_ms, None)
+        produce = ProduceRequest(acks=request.required_acks, timeout_ms=request.timeout_ms, topic_data=(
+            TopicProduceData(name=OFFSETS_TOPIC, partition_data=(
+                PartitionProduceData(index=request.partition, records=builder.build()),)),))
+        try:
+            response = await asyncio.wait_for(self._broker().handle_produce.remote(produce),
+                                               request.timeout_ms / 1000 + 5)
+            answer = response.responses[0].partition_responses[0]
+            result = OffsetsLogAppendResponse(append_id=request.append_id, partition=request.partition,
+                                              error_code=answer.error_code, base_offset=answer.base_offset)
+        except Exception as exc:
+            logger.warning("group coordinator {}: append to {}-{} failed: {!r}", self.broker_id, OFFSETS_TOPIC,
+                           request.partition, exc)
+            result = ErrorCode.REQUEST_TIMED_OUT if isinstance(exc, asyncio.TimeoutError) \
+                else ErrorCode.NOT_LEADER_OR_FOLLOWER
+        self._apply(self._core.on_offsets_log_response(request, result, monotonic_ms()))
+
+    # ------------------------------------------------------------- leadership of offsets partitions
+    async def on_leadership_change(self, partition: int, leader_epoch: int, is_leader: bool) -> None:
+        """The broker started or stopped leading an offsets partition (Kafka's onElection/onResignation)."""
+        if leader_epoch < self._epochs.get(partition, -1):
+            return  # an older change that arrived late
+        self._epochs[partition] = leader_epoch
+        if not is_leader:
+            self._apply(self._core.on_resign(partition, monotonic_ms()))
+            return
+        self._apply(self._core.begin_loading(partition))
+        await self._load(partition, leader_epoch)
+
+    async def _load(self, partition: int, leader_epoch: int) -> None:
+        records: list[tuple[bytes, bytes | None]] = []
+        offset = 0
+        broker = self._broker()
+        while True:
+            chunk, next_offset, end_offset = await broker.read_log.remote(
+                OFFSETS_TOPIC, partition, offset, LOAD_BYTES_PER_READ)
+            records.extend((r.key, r.value) for r in read_records(OFFSETS_TOPIC, partition, chunk, offset))
+            if next_offset >= end_offset or next_offset == offset:
+                break
+            offset = next_offset
+        if self._epochs.get(partition) != leader_epoch:
+            return  # leadership moved again while loading; the newer change decides
+        self._apply(self._core.on_become_leader(partition, records, monotonic_ms()))
+
+    async def _adopt_current_leaderships(self) -> None:
+        """After a (re)start: load every offsets partition the broker leads right now."""
+        try:
+            led = await self._broker().offsets_partitions_led.remote()
+        except Exception as exc:
+            logger.info("group coordinator {} found no broker yet ({!r}); it will be told", self.broker_id, exc)
+            return
+        for partition, leader_epoch in led:
+            await self.on_leadership_change(partition, leader_epoch, True)
+
+    # -------------------------------------------------------------------------- Kafka APIs
+    async def handle_join_group(self, request, client_id: str = "", client_host: str = ""):
+        handler = functools.partial(self._join, client_id=client_id, client_host=client_host)
+        return await self._call(handler, request)
+
+    def _join(self, request_id, request, now_ms, *, client_id, client_host):
+        return self._core.handle_join_group(request_id, request, now_ms, client_id=client_id, client_host=client_host)
+
+    async def handle_sync_group(self, request):
+        return await self._call(self._core.handle_sync_group, request)
+
+    async def handle_heartbeat(self, request):
+        return await self._call(self._core.handle_heartbeat, request)
+
+    async def handle_leave_group(self, request):
+        return await self._call(self._core.handle_leave_group, request)
+
+    async def handle_offset_commit(self, request):
+        return await self._call(self._core.handle_offset_commit, request)
+
+    async def handle_offset_fetch(self, request):
+        return await self._call(self._core.handle_offset_fetch, request)
+
+    async def handle_describe_groups(self, request):
+        return await self._call(self._core.handle_describe_groups, request)
+
+    async def handle_list_groups(self, request):
+        return await self._call(self._core.handle_list_groups, request)
+
+    async def ping(self) -> dict:
+        return {"broker_id": self.broker_id, "groups": len(self._core.groups),
+                "partitions": sorted(self._epochs)}
+
+
+GroupCoordinatorRemote = ray.remote(GroupCoordinatorActor)
