@@ -16,7 +16,7 @@ from actors.core.messages.update_metadata import (
     UpdateMetadataBroker, UpdateMetadataPartitionState, UpdateMetadataRequest, UpdateMetadataTopicState,
 )
 from actors.core.replica.replica_manager import ReplicaManager
-from orchestration.records import BatchBuilder
+from actors.records import BatchBuilder
 
 
 def make_batch(values, keys=None, timestamp_ms: int = 1_700_000_000_000) -> bytes:

@@ -28,7 +28,7 @@ from actors.core.replica.follower_messages import (
     FollowerTruncateResponse, InitialFetchState,
 )
 from actors.core.replica.truncation import apply_follower_truncation
-from orchestration.records import next_offset_after, read_records
+from actors.records import next_offset_after, read_records
 from tests.support.core_driver import make_batch
 
 TOPIC = "orders"

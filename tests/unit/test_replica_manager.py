@@ -8,7 +8,7 @@ from actors.core.errors import ErrorCode
 from actors.core.log.storage import InMemoryStorage
 from actors.core.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from actors.core.messages.metadata import MetadataRequest
-from orchestration.records import read_records
+from actors.records import read_records
 from tests.support.core_driver import CoreDriver, fetch_result, make_batch, produce_result
 
 

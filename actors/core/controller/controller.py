@@ -28,18 +28,17 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from actors.core.config import KafkaConfig
-from actors.core.controller import elections
+from actors.core.controller import elections, isr_changes
 from actors.core.controller.context import BrokerInfo, ControllerContext
 from actors.core.controller.deletion import TopicDeletion
 from actors.core.controller.metadata_store import MetadataStore
 from actors.core.controller.request_batch import ControllerBrokerRequestBatch
-from actors.core.controller.state import LeaderAndIsr, PartitionState, ReplicaState, TopicPartition
+from actors.core.controller.state import PartitionState, ReplicaState, TopicPartition
 from actors.core.controller.topics import validate_new_topic
 from actors.core.effects import AddBrokerChannel, ArmTimer, Effect, LogEvent, RemoveBrokerChannel, Respond, Send
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages import (
-    NO_LEADER, AlterPartitionRequest, AlterPartitionResponse, AlterPartitionResponsePartitionData,
-    AlterPartitionResponseTopicData, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
+    AlterPartitionRequest, AlterPartitionResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
     BrokerRegistrationResponse, ControlledShutdownRequest, ControlledShutdownResponse, CreatableTopicResult,
     CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
     ElectLeadersRequest, ElectLeadersResponse, PartitionResult, RemainingPartition, ReplicaElectionResult,
@@ -417,53 +416,7 @@ class ControllerCore:
     def handle_alter_partition(self, request_id: int, request: AlterPartitionRequest, now_ms: int) -> list[Effect]:
         def error(code: ErrorCode) -> AlterPartitionResponse:
             return AlterPartitionResponse(error_code=code, topics=())
-        return self._guarded(request_id, error, lambda: self._alter_partition(request_id, request, error))
-
-    def _alter_partition(self, request_id: int, request: AlterPartitionRequest, error) -> list[Effect]:
-        context = self.context
-        info = context.brokers.get(request.broker_id)
-        if info is None or request.broker_epoch != info.broker_epoch:
-            return [Respond(request_id=request_id, response=error(ErrorCode.STALE_BROKER_EPOCH))]
-        self.batch.new_batch()
-        topics = []
-        for topic in request.topics:
-            answers = []
-            for asked in topic.partitions:
-                code, state = self._alter_one(request.broker_id, (topic.topic_name, asked.partition_index), asked)
-                answers.append(AlterPartitionResponsePartitionData(
-                    partition_index=asked.partition_index, error_code=code,
-                    leader_id=state.leader if state else NO_LEADER,
-                    leader_epoch=state.leader_epoch if state else -1,
-                    isr=state.isr if state else (), partition_epoch=state.partition_epoch if state else -1))
-            topics.append(AlterPartitionResponseTopicData(topic_name=topic.topic_name, partitions=tuple(answers)))
-        self.batch.add_update_metadata_request_for_brokers(context.live_or_shutting_down_broker_ids)
-        effects = self._flush()
-        effects.append(Respond(request_id=request_id, response=AlterPartitionResponse(topics=tuple(topics))))
-        return effects
-
-    def _alter_one(self, broker_id: int, topic_partition: TopicPartition, asked
-                   ) -> tuple[ErrorCode, LeaderAndIsr | None]:
-        context = self.context
-        current = context.leadership.get(topic_partition)
-        if current is None or topic_partition[0] in context.topics_to_delete:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-        if current.leader != broker_id:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER, current
-        if asked.leader_epoch != current.leader_epoch:
-            return ErrorCode.FENCED_LEADER_EPOCH, current
-        if asked.partition_epoch != current.partition_epoch:
-            return ErrorCode.INVALID_UPDATE_VERSION, current
-        new_isr = tuple(asked.new_isr)
-        replicas = context.replicas(topic_partition)
-        if (broker_id not in new_isr or len(set(new_isr)) != len(new_isr)
-                or not set(new_isr) <= set(replicas)):
-            return ErrorCode.INVALID_REQUEST, current
-        if not set(new_isr) <= context.live_or_shutting_down_broker_ids:
-            return ErrorCode.INELIGIBLE_REPLICA, current
-        changed = current.new_isr(new_isr, self.controller_epoch)
-        context.set_leadership(topic_partition, changed)
-        self.batch.add_update_metadata_request_for_brokers((), [topic_partition])
-        return ErrorCode.NONE, changed
+        return self._guarded(request_id, error, lambda: isr_changes.handle_alter_partition(self, request_id, request, error))
 
     # -------------------------------------------------------------------------------- topics
     def handle_create_topics(self, request_id: int, request: CreateTopicsRequest, now_ms: int) -> list[Effect]:

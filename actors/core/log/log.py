@@ -397,6 +397,9 @@ class Log:
         self._check_open()
         assert offset >= 0, offset
         if offset >= self.log_end_offset:
+            # As Kafka does: an epoch this replica started as leader but never wrote to must go,
+            # or a fetch naming it as the last fetched epoch diverges again and again.
+            self._leader_epoch_cache.truncate_from_end(self.log_end_offset)
             return False
         if offset < self._segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)

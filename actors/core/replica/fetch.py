@@ -35,7 +35,7 @@ def handle_fetch(manager: "ReplicaManager", request_id: int, request: FetchReque
     response, size_bytes, has_error = read_for_fetch(manager, request)
     effects: list[Effect] = []
     if request.replica_id >= 0:
-        effects.extend(_update_follower_fetch_states(manager, request, now_ms))
+        effects.extend(_update_follower_fetch_states(manager, request, response, now_ms))
     keys = tuple((topic.topic, p.partition) for topic in request.topics for p in topic.partitions)
     if (request.max_wait_ms <= 0 or size_bytes >= request.min_bytes or has_error or not keys
             or manager.fetch_purgatory.is_full):
@@ -120,13 +120,18 @@ def _diverging_epoch(partition, asked) -> EpochEndOffset | None:
     return None
 
 
-def _update_follower_fetch_states(manager: "ReplicaManager", request: FetchRequest,
+def _update_follower_fetch_states(manager: "ReplicaManager", request: FetchRequest, response: FetchResponse,
                                   now_ms: int) -> list[Effect]:
+    """A follower's fetch offset acknowledges its log below it, but only for a partition whose read
+    succeeded: a fenced fetch, or one answered with a diverging epoch, says nothing about what the
+    follower holds (Kafka's ``updateFollowerFetchState`` skips such reads too)."""
+    served = {(topic.topic, data.partition_index) for topic in response.responses for data in topic.partitions
+              if data.error_code == ErrorCode.NONE and data.diverging_epoch is None}
     effects: list[Effect] = []
     for topic in request.topics:
         for asked in topic.partitions:
             partition = manager.partitions.get((topic.topic, asked.partition))
-            if partition is None or not partition.is_leader:
+            if partition is None or not partition.is_leader or (topic.topic, asked.partition) not in served:
                 continue
             if partition.update_follower_fetch_state(request.replica_id, asked.fetch_offset, now_ms):
                 effects.extend(manager._try_complete_delayed((topic.topic, asked.partition), now_ms))

@@ -1,0 +1,520 @@
+"""A deterministic, single-threaded simulation of a raykafka cluster: the real cores, no Ray.
+
+Theory of operation. ``Simulation`` owns one ``ControllerCore``, a ``BrokerCore`` per broker (each
+over its own ``InMemoryStorage``, which outlives the core so a restart recovers from it), the
+``FetcherCore`` per (follower, leader, fetcher id) that a broker's effects ask for, one controller
+channel (Kafka's request-send thread: FIFO, one request in flight, retried until answered) per
+registered broker, and a client. It applies every effect as the Ray shells do (actors/broker.py,
+actors/replica_fetcher.py, actors/controller.py, actors/request_send_thread.py), except that
+every call between nodes is a ``Message`` on the ``Network`` (tests/support/sim_network.py).
+
+Time is a fake clock in milliseconds. One step is either one delivered message, chosen by the
+seeded random source among the messages due now, or one clock advance that fires what is due at
+the new time (call timeouts, then node ticks: every ``tick_interval_ms`` for brokers, fetchers and
+the controller, as the shells' periodic ticks, plus the deadlines their ``ArmTimer`` effects ask
+for). Each message takes ``latency_ms`` (a seeded draw from a range) to arrive, so a step never
+delivers what it sends.
+
+Faults: ``kill`` (a process kill; with ``clean=True`` a clean shutdown that flushes and
+checkpoints first), ``restart`` (a new process over the same disk; ``lose_unflushed`` first cuts
+every file back to what was fsynced, ``lose_disk`` gives it an empty disk), ``kill_fetcher`` (its
+broker replaces it after a second, as the shell's watcher does), and message rules (``hold``,
+``release``, ``drop``). A node that goes down loses its in-flight messages, and every call made to
+it, in flight or already delivered and unanswered, fails with NETWORK_EXCEPTION at the caller.
+
+After every step the invariants are checked (``_check_invariants``): at most one leader per
+(partition, leader epoch) across brokers, at any time and over the whole run; HW <= LEO on every
+replica; a leader's HW never moves back within its epoch; a replica the controller adds to the ISR
+within one leader epoch holds the leader's HW. A broken one raises ``SimulationInvariantError``
+naming the seed, the step and the recent events, so the run can be replayed from the seed.
+
+Observing: ``leader`` / ``isr`` / ``leader_epoch`` (the controller's view), ``replica``,
+``high_watermark``, ``log_end_offset``, ``log_of`` (each broker's own), ``check`` (what a history
+checker reports: acknowledged values lost, offsets where replicas differ), and the histories
+``acknowledged``, ``truncations``, ``isr_joins``, ``elections``, ``log_events`` and ``trace``.
+
+Limits: every run is bounded (``limit_steps`` / ``limit_ms``) and raises ``SimulationStalled``
+when the bound is hit before its goal.
+"""
+from __future__ import annotations
+
+import collections
+import itertools
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from actors.core.config import KafkaConfig
+from actors.core.controller.controller import ControllerCore
+from actors.core.controller.metadata_store import InMemoryKeyValueStore, MetadataStore
+from actors.core.errors import ErrorCode
+from actors.core.log.storage import InMemoryStorage
+from actors.core.messages import CreateTopicsRequest, ProduceRequest
+from actors.core.messages.create_topics import CreatableReplicaAssignment, CreatableTopic, CreateableTopicConfig
+from actors.core.messages.produce import PartitionProduceData, ProduceResponse, TopicProduceData
+from actors.core.replica.broker_core import BrokerCore
+from actors.core.replica.fetcher import FetcherCore
+from actors.records import next_offset_after, read_records
+from tests.support.core_driver import make_batch
+from tests.support.sim_network import EVENT, Message, MessageFilter, Network
+from tests.support.sim_shells import (
+    CLIENT, CONTROLLER, FETCHER_REPLACEMENT_DELAY_MS, Shells, TopicPartition, Truncation, _ChannelNode,
+    _ControllerNode, _Node,
+)
+
+__all__ = ["Election", "IsrJoin", "ProduceResult", "Simulation", "SimulationInvariantError", "SimulationStalled",
+           "Truncation"]
+
+# Fast timeouts for simulated clusters; a scenario's config overrides any of them.
+SIM_DEFAULTS = {
+    "broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000",
+    "replica.lag.time.max.ms": "3000", "replica.fetch.wait.max.ms": "100", "replica.fetch.backoff.ms": "100",
+    "raykafka.registration.retry.backoff.ms": "100", "auto.leader.rebalance.enable": "false",
+}
+
+ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0, -1: -1, 1: 1, 0: 0}
+
+
+class SimulationInvariantError(AssertionError):
+    """An invariant broke; the message names the seed and step to replay."""
+
+
+class SimulationStalled(AssertionError):
+    """A bounded run hit its bound before reaching its goal."""
+
+
+@dataclass
+class ProduceResult:
+    """One produce call: ``status`` is "pending", "acked" or "error" (with ``error`` naming the code)."""
+
+    topic: str
+    partition: int
+    values: tuple[str, ...]
+    acks: int
+    sent_to: int
+    status: str = "pending"
+    base_offset: int = -1
+    error: str | None = None
+
+    @property
+    def offsets(self) -> list[int | None]:
+        return [self.base_offset + i if self.status == "acked" else None for i in range(len(self.values))]
+
+    def per_value(self) -> list[dict]:
+        return [{"value": v, "status": self.status, "offset": o, "error": self.error}
+                for v, o in zip(self.values, self.offsets)]
+
+
+@dataclass(frozen=True)
+class IsrJoin:
+    """The controller added a replica to a partition's ISR (same leader epoch: the leader's AlterPartition)."""
+
+    at_ms: int
+    broker_id: int
+    topic_partition: TopicPartition
+    log_end_offset: int  # the joining replica's, at that moment
+    leader_high_watermark: int
+
+
+@dataclass(frozen=True)
+class Election:
+    """The controller moved a partition's leadership to another broker; ``clean`` when the new
+    leader was in the ISR the controller held just before."""
+
+    at_ms: int
+    topic_partition: TopicPartition
+    leader_id: int
+    leader_epoch: int
+    clean: bool
+
+
+class Simulation(Shells):
+    """A cluster of the real cores on a fake clock and a seeded network (see the module docstring)."""
+
+    def __init__(self, brokers: Iterable[int] = (0, 1, 2), config: dict | None = None, seed: int = 0, *,
+                 latency_ms: tuple[int, int] = (1, 3), tick_interval_ms: int = 10, start: bool = True,
+                 trace_max: int = 400) -> None:
+        assert latency_ms[0] >= 1 and latency_ms[1] >= latency_ms[0], latency_ms
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.config = {**SIM_DEFAULTS, **{k: str(v) for k, v in (config or {}).items()}}
+        self.kafka_config = KafkaConfig(self.config)
+        self.latency_ms = latency_ms
+        self.tick_interval_ms = tick_interval_ms
+        self.now_ms = 0
+        self.step_count = 0
+        self.network = Network()
+        self.broker_ids = sorted(brokers)
+        self.storages: dict[int, InMemoryStorage] = {b: InMemoryStorage() for b in self.broker_ids}
+        self.nodes: dict[str, _Node] = {}
+        self._incarnations: collections.Counter = collections.Counter()
+        self.trace: collections.deque = collections.deque(maxlen=trace_max)
+        self.log_events: list[tuple[int, str, str, str]] = []  # (ms, node, level, message)
+        self.acknowledged: list[tuple[str, int, int, str]] = []  # (topic, partition, offset, value)
+        self.produce_results: list[ProduceResult] = []
+        self.truncations: list[Truncation] = []
+        self.isr_joins: list[IsrJoin] = []
+        self.elections: list[Election] = []
+        self._epoch_leaders: dict[tuple[TopicPartition, int], int] = {}
+        self._leader_high_watermarks: dict[tuple, int] = {}
+        self._controller_view: dict[TopicPartition, tuple[int, int, tuple[int, ...]]] = {}
+        self.kv = InMemoryKeyValueStore()
+        controller = _ControllerNode(name=CONTROLLER, incarnation=self._next_incarnation(CONTROLLER))
+        controller.core = ControllerCore(store=MetadataStore(self.kv), config=self.kafka_config, now_ms=0,
+                                         random_source=random.Random(seed))
+        self.nodes[CONTROLLER] = controller
+        self.nodes[CLIENT] = _Node(name=CLIENT, incarnation=self._next_incarnation(CLIENT), periodic=False)
+        if start:
+            self._apply_controller(controller, controller.core.start(self.now_ms))
+            for broker_id in self.broker_ids:
+                self._start_broker(broker_id)
+            self.run_until(lambda: all(self.is_registered(b) for b in self.broker_ids), limit_ms=10_000,
+                           what="every broker registered")
+
+    # =============================================================================== queries
+    @property
+    def controller(self) -> ControllerCore:
+        return self.nodes[CONTROLLER].core
+
+    def broker(self, broker_id: int) -> BrokerCore | None:
+        node = self.nodes.get(f"broker:{broker_id}")
+        return None if node is None else node.core
+
+    def is_up(self, broker_id: int) -> bool:
+        return f"broker:{broker_id}" in self.nodes
+
+    def is_registered(self, broker_id: int) -> bool:
+        core = self.broker(broker_id)
+        return core is not None and core.lifecycle.broker_epoch >= 0 and \
+            broker_id in self.controller.context.brokers
+
+    def describe(self, topic: str, partition: int = 0) -> dict:
+        described = self.controller.describe_topic(topic)
+        assert described is not None, f"no topic {topic}"
+        return described[partition]
+
+    def leader(self, topic: str, partition: int = 0) -> int:
+        """The leader the controller has elected (-1: none, the partition is offline)."""
+        return self.describe(topic, partition)["leader"]
+
+    def isr(self, topic: str, partition: int = 0) -> list[int]:
+        return self.describe(topic, partition)["isr"]
+
+    def leader_epoch(self, topic: str, partition: int = 0) -> int:
+        return self.describe(topic, partition)["leader_epoch"]
+
+    def replica(self, broker_id: int, topic: str, partition: int = 0):
+        """The broker's ``Partition`` object, or None if it is down or does not host the partition."""
+        core = self.broker(broker_id)
+        return None if core is None else core.replica_manager.partitions.get((topic, partition))
+
+    def high_watermark(self, broker_id: int, topic: str, partition: int = 0) -> int | None:
+        replica = self.replica(broker_id, topic, partition)
+        return None if replica is None else replica.high_watermark
+
+    def log_end_offset(self, broker_id: int, topic: str, partition: int = 0) -> int | None:
+        replica = self.replica(broker_id, topic, partition)
+        return None if replica is None else replica.log_end_offset
+
+    def log_of(self, broker_id: int, topic: str, partition: int = 0) -> list[tuple[int, str]] | None:
+        """Every record in the broker's replica as (offset, value); None if it is down or has none."""
+        replica = self.replica(broker_id, topic, partition)
+        if replica is None:
+            return None
+        log, records = replica.log, []
+        offset = log.log_start_offset
+        while offset < log.log_end_offset:
+            buffer = log.read(offset, 1 << 20).records
+            if not len(buffer):
+                break
+            records += [(r.offset, r.value.decode()) for r in read_records(topic, partition, buffer, offset)]
+            offset = next_offset_after(buffer, offset)
+        return records
+
+    def fetchers_of(self, broker_id: int) -> dict[tuple[int, int], FetcherCore]:
+        node = self.nodes.get(f"broker:{broker_id}")
+        return {} if node is None else {key: f.core for key, f in node.fetchers.items()}
+
+    def truncations_of(self, broker_id: int, topic: str, partition: int = 0) -> list[Truncation]:
+        return [t for t in self.truncations if t.broker_id == broker_id and t.topic_partition == (topic, partition)]
+
+    def check(self, topic: str, partition: int = 0) -> dict:
+        """What a history checker would report now: acknowledged values missing from the leader's log
+        at their offset (``lost``), offsets where two live replicas hold different values
+        (``divergent_offsets``), and the logs themselves."""
+        logs = {b: dict(log) for b in self.describe(topic, partition)["replicas"]
+                if (log := self.log_of(b, topic, partition)) is not None}
+        leader = self.leader(topic, partition)
+        reference = logs.get(leader)
+        acknowledged = [(o, v) for t, p, o, v in self.acknowledged if (t, p) == (topic, partition)]
+        lost = None if reference is None else [v for o, v in acknowledged if reference.get(o) != v]
+        divergent = sorted({o for a, b in itertools.combinations(sorted(logs), 2)
+                            for o in logs[a].keys() & logs[b].keys() if logs[a][o] != logs[b][o]})
+        return {"leader": leader, "lost": lost, "divergent_offsets": divergent,
+                "logs": {b: [v for _, v in sorted(log.items())] for b, log in logs.items()}}
+
+    # ============================================================================ the client
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = -1, config: dict | None = None,
+                     *, assignment: list[list[int]] | dict | None = None, wait: bool = True) -> str:
+        """CreateTopics through the controller; with ``wait`` also until every live replica has
+        applied its LeaderAndIsr. Returns the error code's name ("NONE" on success)."""
+        if isinstance(assignment, dict):
+            assignment = [assignment[k] for k in sorted(assignment, key=int)]
+        topic = CreatableTopic(
+            name=name, num_partitions=-1 if assignment else partitions,
+            replication_factor=-1 if assignment else replication_factor,
+            assignments=tuple(CreatableReplicaAssignment(partition_index=i, broker_ids=tuple(r))
+                              for i, r in enumerate(assignment or ())),
+            configs=tuple(CreateableTopicConfig(name=k, value=str(v)) for k, v in (config or {}).items()))
+        answer: list = []
+        self._client_call(CONTROLLER, CreateTopicsRequest(topics=(topic,)), answer.append, timeout_ms=30_000)
+        self.run_until(lambda: answer, limit_ms=30_000, what=f"CreateTopics {name} answered")
+        response = answer[0]
+        code = response if isinstance(response, ErrorCode) else ErrorCode(response.topics[0].error_code)
+        if wait and code == ErrorCode.NONE:
+            self.run_until(lambda: self._topic_ready(name), limit_ms=30_000, what=f"topic {name} led everywhere")
+        return code.name
+
+    def _topic_ready(self, name: str) -> bool:
+        for described in self.controller.describe_topic(name):
+            if described["leader"] < 0:
+                return False
+            for broker_id in described["replicas"]:
+                replica = self.replica(broker_id, name, described["partition"])
+                if self.is_up(broker_id) and (replica is None or replica.leader_epoch < described["leader_epoch"]):
+                    return False
+        return True
+
+    def produce(self, topic: str, partition: int, values: Iterable[str], acks: int | str = -1, *,
+                wait: bool = True, timeout_ms: int = 30_000, to_broker: int | None = None,
+                limit_ms: int | None = None) -> ProduceResult:
+        """Send ``values`` as one batch to the partition's leader (the controller's view, or
+        ``to_broker``). With ``wait``, runs until answered or ``limit_ms`` (then it stays pending)."""
+        acks = ACKS[acks if isinstance(acks, int) else str(acks).lower()]
+        leader = self.leader(topic, partition) if to_broker is None else to_broker
+        result = ProduceResult(topic=topic, partition=partition, values=tuple(values), acks=acks, sent_to=leader)
+        self.produce_results.append(result)
+        if leader < 0:
+            result.status, result.error = "error", ErrorCode.LEADER_NOT_AVAILABLE.name
+            return result
+        request = ProduceRequest(acks=acks, timeout_ms=timeout_ms, topic_data=(TopicProduceData(
+            name=topic, partition_data=(PartitionProduceData(
+                index=partition, records=make_batch([v.encode() for v in result.values])),)),))
+        self._client_call(f"broker:{leader}", request, lambda response: self._on_produced(result, response),
+                          timeout_ms=timeout_ms + 5_000)
+        if wait:
+            self.run_until(lambda: result.status != "pending", limit_ms=limit_ms or timeout_ms + 10_000,
+                           what="produce answered", stall_ok=limit_ms is not None)
+        return result
+
+    def _on_produced(self, result: ProduceResult, response: Any) -> None:
+        if isinstance(response, ErrorCode):
+            result.status, result.error = "error", response.name
+            return
+        assert isinstance(response, ProduceResponse), response
+        answer = response.responses[0].partition_responses[0]
+        if answer.error_code != ErrorCode.NONE:
+            result.status, result.error = "error", ErrorCode(answer.error_code).name
+            return
+        result.status, result.base_offset = "acked", answer.base_offset
+        self.acknowledged += [(result.topic, result.partition, o, v) for o, v in zip(result.offsets, result.values)]
+
+    def _client_call(self, destination: str, request: Any, on_reply: Callable[[Any], None], *, timeout_ms: int) -> None:
+        self._call(self.nodes[CLIENT], destination, None, request, on_reply, timeout_ms=timeout_ms,
+                   timeout_error=ErrorCode.REQUEST_TIMED_OUT)
+
+    # ================================================================================ faults
+    def kill(self, broker_id: int, *, clean: bool = False, notify_controller: bool = True) -> None:
+        """Stop the broker process: ``clean`` flushes and checkpoints first (a clean shutdown); a
+        plain kill keeps what the OS has (page cache included). ``notify_controller`` stands for Ray
+        reporting the actor dead to the controller's send thread (the controller otherwise notices
+        only when the heartbeat session expires)."""
+        node = self.nodes.get(f"broker:{broker_id}")
+        assert node is not None, f"broker {broker_id} is already down"
+        if clean:
+            node.core.shutdown()
+        self._record(f"kill broker {broker_id}{' (clean)' if clean else ''}")
+        self._take_down(node)
+        channel = self.nodes.get(f"channel:{broker_id}")
+        if notify_controller and channel is not None:
+            self._post(channel, CONTROLLER, None, EVENT, ("broker_unreachable", broker_id, channel.broker_epoch))
+        self._check_invariants()
+
+    def restart(self, broker_id: int, *, lose_unflushed: bool = False, lose_disk: bool = False,
+                clean: bool = False) -> None:
+        """Start the broker again (killing it first if it is up, as Ray restarting the actor):
+        ``lose_unflushed`` cuts every file back to its last fsync (a machine crash),
+        ``lose_disk`` starts it with an empty log directory."""
+        if self.is_up(broker_id):
+            self.kill(broker_id, clean=clean, notify_controller=False)
+        if lose_disk:
+            self.storages[broker_id] = InMemoryStorage()
+        elif lose_unflushed:
+            self.storages[broker_id].simulate_crash()
+        self._record(f"restart broker {broker_id} (lose_unflushed={lose_unflushed}, lose_disk={lose_disk})")
+        self._start_broker(broker_id)
+        self._check_invariants()
+
+    def flush(self, broker_id: int) -> None:
+        """Run the broker's periodic log flush now (fsync every log, checkpoint recovery points)."""
+        self.broker(broker_id).replica_manager.flush_and_checkpoint_recovery_points()
+
+    def checkpoint_high_watermarks(self, broker_id: int) -> None:
+        self.broker(broker_id).replica_manager.checkpoint_high_watermarks()
+
+    def kill_fetcher(self, broker_id: int, leader_id: int, fetcher_id: int = 0) -> None:
+        """Kill one fetcher actor; its broker replaces it a second later from where its logs end."""
+        broker = self.nodes[f"broker:{broker_id}"]
+        fetcher = broker.fetchers.pop((leader_id, fetcher_id))
+        self._take_down(fetcher)
+        broker.replace_fetchers[(leader_id, fetcher_id)] = self.now_ms + FETCHER_REPLACEMENT_DELAY_MS
+        broker.timers.add(self.now_ms + FETCHER_REPLACEMENT_DELAY_MS)
+
+    def hold(self, name: str, *, count: int | None = None, **message_filter) -> None:
+        """Hold back messages matching the filter (see ``MessageFilter``) until release or drop."""
+        self.network.add_rule(name, MessageFilter.from_spec(message_filter), action="hold", count=count)
+
+    def drop_matching(self, name: str, *, count: int | None = None, **message_filter) -> None:
+        """Lose matching messages as they are sent, until ``drop(name)`` removes the rule."""
+        self.network.add_rule(name, MessageFilter.from_spec(message_filter), action="drop", count=count)
+
+    def release(self, name: str) -> int:
+        return len(self.network.release(name, self.now_ms))
+
+    def drop(self, name: str) -> int:
+        return len(self.network.drop_held(name))
+
+    def held(self, name: str | None = None) -> list[Message]:
+        return self.network.held(name)
+
+    # ============================================================================= running
+    def run(self, ms: int, *, limit_steps: int = 1_000_000) -> None:
+        """Run for ``ms`` of simulated time."""
+        until_ms = self.now_ms + ms
+        for _ in range(limit_steps):
+            if not self._step(until_ms):
+                return
+        raise SimulationStalled(f"{self._where()}: {limit_steps} steps did not cover {ms} ms")
+
+    def run_until(self, condition: Callable[[], Any], *, limit_ms: int = 60_000, limit_steps: int = 1_000_000,
+                  what: str = "the condition", stall_ok: bool = False) -> bool:
+        """Run until ``condition()`` is true; raise ``SimulationStalled`` at the bounds unless ``stall_ok``."""
+        until_ms = self.now_ms + limit_ms
+        for _ in range(limit_steps):
+            if condition():
+                return True
+            if not self._step(until_ms):
+                break
+        if condition():
+            return True
+        if stall_ok:
+            return False
+        raise SimulationStalled(f"{self._where()}: {what} not reached within {limit_ms} ms / {limit_steps} steps")
+
+    def run_until_quiet(self, limit_steps: int = 300_000, *, quiet_ms: int | None = None,
+                        limit_ms: int = 120_000) -> int:
+        """Run until nothing observable (leaders, epochs, ISRs, log end offsets, high watermarks,
+        queued control requests, client calls) has changed for ``quiet_ms``. Returns the steps."""
+        if quiet_ms is None:
+            quiet_ms = max(1_000, 4 * (self.kafka_config.get_int("replica.fetch.wait.max.ms")
+                                       + self.kafka_config.get_int("replica.fetch.backoff.ms")))
+        start_step, start_ms = self.step_count, self.now_ms
+        fingerprint, since_ms = self._fingerprint(), self.now_ms
+        while self.step_count - start_step < limit_steps and self.now_ms - start_ms < limit_ms:
+            self._step(self.now_ms + quiet_ms)
+            current = self._fingerprint()
+            if current != fingerprint:
+                fingerprint, since_ms = current, self.now_ms
+            elif self.now_ms - since_ms >= quiet_ms:
+                return self.step_count - start_step
+        raise SimulationStalled(f"{self._where()}: not quiet within {limit_steps} steps / {limit_ms} ms")
+
+    def _fingerprint(self) -> tuple:
+        replicas = tuple(
+            (node.name, tp, p.leader_id, p.leader_epoch, p.log_end_offset, p.high_watermark, p.isr, p.pending_isr)
+            for node in self._brokers() for tp, p in sorted(node.core.replica_manager.partitions.items()))
+        leadership = tuple(sorted((tp, l.leader, l.leader_epoch, l.isr)
+                                  for tp, l in self.controller.context.leadership.items()))
+        channels = tuple((n.name, len(n.queue)) for n in self.nodes.values() if isinstance(n, _ChannelNode))
+        client_calls = sum(1 for c in self.network.calls.values() if c.caller == CLIENT)
+        return replicas, leadership, channels, client_calls, len(self.network.held())
+
+    def _step(self, until_ms: int) -> bool:
+        """One step: deliver one due message, or move the clock to the next event (not past
+        ``until_ms``) and fire what is due. False when nothing happens before ``until_ms``."""
+        due = self.network.due(self.now_ms)
+        if due:
+            message = self.network.take(self.rng.choice(due))
+            self.step_count += 1
+            self._record(f"deliver {message.describe()}")
+            self._deliver(message)
+            self._check_invariants()
+            return True
+        candidates = [self.network.next_due_ms(), self.network.next_call_deadline_ms(),
+                      (self.now_ms // self.tick_interval_ms + 1) * self.tick_interval_ms]
+        candidates += [min(n.timers) for n in self.nodes.values() if n.timers]
+        next_ms = max(self.now_ms + 1, min(c for c in candidates if c is not None))
+        if next_ms > until_ms:
+            self.now_ms = max(self.now_ms, until_ms)
+            return False
+        self.now_ms = next_ms
+        self.step_count += 1
+        self._fire_timeouts()
+        self._fire_ticks()
+        self._check_invariants()
+        return True
+
+    # -------------------------------------------------------------------------- invariants
+    def _check_invariants(self) -> None:
+        leaders_now: dict[tuple[TopicPartition, int], int] = {}
+        for node in self._brokers():
+            for tp, p in node.core.replica_manager.partitions.items():
+                where = f"broker {node.broker_id} {tp[0]}-{tp[1]}"
+                self._require(p.high_watermark <= p.log_end_offset,
+                              f"{where}: high watermark {p.high_watermark} > log end offset {p.log_end_offset}")
+                if not p.is_leader:
+                    continue
+                key = (tp, p.leader_epoch)
+                self._require(leaders_now.setdefault(key, node.broker_id) == node.broker_id,
+                              f"{tp}: brokers {leaders_now[key]} and {node.broker_id} both lead epoch {p.leader_epoch}")
+                self._require(self._epoch_leaders.setdefault(key, node.broker_id) == node.broker_id,
+                              f"{tp}: broker {node.broker_id} leads epoch {p.leader_epoch}, which broker "
+                              f"{self._epoch_leaders[key]} led before")
+                hw_key = (node.broker_id, node.incarnation, tp, p.leader_epoch)
+                previous = self._leader_high_watermarks.get(hw_key, -1)
+                self._require(p.high_watermark >= previous, f"{where}: leader high watermark went back from "
+                                                            f"{previous} to {p.high_watermark} in epoch {p.leader_epoch}")
+                self._leader_high_watermarks[hw_key] = p.high_watermark
+        self._observe_controller()
+
+    def _observe_controller(self) -> None:
+        """Record leader changes, and check that a replica the controller adds to the ISR (same
+        leader epoch: the leader's AlterPartition) holds the leader's high watermark."""
+        for tp, leadership in self.controller.context.leadership.items():
+            view = (leadership.leader, leadership.leader_epoch, leadership.isr)
+            previous = self._controller_view.get(tp)
+            self._controller_view[tp] = view
+            if previous is None:
+                continue
+            if view[0] >= 0 and view[0] != previous[0]:
+                self.elections.append(Election(at_ms=self.now_ms, topic_partition=tp, leader_id=view[0],
+                                               leader_epoch=view[1], clean=view[0] in previous[2]))
+            if previous[1] != view[1]:
+                continue
+            leader = self.replica(leadership.leader, *tp)
+            for joined in sorted(set(view[2]) - set(previous[2])):
+                replica = self.replica(joined, *tp)
+                if leader is None or replica is None:
+                    continue
+                self.isr_joins.append(IsrJoin(at_ms=self.now_ms, broker_id=joined, topic_partition=tp,
+                                              log_end_offset=replica.log_end_offset,
+                                              leader_high_watermark=leader.high_watermark))
+                self._require(replica.log_end_offset >= leader.high_watermark,
+                              f"{tp}: broker {joined} joined the ISR with log end offset "
+                              f"{replica.log_end_offset} below the leader's high watermark {leader.high_watermark}")
+
+    def _require(self, condition: bool, what: str) -> None:
+        if not condition:
+            recent = "\n  ".join(list(self.trace)[-40:])
+            raise SimulationInvariantError(f"invariant broken ({self._where()}): {what}\nrecent events:\n  {recent}")
