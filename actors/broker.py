@@ -115,6 +115,7 @@ class BrokerActor:
         self._timer_deadline_ms: int | None = None
         self._controller = None
         self._controller_tasks: set[asyncio.Task] = set()
+        self._stopped = False
         self._config = dict(config or {})
         self._fetchers: dict[tuple[int, int], Any] = {}  # (leader id, fetcher id) -> fetcher actor
         self._fetcher_calls = CallNumbers()  # Ray may reorder an async actor's calls: number them
@@ -125,6 +126,8 @@ class BrokerActor:
 
     # ------------------------------------------------------------------------ the shell proper
     async def _call(self, handler: Callable, request: Any) -> Any:
+        if self._stopped:
+            raise RuntimeError(f"broker {self.broker_id} is shut down")
         self._ensure_ticker()
         return await self._pending.call(handler, request, self._apply)
 
@@ -228,7 +231,8 @@ class BrokerActor:
         self._tick()
 
     def _tick(self) -> None:
-        self._apply(self._core.tick(monotonic_ms()))
+        if not self._stopped:
+            self._apply(self._core.tick(monotonic_ms()))
 
     def _ensure_ticker(self) -> None:
         if self._ticker is None:
@@ -340,7 +344,19 @@ class BrokerActor:
                 "incarnation_id": self.incarnation_id}
 
     async def shutdown(self) -> None:
-        """A clean shutdown: flush and checkpoint, so the next start need not recover."""
+        """A clean shutdown: flush and checkpoint, so the next start need not recover. The actor
+        stops its background work and its fetchers; it is killed right after."""
+        if self._stopped:
+            return
+        self._stopped = True
+        for task in (self._ticker, self._fetcher_watch):
+            if task is not None:
+                task.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+        for fetcher in self._fetchers.values():
+            ray.kill(fetcher, no_restart=True)
+        self._fetchers.clear()
         self._core.shutdown()
 
 

@@ -28,6 +28,8 @@ from actors.shell_support import PendingRequests, monotonic_ms
 from actors.records import BatchBuilder, read_records
 
 TICK_INTERVAL_S = 0.1
+BROKER_WATCH_INTERVAL_S = 0.5
+BROKER_UNREACHABLE_S = 3.0
 LOAD_BYTES_PER_READ = 4 * 1024 * 1024
 
 
@@ -48,7 +50,9 @@ class GroupCoordinatorActor:
         self._tasks: set[asyncio.Task] = set()
         # Ray runs an async actor's constructor inside its event loop, so tasks can start here.
         self._spawn(self._tick_forever())
+        self._broker_incarnation: str | None = None
         self._spawn(self._adopt_current_leaderships())
+        self._spawn(self._watch_broker())
 
     # ------------------------------------------------------------------------- the shell
     def _spawn(self, coroutine) -> None:
@@ -135,6 +139,42 @@ class GroupCoordinatorActor:
         if self._epochs.get(partition) != leader_epoch:
             return  # leadership moved again while loading; the newer change decides
         self._apply(self._core.on_become_leader(partition, records, monotonic_ms()))
+
+    async def _watch_broker(self) -> None:
+        """In Kafka the coordinator dies with its broker. Here it is its own actor, so it watches its
+        broker: if Ray says the broker is gone, or it came back as a new process, every loaded group
+        is dropped (its partitions may lead elsewhere now) and the current leaderships adopted again."""
+        failing_since: float | None = None
+        while True:
+            await asyncio.sleep(BROKER_WATCH_INTERVAL_S)
+            try:
+                incarnation = (await asyncio.wait_for(self._broker().ping.remote(), 5))["incarnation_id"]
+                failing_since = None
+            except (ray.exceptions.ActorDiedError, ValueError):
+                incarnation = None
+            except Exception:
+                # Slow or restarting: give it a while, then count it gone (it cannot write anyway).
+                loop_time = asyncio.get_running_loop().time()
+                failing_since = failing_since or loop_time
+                if loop_time - failing_since < BROKER_UNREACHABLE_S:
+                    continue
+                incarnation = None
+            if incarnation == self._broker_incarnation and incarnation is not None:
+                continue
+            if incarnation is None and not self._epochs:
+                self._broker_incarnation = None
+                continue
+            if self._broker_incarnation is not None or incarnation is None:
+                self._resign_all()
+            self._broker_incarnation = incarnation
+            if incarnation is not None:
+                await self._adopt_current_leaderships()
+
+    def _resign_all(self) -> None:
+        for partition in sorted(self._epochs):
+            logger.info("group coordinator {}: broker changed; dropping __consumer_offsets-{}", self.broker_id, partition)
+            self._apply(self._core.on_resign(partition, monotonic_ms()))
+        self._epochs.clear()
 
     async def _adopt_current_leaderships(self) -> None:
         """After a (re)start: load every offsets partition the broker leads right now."""

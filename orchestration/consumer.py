@@ -1,4 +1,4 @@
-"""The consumer in assign mode: positions per partition, pipelined fetches, ``auto.offset.reset``.
+"""The consumer: positions per partition, pipelined fetches, ``auto.offset.reset``, and group mode.
 
 ``poll`` returns records from what earlier fetches brought and keeps one Fetch request in flight
 per leader broker, so the next batch of data travels while the caller works (Kafka's consumer
@@ -6,22 +6,35 @@ pipelines the same way). A position with no committed start is reset with ListOf
 ``auto.offset.reset``; a fetch answered ``OFFSET_OUT_OF_RANGE`` resets the same way, or raises
 ``KafkaError(OFFSET_OUT_OF_RANGE)`` when the policy is ``none``. Leadership errors refresh metadata
 and the fetch is retried against the new leader.
+
+Partitions come from ``assign`` (assign mode, as before) or, with a ``group.id``, from
+``subscribe``: then each ``poll`` first keeps the group membership current (``ConsumerCoordinator``:
+FindCoordinator, JoinGroup/SyncGroup, the listener's callbacks, auto-commit) and only then
+fetches, as Kafka's ``KafkaConsumer.poll`` does. A newly owned partition (either way, when there
+is a ``group.id``) starts at the group's committed offset, else per ``auto.offset.reset``; it is
+not fetched until that lookup answered. What is committed is the position after the last record
+``poll`` returned, not after what fetches buffered.
 """
 from __future__ import annotations
 
 import collections
+import itertools
+import socket
 import time
 
 import ray
 from ray.exceptions import ActorDiedError
 
 from actors.core.errors import ErrorCode
+from actors.core.messages._base import NO_EPOCH
 from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from actors.core.messages.list_offsets import (
     EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
 )
 from orchestration.client import BrokerDirectory, as_kafka_error
+from orchestration.consumer_coordinator import ConsumerCoordinator
 from orchestration.errors import KafkaError
+from orchestration.group_membership import monotonic_ms
 from orchestration.records import ConsumerRecord, read_records
 
 CONSUMER_DEFAULTS = {
@@ -33,7 +46,20 @@ CONSUMER_DEFAULTS = {
     "max.poll.records": "500",
     "request.timeout.ms": "30000",
     "retry.backoff.ms": "100",
+    # Group mode (Kafka 2.4's defaults).
+    "group.id": "",
+    "client.id": "",
+    "enable.auto.commit": "true",
+    "auto.commit.interval.ms": "5000",
+    "session.timeout.ms": "10000",
+    "heartbeat.interval.ms": "3000",
+    "max.poll.interval.ms": "300000",
+    "partition.assignment.strategy": "range",
+    "default.api.timeout.ms": "60000",
+    "metadata.max.age.ms": "300000",
 }
+CLOSE_TIMEOUT_MS = 30000  # Kafka's KafkaConsumer.close() default
+_CLIENT_IDS = itertools.count(1)
 
 _RESET_POLICIES = ("earliest", "latest", "none")
 _METADATA_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -48,7 +74,10 @@ def _topic_partition(value) -> tuple[str, int]:
 
 
 class Consumer:
-    def __init__(self, directory: BrokerDirectory, config: dict | None = None) -> None:
+    def __init__(self, directory: BrokerDirectory, config: dict | None = None, *,
+                 coordinator_channel=None, heartbeat_thread: bool = True) -> None:
+        """``coordinator_channel`` replaces the Ray transport to group coordinators and
+        ``heartbeat_thread=False`` leaves heartbeats to the caller; both for tests."""
         settings = {**CONSUMER_DEFAULTS, **{k: str(v) for k, v in (config or {}).items()}}
         self.config = settings
         self._reset_policy = settings["auto.offset.reset"].lower()
@@ -67,37 +96,101 @@ class Consumer:
         self._in_flight: dict = {}  # ObjectRef -> (broker id, {topic_partition: fetch offset})
         self._backoff_until: dict[int, float] = {}
         self._closed = False
+        group_id = settings["group.id"].strip()
+        self.client_id = settings["client.id"] or (f"consumer-{group_id}-{next(_CLIENT_IDS)}" if group_id
+                                                   else f"consumer-{next(_CLIENT_IDS)}")
+        self._api_timeout_ms = int(settings["default.api.timeout.ms"])
+        self._awaiting_committed: set[tuple[str, int]] = set()  # owned, waiting for the committed offset
+        self._consumed_epochs: dict[tuple[str, int], int] = {}  # leader epoch of the last record returned
+        self._coordinator: ConsumerCoordinator | None = None
+        if group_id:
+            if coordinator_channel is None:
+                from orchestration.group_channel import RayCoordinatorChannel
+                coordinator_channel = RayCoordinatorChannel(directory)
+            self._coordinator = ConsumerCoordinator(
+                group_id=group_id, settings=settings, channel=coordinator_channel,
+                assign_partitions=self._set_partitions, consumed_positions=self._consumed_positions,
+                partition_counts=self._partition_counts, client_id=self.client_id, client_host=socket.gethostname(),
+                heartbeat_thread=heartbeat_thread)
 
     # ----------------------------------------------------------------------------- user API
     def assign(self, partitions) -> None:
         """Take these partitions; as in Kafka, a partition the cluster does not know yet is not an
         error here: ``poll`` returns nothing for it until metadata names its leader."""
-        wanted = [_topic_partition(p) for p in partitions]
-        self._positions = {tp: self._positions.get(tp) for tp in wanted}
-        self._drop_buffered(lambda tp: tp not in self._positions)
+        if self._coordinator is not None and self._coordinator.subscription is not None:
+            raise RuntimeError("assign() and subscribe() are mutually exclusive; call unsubscribe() first")
+        if self._coordinator is not None:
+            self._coordinator.maybe_auto_commit_async(monotonic_ms())
+        self._set_partitions([_topic_partition(p) for p in partitions])
 
     def assignment(self) -> set[tuple[str, int]]:
+        """The partitions this consumer owns: assigned, or given by the group's last rebalance."""
         return set(self._positions)
+
+    def subscribe(self, topics, listener=None) -> None:
+        """Consume ``topics`` as a member of ``group.id`` (Kafka's subscribe): partitions arrive with
+        the rebalance the next ``poll`` runs. ``listener`` may have ``on_partitions_revoked(list)``,
+        called before every rebalance and on close, and ``on_partitions_assigned(list)``, called
+        after it; both run inside ``poll``. An empty list is ``unsubscribe()``."""
+        coordinator = self._require_group("subscribe")
+        topics = [topics] if isinstance(topics, str) else list(topics)
+        if not topics:
+            self.unsubscribe()
+            return
+        if any(not isinstance(topic, str) or not topic.strip() for topic in topics):
+            raise ValueError(f"topic names must be non-empty strings, not {topics!r}")
+        if coordinator.subscription is None and self._positions:
+            raise RuntimeError("subscribe() and assign() are mutually exclusive; call unsubscribe() first")
+        coordinator.subscribe(tuple(topics), listener)
+
+    def unsubscribe(self) -> None:
+        """Drop every partition; a group member calls ``on_partitions_revoked`` and leaves the group."""
+        if self._coordinator is not None and self._coordinator.subscription is not None:
+            self._coordinator.unsubscribe()
+        self._set_partitions([])
+
+    def commit(self, offsets=None) -> None:
+        """Commit synchronously (Kafka's commitSync): by default the position after the last
+        record ``poll`` returned for every owned partition; else ``{(topic, partition): offset}``
+        (the offset of the next record to read). Raises ``CommitFailedError`` when the group has
+        rebalanced meanwhile, ``KafkaError`` for other failures."""
+        coordinator = self._require_group("commit")
+        if offsets is None:
+            wanted = self._consumed_positions()
+        else:
+            wanted = {}
+            for partition, offset in dict(offsets).items():
+                offset, epoch = offset if isinstance(offset, tuple) else (offset, NO_EPOCH)
+                if not isinstance(offset, int) or offset < 0:
+                    raise ValueError(f"offset must be a non-negative integer, not {offset!r}")
+                wanted[_topic_partition(partition)] = (offset, epoch)
+        coordinator.commit_sync(wanted)
+
+    def committed(self, partitions) -> dict[tuple[str, int], int | None]:
+        """The group's committed offset per partition, None where there is none."""
+        coordinator = self._require_group("committed")
+        wanted = [_topic_partition(p) for p in partitions]
+        found = coordinator.fetch_committed(wanted, monotonic_ms() + self._api_timeout_ms)
+        return {tp: found[tp][0] if found.get(tp) is not None else None for tp in wanted}
 
     def seek(self, partition, offset: int) -> None:
         tp = self._assigned(partition)
         if not isinstance(offset, int) or offset < 0:
             raise ValueError(f"offset must be a non-negative integer, not {offset!r}")
-        self._positions[tp] = offset
-        self._drop_buffered(lambda other: other == tp)
+        self._set_position(tp, offset)
 
     def seek_to_beginning(self, partitions=None) -> None:
         for tp in self._selected(partitions):
-            self._positions[tp] = self._list_offset(tp, EARLIEST_TIMESTAMP)
-            self._drop_buffered(lambda other, tp=tp: other == tp)
+            self._set_position(tp, self._list_offset(tp, EARLIEST_TIMESTAMP))
 
     def seek_to_end(self, partitions=None) -> None:
         for tp in self._selected(partitions):
-            self._positions[tp] = self._list_offset(tp, LATEST_TIMESTAMP)
-            self._drop_buffered(lambda other, tp=tp: other == tp)
+            self._set_position(tp, self._list_offset(tp, LATEST_TIMESTAMP))
 
     def position(self, partition) -> int:
         tp = self._assigned(partition)
+        if tp in self._awaiting_committed:
+            self._refresh_committed_positions(monotonic_ms() + self._api_timeout_ms, raise_on_timeout=True)
         if self._positions[tp] is None:
             self._reset(tp)
         return self._positions[tp]
@@ -110,27 +203,42 @@ class Consumer:
             raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "consumer is closed")
         deadline = time.monotonic() + max(0, timeout_ms) / 1000
         while True:
+            if self._coordinator is not None and not self._update_assignment(deadline * 1000):
+                return []  # the rebalance or the coordinator lookup goes on in the next poll
             if self._buffered:
                 records = [self._buffered.popleft() for _ in range(min(len(self._buffered), self._max_poll_records))]
+                for record in records:
+                    self._consumed_epochs[(record.topic, record.partition)] = record.leader_epoch
                 self._send_fetches()  # pipelining: the next data travels while the caller works
                 return records
             self._send_fetches()
             remaining_s = deadline - time.monotonic()
+            # A group member comes back to its coordinator (auto-commit) while waiting for data.
+            wait_s = remaining_s if self._coordinator is None else min(
+                remaining_s, self._coordinator.time_to_next_poll_ms(monotonic_ms()) / 1000)
             if not self._in_flight:
                 if remaining_s <= 0:
                     return []
-                time.sleep(min(remaining_s, self._retry_backoff_ms / 1000))
+                time.sleep(max(0.0, min(wait_s, self._retry_backoff_ms / 1000)))
                 continue
-            done, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=max(0.0, remaining_s))
+            done, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=max(0.0, wait_s))
             for ref in done:
                 self._handle_response(ref)
             if not done and time.monotonic() >= deadline:
                 return []
 
-    def close(self) -> None:
-        self._closed = True
-        self._in_flight.clear()
-        self._buffered.clear()
+    def close(self, timeout_ms: int = CLOSE_TIMEOUT_MS) -> None:
+        """A group member commits (if ``enable.auto.commit``), calls ``on_partitions_revoked`` and
+        leaves the group, all within ``timeout_ms``."""
+        if self._closed:
+            return
+        try:
+            if self._coordinator is not None:
+                self._coordinator.close(monotonic_ms() + timeout_ms)
+        finally:
+            self._closed = True
+            self._in_flight.clear()
+            self._buffered.clear()
 
     def __enter__(self) -> "Consumer":
         return self
@@ -145,7 +253,7 @@ class Consumer:
         by_leader: dict[int, dict[tuple[str, int], tuple[int, int]]] = collections.defaultdict(dict)
         now = time.monotonic()
         for tp in self._positions:
-            if tp in busy or tp in buffered:
+            if tp in busy or tp in buffered or tp in self._awaiting_committed:
                 continue
             if self._positions[tp] is None:
                 try:
@@ -223,6 +331,75 @@ class Consumer:
             self._directory.refresh_metadata()
         except KafkaError:
             pass  # no broker answered; the next poll asks again
+
+    # ---------------------------------------------------------------------------- group mode
+    def _require_group(self, operation: str) -> ConsumerCoordinator:
+        if self._coordinator is None:
+            raise KafkaError(ErrorCode.INVALID_GROUP_ID, f"{operation} needs a group.id in the consumer's config")
+        return self._coordinator
+
+    def _update_assignment(self, deadline_ms: float) -> bool:
+        """Kafka's ``updateAssignmentMetadataIfNeeded``: the group's part of poll, then the
+        committed offsets of newly owned partitions. False if the group is not ready yet."""
+        if not self._coordinator.poll(deadline_ms):
+            return False
+        self._refresh_committed_positions(deadline_ms, raise_on_timeout=False)
+        return True
+
+    def _refresh_committed_positions(self, deadline_ms: float, *, raise_on_timeout: bool) -> None:
+        waiting = sorted(self._awaiting_committed)
+        if not waiting:
+            return
+        committed = self._coordinator.fetch_committed(waiting, deadline_ms, raise_on_timeout=raise_on_timeout)
+        if committed is None:
+            return  # not answered yet: these partitions wait, unfetched, for a later poll
+        for tp in waiting:
+            self._awaiting_committed.discard(tp)
+            found = committed.get(tp)
+            if found is not None and tp in self._positions and self._positions[tp] is None:
+                self._positions[tp], self._consumed_epochs[tp] = found
+
+    def _set_partitions(self, partitions: list[tuple[str, int]]) -> None:
+        """Own exactly ``partitions``: positions of kept ones stay, new ones start unknown (with a
+        group, at the committed offset once it is known)."""
+        wanted = [_topic_partition(p) for p in partitions]
+        if self._coordinator is not None:
+            self._awaiting_committed |= {tp for tp in wanted if self._positions.get(tp) is None}
+        self._positions = {tp: self._positions.get(tp) for tp in wanted}
+        self._awaiting_committed &= set(self._positions)
+        self._consumed_epochs = {tp: e for tp, e in self._consumed_epochs.items() if tp in self._positions}
+        self._drop_buffered(lambda tp: tp not in self._positions)
+
+    def _set_position(self, tp: tuple[str, int], offset: int) -> None:
+        self._positions[tp] = offset
+        self._awaiting_committed.discard(tp)
+        self._consumed_epochs.pop(tp, None)
+        self._drop_buffered(lambda other: other == tp)
+
+    def _consumed_positions(self) -> dict[tuple[str, int], tuple[int, int]]:
+        """What a commit stores: per owned partition with a position, the offset of the first record
+        not yet returned by ``poll`` (a buffered one, else the fetch position), and the leader epoch
+        of the last record returned."""
+        first_buffered: dict[tuple[str, int], int] = {}
+        for record in self._buffered:
+            first_buffered.setdefault((record.topic, record.partition), record.offset)
+        positions = {}
+        for tp, position in self._positions.items():
+            offset = first_buffered.get(tp, position)
+            if offset is not None:
+                positions[tp] = (offset, self._consumed_epochs.get(tp, NO_EPOCH))
+        return positions
+
+    def _partition_counts(self, topics) -> dict[str, int]:
+        """Partition counts from fresh metadata; topics the cluster does not have are left out."""
+        self._directory.refresh_metadata()
+        counts = {}
+        for topic in topics:
+            try:
+                counts[topic] = len(self._directory.partitions_for(topic, refresh_if_missing=False))
+            except KafkaError:
+                continue
+        return counts
 
     # -------------------------------------------------------------------------------- offsets
     def _reset(self, tp: tuple[str, int]) -> None:

@@ -1,0 +1,127 @@
+"""Consumer groups on a real 3-broker cluster: three consumers split six partitions with no overlap
+and no gap; a consumer process that dies is expelled within session.timeout.ms and its partitions
+reassigned; committed offsets survive killing the coordinator actor and killing the broker that
+leads the group's __consumer_offsets partition, and the group is stable again afterwards."""
+from __future__ import annotations
+
+import time
+
+import pytest
+import ray
+
+from orchestration import Cluster
+from orchestration.client import BrokerDirectory
+from orchestration.cluster import wait_until
+from orchestration.consumer import Consumer
+from orchestration.groups import find_coordinator
+
+pytestmark = pytest.mark.integration
+
+SESSION_TIMEOUT_MS = 6000
+CONFIG = {"offsets.topic.num.partitions": "3", "offsets.topic.replication.factor": "3",
+          "group.initial.rebalance.delay.ms": "200", "broker.session.timeout.ms": "6000",
+          "broker.heartbeat.interval.ms": "500", "replica.fetch.wait.max.ms": "100",
+          "auto.leader.rebalance.enable": "false"}
+GROUP_CONFIG = {"session.timeout.ms": str(SESSION_TIMEOUT_MS), "heartbeat.interval.ms": "500",
+                "auto.offset.reset": "earliest", "enable.auto.commit": "false"}
+
+
+@pytest.fixture(scope="module")
+def cluster(ray_session, tmp_path_factory):
+    started = Cluster.start(brokers=3, log_dir=str(tmp_path_factory.mktemp("logs")), config=CONFIG)
+    try:
+        yield started
+    finally:
+        started.shutdown()
+
+
+@ray.remote(num_cpus=0)
+class ConsumerProcess:
+    """A consumer in its own process, so that a test can kill it as a crash would."""
+
+    def __init__(self, namespace: str, broker_ids: list[int], config: dict, topics: list[str]) -> None:
+        self.consumer = Consumer(BrokerDirectory(namespace=namespace, bootstrap_broker_ids=broker_ids), config)
+        self.consumer.subscribe(topics)
+
+    def poll(self, timeout_ms: int) -> int:
+        return len(self.consumer.poll(timeout_ms=timeout_ms))
+
+    def assignment(self) -> list:
+        return sorted(self.consumer.assignment())
+
+
+def stable_with(cluster, group: str, members: int):
+    description = cluster.describe_group(group)
+    return description if description.state == "Stable" and len(description.members) == members else None
+
+
+def poll_all(consumers, rounds: int = 1) -> None:
+    for _ in range(rounds):
+        ray.get([c.poll.remote(200) for c in consumers], timeout=60)
+
+
+def test_three_consumers_split_six_partitions_then_a_dead_one_is_expelled(cluster):
+    cluster.create_topic("shared", partitions=6, replication_factor=3)
+    config = {**GROUP_CONFIG, "group.id": "splitters", "partition.assignment.strategy": "range"}
+    consumers = [ConsumerProcess.remote(cluster.namespace, cluster.broker_ids, config, ["shared"]) for _ in range(3)]
+
+    def settled():
+        poll_all(consumers)
+        return stable_with(cluster, "splitters", 3)
+    wait_until(settled, 60, "a stable group of three")
+    assignments = ray.get([c.assignment.remote() for c in consumers])
+    owned = [tp for a in assignments for tp in a]
+    assert sorted(owned) == [("shared", p) for p in range(6)], "every partition owned exactly once"
+    assert all(len(a) == 2 for a in assignments)
+
+    victim = consumers.pop(0)
+    died_at = time.monotonic()
+    ray.kill(victim, no_restart=True)  # no LeaveGroup: the coordinator must notice by itself
+
+    def regrouped():
+        poll_all(consumers)
+        return stable_with(cluster, "splitters", 2)
+    wait_until(regrouped, (SESSION_TIMEOUT_MS * 3) / 1000, "the dead member expelled and the group stable")
+    print(f"\nmember death -> stable group of two in {time.monotonic() - died_at:.2f}s")
+    owned = sorted(tp for a in ray.get([c.assignment.remote() for c in consumers]) for tp in a)
+    assert owned == [("shared", p) for p in range(6)], "the dead member's partitions were reassigned"
+
+
+def committed_offsets(consumer, partitions) -> dict:
+    return consumer.committed(partitions)
+
+
+def test_committed_offsets_survive_coordinator_and_offsets_leader_failures(cluster):
+    cluster.create_topic("progress", partitions=2, replication_factor=3)
+    producer = cluster.producer({"acks": "all"})
+    for i in range(40):
+        producer.send("progress", value=f"p{i}".encode(), partition=i % 2)
+    producer.flush(timeout=60)
+    partitions = [("progress", 0), ("progress", 1)]
+    consumer = cluster.consumer({**GROUP_CONFIG, "group.id": "durable-group"})
+    consumer.subscribe(["progress"])
+    read = 0
+    deadline = time.monotonic() + 60
+    while read < 20 and time.monotonic() < deadline:
+        read += len(consumer.poll(timeout_ms=200))
+    consumer.commit()
+    acknowledged = committed_offsets(consumer, partitions)
+    assert sum(v for v in acknowledged.values() if v) == read
+
+    coordinator_id, _ = find_coordinator(cluster._new_directory(), "durable-group")
+    cluster.kill("group-coordinator", coordinator_id)  # Ray restarts it; it reloads its groups
+
+    def offsets_back():
+        consumer.poll(timeout_ms=100)
+        return committed_offsets(consumer, partitions) == acknowledged and stable_with(cluster, "durable-group", 1)
+    wait_until(offsets_back, 60, "the same committed offsets from the restarted coordinator")
+
+    cluster.kill("broker", coordinator_id, restart=False)  # the offsets partition's leader
+    wait_until(lambda: find_coordinator(cluster._new_directory(), "durable-group")[0] != coordinator_id, 60,
+               "the group's offsets partition to lead elsewhere")
+    old_coordinator = ray.get_actor(f"raykafka-group-coordinator-{coordinator_id}", namespace=cluster.namespace)
+    wait_until(lambda: ray.get(old_coordinator.ping.remote())["groups"] == 0, 30,
+               "the dead broker's coordinator to drop its groups")
+    wait_until(offsets_back, 60, "the same committed offsets from the new offsets leader")
+    consumer.close()
+    cluster.restart_broker(coordinator_id)
