@@ -1,7 +1,8 @@
 """The ``raykafka`` command line.
 
-``raykafka demo`` starts a local cluster, creates a topic, produces keyed records, reads every one
-back at the offset it was acknowledged with, and prints what happened.
+``raykafka demo`` starts a local cluster, creates a replicated topic, produces keyed records with
+acks=all, kills a partition leader and watches the failover, produces more, reads every record back
+through a consumer group at the offset it was acknowledged with, and prints what happened.
 """
 from __future__ import annotations
 
@@ -10,46 +11,80 @@ import sys
 import time
 
 
+def _produce(cluster, topic: str, start: int, count: int, acks: str) -> dict:
+    producer = cluster.producer({"acks": acks, "linger.ms": "5", "retries": "100"})
+    futures = [(f"key-{i % 100}".encode(), f"value-{i}".encode()) for i in range(start, start + count)]
+    futures = [(k, v, producer.send(topic, key=k, value=v)) for k, v in futures]
+    producer.flush(timeout=120)
+    acknowledged = {}
+    for key, value, future in futures:
+        metadata = future.result(timeout=60)
+        acknowledged[(metadata.partition, metadata.offset)] = (key, value)
+    producer.close()
+    return acknowledged
+
+
+def _print_partitions(cluster, topic: str) -> None:
+    print(f"  {'partition':>9} {'leader':>6} {'epoch':>5} {'replicas':>10} {'isr':>10} {'HW':>6} {'LEO':>6}")
+    for p in cluster.describe_topic(topic):
+        print(f"  {p.partition:>9} {p.leader:>6} {p.leader_epoch:>5} {str(p.replicas):>10} "
+              f"{str(p.isr):>10} {p.high_watermark:>6} {p.log_end_offset:>6}")
+
+
 def _demo(args: argparse.Namespace) -> int:
     from orchestration import Cluster
+    from orchestration.cluster import wait_until
 
     print(f"starting a local raykafka cluster with {args.brokers} brokers ...", flush=True)
     started = time.monotonic()
-    with Cluster.start(brokers=args.brokers, log_dir=args.log_dir, num_cpus=args.num_cpus) as cluster:
-        print(f"  up in {time.monotonic() - started:.1f}s, Ray namespace {cluster.namespace}, "
-              f"logs in {cluster.log_dir}")
-        cluster.create_topic(args.topic, partitions=args.partitions, replication_factor=args.replication_factor)
-        print(f"created topic {args.topic!r}: {args.partitions} partitions, replication factor "
-              f"{args.replication_factor}")
+    config = {"offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "200"}
+    with Cluster.start(brokers=args.brokers, log_dir=args.log_dir, num_cpus=args.num_cpus, config=config) as cluster:
+        print(f"  up in {time.monotonic() - started:.1f}s: controller epoch {cluster.controller_epoch()}, "
+              f"Ray namespace {cluster.namespace}, logs in {cluster.log_dir}")
+        factor = min(args.replication_factor, args.brokers)
+        cluster.create_topic(args.topic, partitions=args.partitions, replication_factor=factor,
+                             config={"min.insync.replicas": str(min(2, factor))})
+        print(f"created topic {args.topic!r}: {args.partitions} partitions, replication factor {factor}")
 
-        producer = cluster.producer({"acks": args.acks, "linger.ms": "5"})
         sent_at = time.monotonic()
-        futures = [(f"key-{i % 100}".encode(), f"value-{i}".encode(),
-                    producer.send(args.topic, key=f"key-{i % 100}".encode(), value=f"value-{i}".encode()))
-                   for i in range(args.records)]
-        producer.flush()
-        acknowledged = {}
-        for key, value, future in futures:
-            metadata = future.result(timeout=30)
-            acknowledged[(metadata.partition, metadata.offset)] = (key, value)
+        acknowledged = _produce(cluster, args.topic, 0, args.records, args.acks)
         produce_s = time.monotonic() - sent_at
-        print(f"produced {len(acknowledged)} records with acks={args.acks} in {produce_s:.2f}s "
+        print(f"produced {len(acknowledged)} keyed records with acks={args.acks} in {produce_s:.2f}s "
               f"({len(acknowledged) / produce_s:,.0f} records/s)")
+        _print_partitions(cluster, args.topic)
 
-        consumer = cluster.consumer({"auto.offset.reset": "earliest"})
-        consumer.assign([(args.topic, p) for p in range(args.partitions)])
+        victim = cluster.describe_topic(args.topic)[0].leader
+        epoch = cluster.describe_topic(args.topic)[0].leader_epoch
+        print(f"\nkilling broker {victim}, the leader of partition 0 (Ray restarts it) ...")
+        killed_at = time.monotonic()
+        cluster.kill("broker", victim)
+        wait_until(lambda: cluster.describe_topic(args.topic)[0].leader_epoch > epoch
+                   and all(p.leader >= 0 and p.log_end_offset >= 0 for p in cluster.describe_topic(args.topic)),
+                   120, "new leaders")
+        print(f"  every partition led again after {time.monotonic() - killed_at:.2f}s")
+        acknowledged.update(_produce(cluster, args.topic, args.records, args.records, args.acks))
+        print(f"produced {args.records} more records")
+
+        consumer = cluster.consumer({"group.id": "demo-readers", "auto.offset.reset": "earliest",
+                                     "enable.auto.commit": "false"})
+        consumer.subscribe([args.topic])
         seen = {}
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while len(seen) < len(acknowledged) and time.monotonic() < deadline:
             for record in consumer.poll(timeout_ms=500):
                 seen[(record.partition, record.offset)] = (record.key, record.value)
+        consumer.commit()
         missing = [k for k, v in acknowledged.items() if seen.get(k) != v]
-        print(f"consumed {len(seen)} records; {len(missing)} acknowledged records missing or different")
-
-        print(f"\n{'partition':>9} {'leader':>6} {'epoch':>5} {'replicas':>10} {'isr':>8} {'HW':>7} {'LEO':>7}")
-        for p in cluster.describe_topic(args.topic):
-            print(f"{p.partition:>9} {p.leader:>6} {p.leader_epoch:>5} {str(p.replicas):>10} "
-                  f"{str(p.isr):>8} {p.high_watermark:>7} {p.log_end_offset:>7}")
+        print(f"consumer group 'demo-readers' read {len(seen)} records; "
+              f"{len(missing)} acknowledged records missing or different")
+        wait_until(lambda: all(len(p.isr) == factor for p in cluster.describe_topic(args.topic)), 60,
+                   "the restarted broker back in every ISR")
+        _print_partitions(cluster, args.topic)
+        group = cluster.describe_group("demo-readers")
+        print(f"\ngroup 'demo-readers': {group.state}, generation {group.generation_id}, "
+              f"coordinator broker {group.coordinator}, committed lag "
+              f"{sum(lag.lag for lag in group.offsets.values())}")
+        consumer.close()
         verdict = "OK: every acknowledged record was read back at its offset" if not missing else "FAILED"
         print(f"\n{verdict}")
         return 0 if not missing else 1
@@ -62,9 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--brokers", type=int, default=3)
     demo.add_argument("--topic", default="demo")
     demo.add_argument("--partitions", type=int, default=3)
-    demo.add_argument("--replication-factor", type=int, default=1)
+    demo.add_argument("--replication-factor", type=int, default=3)
     demo.add_argument("--records", type=int, default=3000)
-    demo.add_argument("--acks", default="1")
+    demo.add_argument("--acks", default="all")
     demo.add_argument("--log-dir", default=None, help="keep logs here (default: a temporary directory)")
     demo.add_argument("--num-cpus", type=int, default=None, help="CPUs for the local Ray it starts")
     demo.set_defaults(run=_demo)
