@@ -1,0 +1,319 @@
+"""Proves the history checker names each anomaly exactly where it is, and nothing in clean
+histories, by running it on small hand-written histories, and that the history writer's JSON
+lines read back intact, also when threads write at once."""
+from __future__ import annotations
+
+import json
+import random
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from orchestration.checker import ANOMALY_KINDS, check, main
+from orchestration.history import (
+    HistoryWriter,
+    read_history,
+    split_topic_partition,
+    topic_partition_key,
+)
+
+
+# Hand-written events, in the history's format. Times are distinct so file order never matters.
+def invoke(time, process, value, partition=0, topic="t"):
+    return {"time": time, "process": process, "type": "invoke", "f": "send",
+            "value": {"topic": topic, "partition": partition, "value": value}}
+
+
+def ok(time, process, value, offset, partition=0, topic="t"):
+    return {"time": time, "process": process, "type": "ok", "f": "send",
+            "value": {"topic": topic, "partition": partition, "offset": offset, "value": value}}
+
+
+def fail(time, process, value, error="NOT_LEADER_FOR_PARTITION"):
+    return {"time": time, "process": process, "type": "fail", "f": "send", "value": {"value": value, "error": error}}
+
+
+def info(time, process, value, error="RayActorError"):
+    return {"time": time, "process": process, "type": "info", "f": "send", "value": {"value": value, "error": error}}
+
+
+def poll(time, process, records, position=None, partition=0, topic="t"):
+    positions = {} if position is None else {f"{topic}-{partition}": position}
+    return {"time": time, "process": process, "type": "ok", "f": "poll",
+            "value": {"records": [[topic, partition, o, v] for o, v in records], "positions_before": positions}}
+
+
+def fault(time, name="kill", target="broker-1"):
+    return {"time": time, "process": "nemesis", "type": "info", "f": "fault",
+            "value": {"name": name, "target": target, "detail": {}}}
+
+
+def sample(time, epoch, leader, isr, replicas, agree=True, partition=0, topic="t"):
+    """``replicas`` maps broker -> (log_end_offset, high_watermark)."""
+    return {"time": time, "process": "sampler", "type": "ok", "f": "sample",
+            "value": {"topic": topic, "partition": partition, "leader": leader, "leader_epoch": epoch,
+                      "isr": isr, "digests_agree_below_hw": agree,
+                      "replicas": {str(b): {"log_end_offset": leo, "high_watermark": hw}
+                                   for b, (leo, hw) in replicas.items()}}}
+
+
+def sent(process, values, start_time=0.0, partition=0):
+    """Invoke + ok for each value in turn, at offsets 0, 1, 2, ..."""
+    events = []
+    for offset, value in enumerate(values):
+        time = start_time + offset
+        events += [invoke(time, process, value, partition), ok(time + 0.5, process, value, offset, partition)]
+    return events
+
+
+ABC = sent("p0", ["a", "b", "c"])
+
+# (name, history, kind, partition, offset, value): each history holds exactly one anomaly.
+ONE_ANOMALY = [
+    # c1 reads offset 0; c2 starts at position 2 and reads 2; nobody ever reads b at offset 1.
+    ("lost-write", ABC + [poll(10, "c1", [(0, "a")], 0), poll(11, "c2", [(2, "c")], 2)],
+     "lost-write", "t-0", 1, "b"),
+    ("inconsistent-offsets", [invoke(0, "p0", "x"), info(1, "p0", "x"), invoke(2, "p1", "y"), info(3, "p1", "y"),
+                              poll(10, "c1", [(0, "x")], 0), poll(11, "c2", [(0, "y")], 0)],
+     "inconsistent-offsets", "t-0", 0, None),
+    ("duplicate", sent("p0", ["a"]) + [poll(10, "c1", [(0, "a"), (1, "a")], 0)], "duplicate", "t-0", 0, "a"),
+    ("non-monotonic-poll", ABC + [poll(10, "c1", [(0, "a"), (1, "b")], 0), poll(11, "c1", [(1, "b"), (2, "c")])],
+     "non-monotonic-poll", "t-0", 1, "b"),
+    ("non-monotonic-poll: records before the stated position",
+     ABC + [poll(10, "c1", [(0, "a"), (1, "b")], 0), poll(11, "c1", [(1, "b"), (2, "c")], 2)],
+     "non-monotonic-poll", "t-0", 1, "b"),
+    ("poll-skip", ABC + [poll(10, "c1", [(0, "a")], 0), poll(11, "c1", [(2, "c")], 1),
+                         poll(12, "c2", [(0, "a"), (1, "b"), (2, "c")], 0)],
+     "poll-skip", "t-0", 1, "b"),
+    ("poll-skip inside one poll", ABC + [poll(10, "c1", [(0, "a"), (2, "c")], 0),
+                                         poll(12, "c2", [(0, "a"), (1, "b"), (2, "c")], 0)],
+     "poll-skip", "t-0", 1, "b"),
+    ("non-monotonic-send", [invoke(0, "p0", "a"), invoke(1, "p0", "b"), ok(2, "p0", "b", 0), ok(3, "p0", "a", 1),
+                            poll(10, "c1", [(0, "b"), (1, "a")], 0)],
+     "non-monotonic-send", "t-0", 0, "b"),
+    ("aborted-read", [invoke(0, "p0", "a"), fail(1, "p0", "a"), poll(10, "c1", [(0, "a")], 0)],
+     "aborted-read", "t-0", 0, "a"),
+    ("unseen", sent("p0", ["a", "b"]) + [poll(10, "c1", [(0, "a")], 0)], "unseen", "t-0", 1, "b"),
+    # Leader 0 reports HW 1 before and after the poll, in one epoch, yet the poll returned offset 1.
+    ("read-above-commit", sent("p0", ["a", "b"]) + [
+        sample(5, 1, 0, [0, 1], {0: (2, 1), 1: (2, 1)}), poll(6, "c1", [(0, "a"), (1, "b")], 0),
+        sample(7, 1, 0, [0, 1], {0: (2, 1), 1: (2, 1)})],
+     "read-above-commit", "t-0", 1, "b"),
+    ("multiple-leaders-in-epoch", [sample(1, 3, 0, [0, 1], {0: (5, 5), 1: (5, 5)}),
+                                   sample(2, 3, 1, [0, 1], {0: (5, 5), 1: (5, 5)})],
+     "multiple-leaders-in-epoch", "t-0", None, None),
+    ("leader-not-in-isr", [sample(1, 1, 0, [1], {0: (5, 5), 1: (5, 5)})], "leader-not-in-isr", "t-0", None, None),
+    ("hw-above-leo", [sample(1, 1, 0, [0, 1], {0: (5, 5), 1: (4, 5)})], "hw-above-leo", "t-0", 5, None),
+    ("hw-moved-back", [sample(1, 2, 0, [0, 1], {0: (5, 5), 1: (5, 5)}),
+                       sample(2, 2, 0, [0, 1], {0: (5, 3), 1: (5, 3)})],
+     "hw-moved-back", "t-0", 3, None),
+    ("replicas-diverge-below-hw", [sample(1, 1, 0, [0, 1], {0: (5, 5), 1: (5, 5)}, agree=False)],
+     "replicas-diverge-below-hw", "t-0", None, None),
+]
+
+
+@pytest.mark.parametrize("name, history, kind, partition, offset, value", ONE_ANOMALY,
+                         ids=[case[0] for case in ONE_ANOMALY])
+def test_each_history_shows_exactly_its_anomaly(name, history, kind, partition, offset, value):
+    report = check(history)
+    found = [a for anomalies in report.anomalies.values() for a in anomalies]
+    assert [(a.kind, a.topic_partition, a.offset, a.value) for a in found] == [(kind, partition, offset, value)]
+    assert report.kinds() == {kind}
+    assert report.counts[kind] == 1 and sum(report.counts.values()) == 1
+    assert report.valid is (kind == "unseen")
+    # File order does not matter: the checker orders events by time.
+    assert check(list(reversed(history))).to_json() == report.to_json()
+
+
+def test_every_kind_has_a_one_anomaly_history():
+    assert {case[2] for case in ONE_ANOMALY} == set(ANOMALY_KINDS)
+
+
+def test_anomaly_details_name_the_other_party():
+    inconsistent = check(ONE_ANOMALY[1][1]).of_kind("inconsistent-offsets")[0]
+    assert inconsistent.detail["values"] == ["x", "y"]
+    duplicate = check(ONE_ANOMALY[2][1]).of_kind("duplicate")[0]
+    assert duplicate.detail["offsets"] == [["t-0", 0], ["t-0", 1]]
+    skip = check(ONE_ANOMALY[5][1]).of_kind("poll-skip")[0]
+    assert skip.detail["process"] == "c1" and skip.detail["skipped"] == [[1, "b"]]
+    send = check(ONE_ANOMALY[7][1]).of_kind("non-monotonic-send")[0]
+    assert (send.detail["earlier_offset"], send.detail["earlier_value"]) == (1, "a")
+    assert check(ONE_ANOMALY[8][1]).of_kind("aborted-read")[0].detail["error"] == "NOT_LEADER_FOR_PARTITION"
+    leaders = check(ONE_ANOMALY[11][1]).of_kind("multiple-leaders-in-epoch")[0]
+    assert (leaders.detail["leader_epoch"], leaders.detail["leaders"]) == (3, [0, 1])
+
+
+def test_lost_write_is_also_named_when_its_offset_was_read_with_another_value():
+    history = sent("p0", ["a", "b"]) + [poll(10, "c1", [(0, "a"), (1, "z")], 0)]
+    report = check(history)
+    assert report.kinds() == {"lost-write", "inconsistent-offsets"}
+    lost = report.of_kind("lost-write")[0]
+    assert (lost.offset, lost.value, lost.detail["seen_there"]) == (1, "b", ["z"])
+
+
+def test_unseen_fails_the_run_only_when_asked():
+    history = ONE_ANOMALY[9][1]
+    assert check(history).valid
+    assert not check(history, unseen_is_anomaly=True).valid
+
+
+def test_clean_history_with_indeterminate_and_failed_sends_is_valid():
+    history = [
+        fault(0.1, "pause", "broker-2"),
+        *sent("p0", ["a", "b"]),
+        # Indeterminate: timed out, but the write happened; its value is read at offset 2.
+        invoke(3, "p0", "c"), info(4, "p0", "c", "GetTimeoutError"),
+        # Indeterminate and never written; and one that definitely failed, never read.
+        invoke(5, "p1", "d", partition=None), info(6, "p1", "d"),
+        invoke(7, "p1", "e", partition=None), fail(8, "p1", "e", "NOT_ENOUGH_REPLICAS"),
+        invoke(8.5, "p1", "f", partition=None),  # never completed: the client died
+        sample(9, 1, 0, [0, 1], {0: (3, 3), 1: (3, 2)}),
+        poll(10, "c1", [(0, "a"), (1, "b")], 0),
+        poll(11, "c1", [(2, "c")], 2),
+        poll(12, "c1", [], 3),
+        sample(13, 1, 0, [0, 1], {0: (3, 3), 1: (3, 3)}),
+    ]
+    report = check(history)
+    assert report.valid and report.kinds() == set(), report.table()
+    assert report.stats["sends_indeterminate"] == 3 and report.stats["sends_failed"] == 1
+    assert report.stats["sends_ok"] == 2 and report.stats["records_read"] == 3
+    assert [f["name"] for f in report.faults] == ["pause"]
+    assert report.table().startswith("no anomalies")
+
+
+def test_read_above_an_earlier_samples_hw_is_fine_when_a_later_sample_covers_it():
+    # The HW rose between the first sample and the poll; a later sample shows it covered offset 1.
+    history = sent("p0", ["a", "b"]) + [
+        sample(5, 1, 0, [0, 1], {0: (2, 1), 1: (2, 1)}), poll(6, "c1", [(0, "a"), (1, "b")], 0),
+        sample(7, 1, 0, [0, 1], {0: (2, 2), 1: (2, 2)})]
+    assert check(history).valid
+
+
+def test_no_read_above_commit_is_claimed_across_an_election():
+    # Epoch 2's leader starts with a lagging HW; the read may have come from epoch 1's leader.
+    history = sent("p0", ["a", "b"]) + [
+        sample(5, 1, 0, [0, 1], {0: (2, 1), 1: (2, 1)}), poll(6, "c1", [(0, "a"), (1, "b")], 0),
+        sample(7, 2, 1, [1], {1: (2, 1)})]
+    assert check(history).kinds() == set()
+
+
+@pytest.mark.parametrize("position, legitimate", [(0, True), (1, True), (3, False)])
+def test_a_seek_makes_a_re_read_legitimate(position, legitimate):
+    # c1 reads 0..2, then its position says where it is: a seek to 0 or 1 (or a rebalance that
+    # fetched an older committed offset) makes re-reading legitimate; position 3 does not.
+    rereads = [(o, v) for o, v in [(0, "a"), (1, "b"), (2, "c")] if o >= min(position, 1)]
+    history = ABC + [poll(10, "c1", [(0, "a"), (1, "b"), (2, "c")], 0), poll(11, "c1", rereads, position)]
+    report = check(history)
+    assert report.valid is legitimate
+    assert report.kinds() == (set() if legitimate else {"non-monotonic-poll"})
+
+
+def test_partitions_are_checked_apart():
+    history = (sent("p0", ["a", "b"], partition=0) + sent("p1", ["x", "y"], start_time=5, partition=1)
+               + [poll(10, "c1", [(0, "a"), (1, "b")], 0, partition=0),
+                  poll(11, "c1", [(0, "x")], 0, partition=1), poll(12, "c1", [(0, "x")], 0, partition=1)])
+    report = check(history)
+    assert list(report.anomalies) == ["t-1"]
+    assert {(a.kind, a.offset) for a in report.anomalies["t-1"]} == {("unseen", 1)}
+    assert report.of_kind("unseen")[0].value == "y"
+
+
+def test_report_renders_as_json_and_table():
+    report = check(ONE_ANOMALY[0][1])
+    as_json = json.loads(report.to_json())
+    assert as_json["valid"] is False and as_json["counts"]["lost-write"] == 1
+    assert as_json["anomalies"]["t-0"][0] == {
+        "kind": "lost-write", "topic_partition": "t-0", "offset": 1, "value": "b",
+        "detail": {"process": "p0", "ack_time": 1.5, "polled_offset_max": 2, "seen_there": []}}
+    table = report.table()
+    assert "lost-write" in table and "valid: False" in table and "t-0" in table
+
+
+def test_writer_and_reader_round_trip_every_kind(tmp_path):
+    path = tmp_path / "history.jsonl"
+    ticks = iter([100.0] + [100.0 + 0.25 * i for i in range(1, 20)])
+    record = SimpleNamespace(topic="t", partition=1, offset=8, value=b"p0:17")
+    with HistoryWriter(path, clock=lambda: next(ticks)) as writer:
+        written = [
+            writer.invoke("p0", "t", None, "p0:17"),
+            writer.ok("p0", "t", 1, 8, "p0:17"),
+            writer.fail("p0", "p0:18", SimpleNamespace(name="NOT_ENOUGH_REPLICAS")),
+            writer.info("p0", "p0:19", TimeoutError("no answer")),
+            writer.poll("c0", [record, ("t", 1, 9, "p0:19")], {topic_partition_key("t", 1): 8}),
+            writer.fault("kill", "broker-2", {"signal": "SIGKILL"}),
+            writer.sample("t", 1, 0, 3, [1, 0], {0: {"log_end_offset": 10, "high_watermark": 10},
+                                                 1: {"log_end_offset": 10, "high_watermark": 9}}, True, time=0.1),
+        ]
+    events = list(read_history(path))
+    assert events == written
+    assert [e["time"] for e in events] == [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 0.1]
+    assert [(e["type"], e["f"]) for e in events] == [("invoke", "send"), ("ok", "send"), ("fail", "send"),
+                                                      ("info", "send"), ("ok", "poll"), ("info", "fault"),
+                                                      ("ok", "sample")]
+    assert events[2]["value"]["error"] == "NOT_ENOUGH_REPLICAS" and events[3]["value"]["error"] == "TimeoutError"
+    assert events[4]["value"] == {"records": [["t", 1, 8, "p0:17"], ["t", 1, 9, "p0:19"]],
+                                  "positions_before": {"t-1": 8}}
+    assert events[6]["value"]["isr"] == [0, 1] and events[6]["value"]["replicas"]["1"]["high_watermark"] == 9
+    report = check(events)
+    assert report.valid and report.kinds() == set(), report.table()
+
+
+def test_concurrent_writers_produce_whole_lines_in_each_threads_order(tmp_path):
+    path = tmp_path / "history.jsonl"
+    threads_count, sends_count = 8, 200
+    writer = HistoryWriter(path)
+
+    def produce(thread):
+        rng = random.Random(thread)
+        for offset in range(sends_count):
+            value = f"p{thread}:{offset}"
+            writer.invoke(f"p{thread}", "t", thread, value)
+            writer.ok(f"p{thread}", "t", thread, offset, value)
+            if rng.random() < 0.1:
+                writer.sample("t", thread, 0, 1, [0], {0: {"log_end_offset": offset + 1, "high_watermark": offset + 1}},
+                              True)
+        writer.poll(f"c{thread}", [("t", thread, o, f"p{thread}:{o}") for o in range(sends_count)],
+                    {f"t-{thread}": 0})
+
+    threads = [threading.Thread(target=produce, args=(i,)) for i in range(threads_count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    writer.close()
+    events = list(read_history(path))
+    assert len(events) == writer.events_written
+    for thread in range(threads_count):
+        acks = [e["value"]["offset"] for e in events if e["process"] == f"p{thread}" and e["type"] == "ok"]
+        assert acks == list(range(sends_count))
+    report = check(events)
+    assert report.valid and report.kinds() == set(), report.table()
+    assert report.stats["sends_ok"] == threads_count * sends_count
+
+
+def test_reader_rejects_torn_and_malformed_lines(tmp_path):
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text(json.dumps(ok(1, "p0", "a", 0)) + "\n" + '{"time": 2, "proc')
+    with pytest.raises(ValueError, match=":2:"):
+        list(read_history(torn))
+    missing = tmp_path / "missing.jsonl"
+    missing.write_text(json.dumps({"time": 1, "process": "p0", "type": "ok", "f": "send",
+                                   "value": {"topic": "t", "partition": 0, "value": "a"}}) + "\n")
+    with pytest.raises(ValueError, match="offset"):
+        list(read_history(missing))
+
+
+def test_topic_partition_keys_round_trip_through_dashed_topics():
+    assert split_topic_partition(topic_partition_key("orders-eu", 12)) == ("orders-eu", 12)
+    with pytest.raises(ValueError):
+        split_topic_partition("no_partition")
+
+
+def test_command_line_exits_nonzero_on_an_invalid_history(tmp_path, capsys):
+    path = tmp_path / "history.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in ONE_ANOMALY[0][1]))
+    assert main([str(path)]) == 1
+    assert "lost-write" in capsys.readouterr().out
+    assert main([str(path), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["counts"]["lost-write"] == 1
