@@ -14,7 +14,6 @@ asserts nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -25,6 +24,7 @@ import ray
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchmarks._common import default_out, save_results  # noqa: E402
 from orchestration import Cluster  # noqa: E402
 from orchestration.cluster import wait_until  # noqa: E402
 
@@ -67,8 +67,7 @@ def trial(cluster: Cluster, mode: str) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=3)
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                      "results", "failover_time.json"))
+    parser.add_argument("--out", default=default_out("failover_time"))
     args = parser.parse_args()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace=f"raykafka-failover-{os.getpid()}")
     results = {"trials": args.trials, "config": CONFIG, "rows": []}
@@ -81,10 +80,7 @@ def main() -> int:
             results["rows"].append(row)
             print(f"{mode:>24} {row['median_s']:>9.2f} {min(times):>7.2f} {max(times):>7.2f}")
     ray.shutdown()
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as handle:
-        json.dump(results, handle, indent=2)
-    print(f"saved {args.out}")
+    save_results(args.out, results)
     return 0
 
 

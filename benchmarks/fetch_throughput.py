@@ -12,7 +12,6 @@ It prints a table with the fetch/raw ratio and saves the figures as JSON. It ass
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -24,6 +23,7 @@ import ray
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic  # noqa: E402
+from benchmarks._common import default_out, save_results  # noqa: E402
 from orchestration import Cluster  # noqa: E402
 from orchestration.client import BrokerDirectory  # noqa: E402
 from orchestration.consumer import Consumer  # noqa: E402
@@ -104,8 +104,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=int, default=64, help="data to produce first (MiB)")
     parser.add_argument("--seconds", type=float, default=3.0, help="per measurement")
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                      "results", "fetch_throughput.json"))
+    parser.add_argument("--out", default=default_out("fetch_throughput"))
     args = parser.parse_args()
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace=f"raykafka-bench-{os.getpid()}")
@@ -149,10 +148,7 @@ def main() -> int:
             print(f"{max_bytes:>15} {row['fetch_mb_per_s']:>11.1f} {row['poll_mb_per_s']:>10.1f} "
                   f"{row['poll_records_per_s']:>11,.0f} {row['raw_mb_per_s']:>9.1f} {row['fetch_to_raw_ratio']:>9.2f}")
     ray.shutdown()
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as handle:
-        json.dump(results, handle, indent=2)
-    print(f"\nsaved {args.out}")
+    save_results(args.out, results)
     return 0
 
 

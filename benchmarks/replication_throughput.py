@@ -12,7 +12,6 @@ Prints a table and saves JSON; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -22,6 +21,7 @@ import ray
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchmarks._common import default_out, save_results  # noqa: E402
 from orchestration import Cluster  # noqa: E402
 from orchestration.client import BrokerDirectory  # noqa: E402
 from orchestration.cluster import wait_until  # noqa: E402
@@ -71,8 +71,7 @@ def log_end_offset_on(cluster: Cluster, broker_id: int, topic: str) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=int, default=32)
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                      "results", "replication_throughput.json"))
+    parser.add_argument("--out", default=default_out("replication_throughput"))
     args = parser.parse_args()
     count = args.megabytes * 1024 * 1024 // RECORD_BYTES
     megabytes = count * RECORD_BYTES / 1e6
@@ -116,10 +115,7 @@ def main() -> int:
             results[f"produce_acks_{acks}_records_per_s"] = count / seconds
             print(f"  produce acks={acks:<3}  : {megabytes / seconds:8.1f} MB/s ({count / seconds:,.0f} records/s)")
     ray.shutdown()
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as handle:
-        json.dump(results, handle, indent=2)
-    print(f"saved {args.out}")
+    save_results(args.out, results)
     return 0
 
 

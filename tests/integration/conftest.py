@@ -6,7 +6,7 @@ import uuid
 import pytest
 import ray
 
-from orchestration import Cluster
+from tests.support.clusters import running_cluster
 
 NUM_CPUS = 2
 
@@ -24,8 +24,5 @@ def ray_session():
 
 @pytest.fixture(scope="module")
 def cluster(ray_session, tmp_path_factory):
-    started = Cluster.start(brokers=3, log_dir=str(tmp_path_factory.mktemp("logs")))
-    try:
+    with running_cluster(tmp_path_factory) as started:
         yield started
-    finally:
-        started.shutdown()

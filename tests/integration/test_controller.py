@@ -13,8 +13,9 @@ from actors.core.messages.create_topics import CreatableTopic, CreateTopicsReque
 from actors.core.messages.leader_and_isr import (
     LeaderAndIsrPartitionState, LeaderAndIsrRequest, LeaderAndIsrTopicState,
 )
-from orchestration import Cluster, KafkaError
+from orchestration import KafkaError
 from orchestration.cluster import wait_until
+from tests.support.clusters import running_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -25,11 +26,8 @@ CONFIG = {"broker.session.timeout.ms": str(SESSION_TIMEOUT_MS), "broker.heartbea
 
 @pytest.fixture(scope="module")
 def cluster(ray_session, tmp_path_factory):
-    started = Cluster.start(brokers=3, log_dir=str(tmp_path_factory.mktemp("logs")), config=CONFIG)
-    try:
+    with running_cluster(tmp_path_factory, CONFIG) as started:
         yield started
-    finally:
-        started.shutdown()
 
 
 def all_led_by_live_brokers(cluster, topic: str, dead=()) -> bool:

@@ -9,9 +9,9 @@ import time
 import pytest
 import ray
 
-from orchestration import Cluster
 from orchestration.client import BrokerDirectory
 from orchestration.cluster import wait_until
+from tests.support.clusters import running_cluster
 from orchestration.consumer import Consumer
 from orchestration.groups import find_coordinator
 
@@ -28,11 +28,8 @@ GROUP_CONFIG = {"session.timeout.ms": str(SESSION_TIMEOUT_MS), "heartbeat.interv
 
 @pytest.fixture(scope="module")
 def cluster(ray_session, tmp_path_factory):
-    started = Cluster.start(brokers=3, log_dir=str(tmp_path_factory.mktemp("logs")), config=CONFIG)
-    try:
+    with running_cluster(tmp_path_factory, CONFIG) as started:
         yield started
-    finally:
-        started.shutdown()
 
 
 @ray.remote(num_cpus=0)

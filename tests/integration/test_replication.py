@@ -9,8 +9,9 @@ import time
 import pytest
 import ray
 
-from orchestration import Cluster, KafkaError
+from orchestration import KafkaError
 from orchestration.cluster import wait_until
+from tests.support.clusters import running_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -23,11 +24,8 @@ RECORDS = 20_000
 
 @pytest.fixture(scope="module")
 def cluster(ray_session, tmp_path_factory):
-    started = Cluster.start(brokers=3, log_dir=str(tmp_path_factory.mktemp("logs")), config=CONFIG)
-    try:
+    with running_cluster(tmp_path_factory, CONFIG) as started:
         yield started
-    finally:
-        started.shutdown()
 
 
 def replicas_agree_below_hw(cluster, topic: str, partition: int) -> bool:
