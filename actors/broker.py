@@ -27,28 +27,25 @@ from actors.core.effects import (
     Respond, Send,
 )
 from actors.core.errors import ErrorCode
+from actors.core.log.record_batch import read_header
 from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.broker_heartbeat import BrokerHeartbeatRequest
-from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.broker_registration import BrokerRegistrationRequest
 from actors.core.messages.controlled_shutdown import ControlledShutdownRequest
-from actors.core.log.record_batch import read_header
-from actors.records import next_offset_after
+from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.replica.broker_core import BrokerCore
 from actors.core.replica.follower_messages import FollowerAppendRequest
+from actors.core.replica.replica_manager import OFFSETS_TOPIC
 from actors.file_storage import FileStorage
 from actors.ray_metadata_store import active_controller
+from actors.records import next_offset_after
 from actors.shell_support import CallNumbers, PendingRequests, monotonic_ms
-from actors.core.replica.replica_manager import OFFSETS_TOPIC
-
-
-def group_coordinator_actor_name(broker_id: int) -> str:
-    return f"raykafka-group-coordinator-{broker_id}"
 
 # Payloads at least this large go to Ray as uint8 arrays: Ray stores them in shared memory and the
 # reader maps them without a copy (Ray inlines small objects, where a copy is cheap anyway).
 ZERO_COPY_THRESHOLD_BYTES = 100 * 1024
 TICK_INTERVAL_S = 0.05
+FETCHER_CHECK_INTERVAL_S = 1.0
 CONTROLLER_CALL_TIMEOUT_S = 5.0
 CONTROLLER_METHODS = {
     BrokerRegistrationRequest: "handle_broker_registration",
@@ -59,7 +56,12 @@ CONTROLLER_METHODS = {
 }
 
 
-FETCHER_CHECK_INTERVAL_S = 1.0
+def broker_actor_name(broker_id: int) -> str:
+    return f"raykafka-broker-{broker_id}"
+
+
+def group_coordinator_actor_name(broker_id: int) -> str:
+    return f"raykafka-group-coordinator-{broker_id}"
 
 
 def _to_transport(records: bytes, for_replica: bool) -> Any:
@@ -71,9 +73,9 @@ def _to_transport(records: bytes, for_replica: bool) -> Any:
     return ray.put(array) if for_replica else array
 
 
-def replica_digest(log, end_offset: int) -> list[tuple[int, int]]:
-    """Per batch below ``end_offset``: (base offset, last offset, leader epoch, CRC). Batches are compared whole,
-    since every replica stores the leader's batches byte for byte."""
+def replica_digest(log, end_offset: int) -> list[tuple[int, int, int, int]]:
+    """Per batch below ``end_offset``: (base offset, last offset, leader epoch, CRC). Batches are
+    compared whole, since every replica stores the leader's batches byte for byte."""
     digest, offset = [], log.log_start_offset
     while offset < min(end_offset, log.log_end_offset):
         records = log.read(offset, 1 << 20, max_offset=end_offset).records
@@ -86,10 +88,6 @@ def replica_digest(log, end_offset: int) -> list[tuple[int, int]]:
             position = header.end_position
             offset = header.next_offset
     return digest
-
-
-def broker_actor_name(broker_id: int) -> str:
-    return f"raykafka-broker-{broker_id}"
 
 
 class BrokerActor:

@@ -33,10 +33,6 @@ BROKER_UNREACHABLE_S = 3.0
 LOAD_BYTES_PER_READ = 4 * 1024 * 1024
 
 
-def group_coordinator_actor_name(broker_id: int) -> str:
-    return f"raykafka-group-coordinator-{broker_id}"
-
-
 class GroupCoordinatorActor:
     def __init__(self, *, broker_id: int, namespace: str, broker_actor_name: str,
                  config: dict[str, str] | None = None) -> None:
