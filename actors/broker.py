@@ -114,6 +114,8 @@ class BrokerActor:
         self._controller = None
         self._controller_tasks: set[asyncio.Task] = set()
         self._stopped = False
+        self._running = asyncio.Event()  # cleared by pause(): a stop-the-world pause, for fault injection
+        self._running.set()
         self._config = dict(config or {})
         self._fetchers: dict[tuple[int, int], Any] = {}  # (leader id, fetcher id) -> fetcher actor
         self._fetcher_calls = CallNumbers()  # Ray may reorder an async actor's calls: number them
@@ -126,6 +128,7 @@ class BrokerActor:
     async def _call(self, handler: Callable, request: Any) -> Any:
         if self._stopped:
             raise RuntimeError(f"broker {self.broker_id} is shut down")
+        await self._running.wait()
         self._ensure_ticker()
         return await self._pending.call(handler, request, self._apply)
 
@@ -229,7 +232,7 @@ class BrokerActor:
         self._tick()
 
     def _tick(self) -> None:
-        if not self._stopped:
+        if not self._stopped and self._running.is_set():
             self._apply(self._core.tick(monotonic_ms()))
 
     def _ensure_ticker(self) -> None:
@@ -309,6 +312,14 @@ class BrokerActor:
         return await self._call(self._core.handle_stop_replica, request)
 
     # -------------------------------------------------------------------------- observation
+    async def pause(self) -> None:
+        """Hold every request and timer until ``resume``, as a long GC pause would: no heartbeats,
+        no fetch answers, no checkpoints. Calls already being handled finish."""
+        self._running.clear()
+
+    async def resume(self) -> None:
+        self._running.set()
+
     async def ping(self) -> dict:
         self._ensure_ticker()
         return {"broker_id": self.broker_id, "incarnation_id": self.incarnation_id, "pid": os.getpid()}

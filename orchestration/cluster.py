@@ -316,8 +316,9 @@ class Cluster:
         ray.kill(handle, no_restart=True)
         return outcome
 
-    def restart_broker(self, broker_id: int) -> None:
-        """Start a broker again from its log directory; returns once it has registered."""
+    def restart_broker(self, broker_id: int, *, wipe_disk: bool = False) -> None:
+        """Start a broker again from its log directory (or, with ``wipe_disk``, from an empty one:
+        a lost disk); returns once it has registered."""
         handle = self.broker(broker_id)
         try:
             ray.kill(handle, no_restart=True)
@@ -325,6 +326,8 @@ class Cluster:
             pass
         wait_until(lambda: _actor_gone(broker_actor_name(broker_id), self.namespace), 30,
                    f"broker {broker_id}'s old actor to go")
+        if wipe_disk:
+            shutil.rmtree(self.broker_log_dir(broker_id), ignore_errors=True)
         self._create_broker(broker_id)
         incarnation = ray.get(self.broker(broker_id).ping.remote(), timeout=BROKER_START_TIMEOUT_S)["incarnation_id"]
         wait_until(lambda: ray.get(self.broker(broker_id).describe_broker.remote(), timeout=10)["state"] == "RUNNING"

@@ -193,7 +193,8 @@ class Consumer:
             self._refresh_committed_positions(monotonic_ms() + self._api_timeout_ms, raise_on_timeout=True)
         if self._positions[tp] is None:
             self._reset(tp)
-        return self._positions[tp]
+        # As in Kafka: the offset of the next record poll will return, not how far fetches reached.
+        return next((r.offset for r in self._buffered if (r.topic, r.partition) == tp), self._positions[tp])
 
     def end_offsets(self, partitions) -> dict[tuple[str, int], int]:
         return {_topic_partition(p): self._list_offset(_topic_partition(p), LATEST_TIMESTAMP) for p in partitions}
