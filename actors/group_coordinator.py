@@ -21,6 +21,7 @@ from loguru import logger
 from actors.core.effects import ArmTimer, LogEvent, Respond, Send
 from actors.core.errors import ErrorCode
 from actors.core.group.coordinator import GroupCoordinatorCore
+from actors.core.group.coordinator_epochs import CoordinatorEpochs
 from actors.core.group.messages import OffsetsLogAppendRequest, OffsetsLogAppendResponse
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from actors.core.replica.replica_manager import OFFSETS_TOPIC
@@ -42,7 +43,7 @@ class GroupCoordinatorActor:
         self._core = GroupCoordinatorCore(broker_id=broker_id, now_ms=monotonic_ms(), config=dict(config or {}),
                                           member_id_random=random.Random())
         self._pending = PendingRequests(f"group coordinator {broker_id}")
-        self._epochs: dict[int, int] = {}  # offsets partition -> newest leader epoch heard of
+        self._epochs = CoordinatorEpochs()
         self._tasks: set[asyncio.Task] = set()
         # Ray runs an async actor's constructor inside its event loop, so tasks can start here.
         self._spawn(self._tick_forever())
@@ -112,9 +113,8 @@ class GroupCoordinatorActor:
     # ------------------------------------------------------------- leadership of offsets partitions
     async def on_leadership_change(self, partition: int, leader_epoch: int, is_leader: bool) -> None:
         """The broker started or stopped leading an offsets partition (Kafka's onElection/onResignation)."""
-        if leader_epoch < self._epochs.get(partition, -1):
+        if not self._epochs.accept(partition, leader_epoch):
             return  # an older change that arrived late
-        self._epochs[partition] = leader_epoch
         if not is_leader:
             self._apply(self._core.on_resign(partition, monotonic_ms()))
             return
@@ -132,7 +132,7 @@ class GroupCoordinatorActor:
             if next_offset >= end_offset or next_offset == offset:
                 break
             offset = next_offset
-        if self._epochs.get(partition) != leader_epoch:
+        if not self._epochs.is_current(partition, leader_epoch):
             return  # leadership moved again while loading; the newer change decides
         self._apply(self._core.on_become_leader(partition, records, monotonic_ms()))
 
@@ -157,7 +157,7 @@ class GroupCoordinatorActor:
                 incarnation = None
             if incarnation == self._broker_incarnation and incarnation is not None:
                 continue
-            if incarnation is None and not self._epochs:
+            if incarnation is None and not self._epochs.partitions():
                 self._broker_incarnation = None
                 continue
             if self._broker_incarnation is not None or incarnation is None:
@@ -167,7 +167,7 @@ class GroupCoordinatorActor:
                 await self._adopt_current_leaderships()
 
     def _resign_all(self) -> None:
-        for partition in sorted(self._epochs):
+        for partition in self._epochs.partitions():
             logger.info("group coordinator {}: broker changed; dropping __consumer_offsets-{}", self.broker_id, partition)
             self._apply(self._core.on_resign(partition, monotonic_ms()))
         self._epochs.clear()
@@ -213,7 +213,7 @@ class GroupCoordinatorActor:
 
     async def ping(self) -> dict:
         return {"broker_id": self.broker_id, "groups": len(self._core.groups),
-                "partitions": sorted(self._epochs)}
+                "partitions": self._epochs.partitions()}
 
 
 GroupCoordinatorRemote = ray.remote(GroupCoordinatorActor)
