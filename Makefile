@@ -4,7 +4,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit integration bench venv clean
+.PHONY: demo test unit integration chaos bench venv clean
 
 venv: $(STAMP)
 
@@ -26,6 +26,9 @@ unit: $(STAMP)
 
 integration: $(STAMP)
 	$(VPY) -m pytest tests/integration
+
+chaos: $(STAMP)
+	$(VPY) -m pytest tests -m chaos
 
 bench: $(STAMP)
 	$(VPY) benchmarks/fetch_throughput.py

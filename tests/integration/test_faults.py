@@ -12,7 +12,7 @@ from orchestration.faults import Faults
 from orchestration.history import HistoryWriter, read_history
 from tests.support.clusters import running_cluster
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
 CONFIG = {"broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "500",
           "replica.lag.time.max.ms": "3000", "replica.fetch.wait.max.ms": "100",
