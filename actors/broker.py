@@ -20,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 import ray
 from loguru import logger
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.core.config import KafkaConfig
 from actors.core.effects import (
@@ -39,7 +40,8 @@ from actors.core.replica.replica_manager import OFFSETS_TOPIC
 from actors.file_storage import FileStorage
 from actors.ray_metadata_store import active_controller
 from actors.records import next_offset_after
-from actors.shell_support import CallNumbers, PendingRequests, monotonic_ms
+from actors.shell_support import CallNumbers, PendingRequests, check_request, monotonic_ms
+from actors.transport import CONTROLLER_NODE, broker_node, shell_transport
 
 # Payloads at least this large go to Ray as uint8 arrays: Ray stores them in shared memory and the
 # reader maps them without a copy (Ray inlines small objects, where a copy is cheap anyway).
@@ -73,10 +75,12 @@ def _to_transport(records: bytes, for_replica: bool) -> Any:
     return ray.put(array) if for_replica else array
 
 
-def replica_digest(log, end_offset: int) -> list[tuple[int, int, int, int]]:
+def replica_digest(log, end_offset: int, start_offset: int = 0) -> list[tuple[int, int, int, int]]:
     """Per batch below ``end_offset``: (base offset, last offset, leader epoch, CRC). Batches are
-    compared whole, since every replica stores the leader's batches byte for byte."""
-    digest, offset = [], log.log_start_offset
+    compared whole, since every replica stores the leader's batches byte for byte. The digest
+    starts at the batch holding ``start_offset`` (or at the log start), so a caller that checks
+    often can look at a recent window instead of reading the whole log each time."""
+    digest, offset = [], max(log.log_start_offset, start_offset)
     while offset < min(end_offset, log.log_end_offset):
         records = log.read(offset, 1 << 20, max_offset=end_offset).records
         if not records:
@@ -113,6 +117,7 @@ class BrokerActor:
         self._timer_deadline_ms: int | None = None
         self._controller = None
         self._controller_tasks: set[asyncio.Task] = set()
+        self._transport = shell_transport(broker_node(broker_id), namespace)  # network faults, when injected
         self._stopped = False
         self._running = asyncio.Event()  # cleared by pause(): a stop-the-world pause, for fault injection
         self._running.set()
@@ -174,7 +179,9 @@ class BrokerActor:
     def _start_fetcher(self, key: tuple[int, int]) -> None:
         from actors.replica_fetcher import ReplicaFetcherRemote
         leader_id, fetcher_id = key
-        self._fetchers[key] = ReplicaFetcherRemote.options(num_cpus=0, max_restarts=0).remote(
+        # A fetcher is a thread of its broker: it runs on the broker's node and dies with it.
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        self._fetchers[key] = ReplicaFetcherRemote.options(num_cpus=0, max_restarts=0, scheduling_strategy=here).remote(
             broker_id=self.broker_id, leader_id=leader_id, fetcher_id=fetcher_id,
             leader_actor_name=broker_actor_name(leader_id), namespace=self.namespace, config=self._config,
             broker=ray.get_runtime_context().current_actor)
@@ -208,7 +215,8 @@ class BrokerActor:
                     raise LookupError("no active controller yet")
                 self._controller = ray.get_actor(found["actor_name"], namespace=self.namespace)
             method = getattr(self._controller, CONTROLLER_METHODS[type(request)])
-            response = await asyncio.wait_for(method.remote(request), CONTROLLER_CALL_TIMEOUT_S)
+            response = await self._transport.call(CONTROLLER_NODE, lambda: method.remote(request),
+                                                  CONTROLLER_CALL_TIMEOUT_S)
         except Exception as exc:
             # Unreachable, restarting, paused or replaced: look the active controller up again.
             logger.debug("broker {} could not reach the controller: {!r}", self.broker_id, exc)
@@ -251,6 +259,11 @@ class BrokerActor:
     async def handle_produce(self, request):
         return await self._call(self._core.handle_produce, request)
 
+    async def handle_internal_produce(self, request):
+        """Appends from this broker's group coordinator, the one writer of __consumer_offsets
+        (a client's produce to an internal topic is INVALID_TOPIC_EXCEPTION)."""
+        return await self._call(self._core.handle_internal_produce, request)
+
     async def handle_fetch(self, request):
         return await self._call(self._core.handle_fetch, request)
 
@@ -288,6 +301,7 @@ class BrokerActor:
         return await self._call(self._core.handle_follower_truncate, request)
 
     async def handle_follower_append(self, request: FollowerAppendRequest):
+        check_request(request, FollowerAppendRequest, f"broker {self.broker_id}")  # before reading it here
         # Large payloads arrive as object refs from the leader; map them from shared memory here.
         refs = [p.records for p in request.partitions if isinstance(p.records, ray.ObjectRef)]
         if refs:
@@ -338,13 +352,15 @@ class BrokerActor:
             "log_start_offset": p.log_start_offset, "is_leader": p.is_leader,
         } for p in self._core.replica_manager.partitions.values()]
 
-    async def replica_digest(self, topic: str, partition: int, end_offset: int) -> list[tuple[int, int, int]]:
-        """(base offset, last offset, leader epoch, CRC) of each batch below ``end_offset`` here:
-        enough to check that replicas agree, without shipping their data."""
+    async def replica_digest(self, topic: str, partition: int, end_offset: int,
+                             start_offset: int = 0) -> list[tuple[int, int, int, int]]:
+        """(base offset, last offset, leader epoch, CRC) of each batch below ``end_offset`` here,
+        from the batch holding ``start_offset``: enough to check that replicas agree, without
+        shipping their data."""
         replica = self._core.replica_manager.partitions.get((topic, partition))
         if replica is None:
             return []
-        return replica_digest(replica.log, end_offset)
+        return replica_digest(replica.log, end_offset, start_offset)
 
     async def describe_broker(self) -> dict:
         lifecycle = self._core.lifecycle

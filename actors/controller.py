@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import ray
 from loguru import logger
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.core.config import KafkaConfig
 from actors.core.controller.controller import ControllerCore
@@ -114,7 +115,10 @@ class ControllerActor:
     # ------------------------------------------------------------------------ channel manager
     def _add_channel(self, broker_id: int, broker_epoch: int) -> None:
         self._remove_channel(broker_id)
-        self._threads[broker_id] = RequestSendThreadRemote.options(num_cpus=0, max_restarts=0).remote(
+        # A send thread is a thread of the controller: it runs on the controller's node.
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        self._threads[broker_id] = RequestSendThreadRemote.options(num_cpus=0, max_restarts=0,
+                                                                   scheduling_strategy=here).remote(
             broker_id=broker_id, broker_epoch=broker_epoch,
             broker_actor_name=self._core.context.brokers[broker_id].host, namespace=self.namespace,
             controller=ray.get_runtime_context().current_actor)

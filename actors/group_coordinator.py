@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import random
+import uuid
 
 import ray
 from loguru import logger
@@ -23,6 +25,7 @@ from actors.core.errors import ErrorCode
 from actors.core.group.coordinator import GroupCoordinatorCore
 from actors.core.group.coordinator_epochs import CoordinatorEpochs
 from actors.core.group.messages import OffsetsLogAppendRequest, OffsetsLogAppendResponse
+from actors.core.messages.join_group import JoinGroupRequest
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from actors.core.replica.replica_manager import OFFSETS_TOPIC
 from actors.shell_support import PendingRequests, monotonic_ms
@@ -39,6 +42,7 @@ class GroupCoordinatorActor:
                  config: dict[str, str] | None = None) -> None:
         self.broker_id = broker_id
         self.namespace = namespace
+        self.incarnation_id = uuid.uuid4().hex  # new for every process start: tells a restart apart
         self._broker_actor_name = broker_actor_name
         self._core = GroupCoordinatorCore(broker_id=broker_id, now_ms=monotonic_ms(), config=dict(config or {}),
                                           member_id_random=random.Random())
@@ -98,7 +102,7 @@ class GroupCoordinatorActor:
             TopicProduceData(name=OFFSETS_TOPIC, partition_data=(
                 PartitionProduceData(index=request.partition, records=builder.build()),)),))
         try:
-            response = await asyncio.wait_for(self._broker().handle_produce.remote(produce),
+            response = await asyncio.wait_for(self._broker().handle_internal_produce.remote(produce),
                                                request.timeout_ms / 1000 + 5)
             answer = response.responses[0].partition_responses[0]
             result = OffsetsLogAppendResponse(append_id=request.append_id, partition=request.partition,
@@ -185,7 +189,7 @@ class GroupCoordinatorActor:
     # -------------------------------------------------------------------------- Kafka APIs
     async def handle_join_group(self, request, client_id: str = "", client_host: str = ""):
         handler = functools.partial(self._join, client_id=client_id, client_host=client_host)
-        return await self._call(handler, request)
+        return await self._pending.call(handler, request, self._apply, request_type=JoinGroupRequest)
 
     def _join(self, request_id, request, now_ms, *, client_id, client_host):
         return self._core.handle_join_group(request_id, request, now_ms, client_id=client_id, client_host=client_host)
@@ -213,7 +217,7 @@ class GroupCoordinatorActor:
 
     async def ping(self) -> dict:
         return {"broker_id": self.broker_id, "groups": len(self._core.groups),
-                "partitions": self._epochs.partitions()}
+                "partitions": self._epochs.partitions(), "incarnation_id": self.incarnation_id, "pid": os.getpid()}
 
 
 GroupCoordinatorRemote = ray.remote(GroupCoordinatorActor)

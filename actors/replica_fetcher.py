@@ -27,6 +27,7 @@ from actors.core.messages.offset_for_leader_epoch import OffsetForLeaderEpochReq
 from actors.core.replica.fetcher import FetcherCore
 from actors.core.replica.follower_messages import FollowerAppendRequest, FollowerTruncateRequest
 from actors.shell_support import OrderedInbox, monotonic_ms
+from actors.transport import broker_node, shell_transport
 
 LEADER_METHODS = {
     FetchRequest: "handle_fetch",
@@ -51,6 +52,8 @@ class ReplicaFetcherActor:
         self._namespace = namespace
         self._broker = broker
         self._leader = None
+        # Fetches cross the network between this broker and the leader's: network faults apply there.
+        self._transport = shell_transport(broker_node(broker_id), namespace)
         self._core = FetcherCore(broker_id=broker_id, leader_id=leader_id, fetcher_id=fetcher_id,
                                  config=KafkaConfig(config), now_ms=monotonic_ms())
         self._inbox = OrderedInbox()  # the broker numbers its calls; apply them in that order
@@ -113,11 +116,13 @@ class ReplicaFetcherActor:
     async def _call(self, destination: str, request) -> None:
         try:
             if destination == "leader":
-                target, method = await self._leader_handle(), LEADER_METHODS[type(request)]
+                leader, method = await self._leader_handle(), LEADER_METHODS[type(request)]
+                response = await self._transport.call(
+                    broker_node(self.leader_id), lambda: getattr(leader, method).remote(request), CALL_TIMEOUT_S)
             else:
                 assert destination == "local", destination
-                target, method = self._broker, LOCAL_METHODS[type(request)]
-            response = await asyncio.wait_for(getattr(target, method).remote(request), CALL_TIMEOUT_S)
+                method = LOCAL_METHODS[type(request)]
+                response = await asyncio.wait_for(getattr(self._broker, method).remote(request), CALL_TIMEOUT_S)
         except Exception as exc:
             if isinstance(exc, ActorDiedError) and destination == "leader":
                 self._leader = None  # a leader started again under the same name is a new actor

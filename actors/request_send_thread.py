@@ -25,6 +25,7 @@ from actors.core.messages.leader_and_isr import LeaderAndIsrRequest
 from actors.core.messages.stop_replica import StopReplicaRequest
 from actors.core.messages.update_metadata import UpdateMetadataRequest
 from actors.shell_support import OrderedInbox
+from actors.transport import CONTROLLER_NODE, LinkDown, broker_node, shell_transport
 
 HANDLERS = {
     LeaderAndIsrRequest: "handle_leader_and_isr",
@@ -66,6 +67,8 @@ class RequestSendThreadActor:
         self._worker: asyncio.Task | None = None
         self._broker = None
         self._sent = 0
+        # The controller and this broker talk over the network: network faults apply here.
+        self._transport = shell_transport(CONTROLLER_NODE, namespace)
         self._ensure_worker()
 
     async def enqueue(self, sequence: int, requests: list) -> int:
@@ -120,7 +123,7 @@ class RequestSendThreadActor:
     async def _send_until_answered(self, request):
         method = HANDLERS[type(request)]
         retrying = AsyncRetrying(retry=retry_if_exception_type((RayActorError, GetTimeoutError,
-                                                                asyncio.TimeoutError, ValueError)),
+                                                                asyncio.TimeoutError, ValueError, LinkDown)),
                                  wait=wait_exponential_jitter(initial=0.05, max=1.0), reraise=True)
         async for attempt in retrying:
             with attempt:
@@ -138,8 +141,9 @@ class RequestSendThreadActor:
             self._broker = ray.get_actor(self._broker_actor_name, namespace=self._namespace)
         try:
             call = getattr(self._broker, method)
-            ref = call.remote() if request is None else call.remote(request)
-            return await asyncio.wait_for(ref, REQUEST_TIMEOUT_S)
+            return await self._transport.call(
+                broker_node(self.broker_id), lambda: call.remote() if request is None else call.remote(request),
+                REQUEST_TIMEOUT_S)
         except ActorDiedError:
             # Ray says this incarnation is gone for good: tell the controller, look the name up again.
             self._broker = None

@@ -3,3 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make test
+# The slow failover-matrix rows (the 'chaos' marker) run here too, after the README's test command.
+make chaos

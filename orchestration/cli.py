@@ -3,6 +3,10 @@
 ``raykafka demo`` starts a local cluster, creates a replicated topic, produces keyed records with
 acks=all, kills a partition leader and watches the failover, produces more, reads every record back
 through a consumer group at the offset it was acknowledged with, and prints what happened.
+
+``raykafka chaos list`` prints the failover matrix; ``raykafka chaos run SCENARIO [--seed N]``
+runs one row on a local Ray, prints its verdict table and writes the history and the checker's
+report (``orchestration.chaos``).
 """
 from __future__ import annotations
 
@@ -90,6 +94,43 @@ def _demo(args: argparse.Namespace) -> int:
         return 0 if not missing else 1
 
 
+def _chaos_list(args: argparse.Namespace) -> int:
+    from orchestration.chaos.scenarios import all_scenarios
+    rows = all_scenarios()
+    width = max(len(name) for name in rows)
+    print(f"{'scenario'.ljust(width)}  {'speed'.ljust(5)}  title / pass criterion")
+    for name, row in rows.items():
+        print(f"{name.ljust(width)}  {'slow' if row.slow else 'fast'}   {row.title}")
+        print(f"{''.ljust(width)}         pass: {row.criterion}")
+    print(f"\n{len(rows)} scenarios; run one with: raykafka chaos run SCENARIO [--seed N]"
+          " (SCENARIO may also be a schedule file)")
+    return 0
+
+
+def _chaos_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from orchestration.chaos.runner import run_scenario
+    from orchestration.chaos.scenarios import all_scenarios
+    from orchestration.chaos.schedule import load_schedule
+
+    if args.scenario.endswith(".toml") or Path(args.scenario).is_file():
+        scenario = load_schedule(args.scenario)
+    else:
+        rows = all_scenarios()
+        if args.scenario not in rows:
+            print(f"unknown scenario {args.scenario!r}; 'raykafka chaos list' names them", file=sys.stderr)
+            return 2
+        scenario = rows[args.scenario]
+    output = args.output or f"chaos-results/{scenario.name}-seed{args.seed}"
+    print(f"running {scenario.name} (seed {args.seed}): {scenario.title}", flush=True)
+    print(f"  pass: {scenario.criterion}", flush=True)
+    verdict = run_scenario(scenario, seed=args.seed, output_dir=output)
+    print()
+    print(verdict.table())
+    return 0 if verdict.passed else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="raykafka", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -103,7 +144,22 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--log-dir", default=None, help="keep logs here (default: a temporary directory)")
     demo.add_argument("--num-cpus", type=int, default=None, help="CPUs for the local Ray it starts")
     demo.set_defaults(run=_demo)
+    chaos = commands.add_parser("chaos", help="run failover scenarios and judge them with the history checker")
+    chaos_commands = chaos.add_subparsers(dest="chaos_command", required=True)
+    chaos_commands.add_parser("list", help="the failover matrix: every scenario with its pass criterion"
+                              ).set_defaults(run=_chaos_list)
+    chaos_run = chaos_commands.add_parser("run", help="run one scenario; print the verdict, write history and report")
+    chaos_run.add_argument("scenario", help="a name from 'raykafka chaos list', or a schedule file (.toml)")
+    chaos_run.add_argument("--seed", type=int, default=0, help="seeds fault targets and timing jitter")
+    chaos_run.add_argument("--output", default=None,
+                           help="where history.jsonl, report.json and verdict.txt go "
+                                "(default: chaos-results/SCENARIO-seedN)")
+    chaos_run.set_defaults(run=_chaos_run)
+    parser.add_argument("--log-level", default="INFO", help="loguru level for progress lines (default: INFO)")
     args = parser.parse_args(argv)
+    from loguru import logger
+    logger.remove()
+    logger.add(sys.stderr, level=args.log_level.upper())
     return args.run(args)
 
 

@@ -9,6 +9,7 @@ call that takes longer than ``request.timeout.ms`` as ``REQUEST_TIMED_OUT``.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
 from typing import Any
 
 import ray
@@ -29,6 +30,26 @@ def as_kafka_error(exc: BaseException) -> KafkaError:
     if isinstance(exc, RayActorError):
         return KafkaError(ErrorCode.NETWORK_EXCEPTION, f"broker unreachable: {type(exc).__name__}")
     return KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+def as_future(ref: Any) -> Future:
+    """A broker call's answer as a ``concurrent.futures.Future``: Ray's ``ObjectRef.future()``,
+    whose failures are Ray's exceptions, as ``ray.get`` raises them. Clients wait on these with
+    ``concurrent.futures.wait``, so an in-process broker (in tests) may answer with a Future."""
+    return ref if isinstance(ref, Future) else ref.future()
+
+
+def cancel_quietly(ref: Any) -> None:
+    """Ask Ray to cancel a call the client has given up on. A call already running may finish
+    anyway (cancelling only interrupts an async actor at its next await), and a Future from an
+    in-process broker is just cancelled; nothing here raises."""
+    try:
+        if isinstance(ref, Future):
+            ref.cancel()
+        else:
+            ray.cancel(ref)
+    except Exception:  # already finished, its owner gone, or Ray shut down: nothing to cancel
+        pass
 
 
 class BrokerDirectory:

@@ -19,12 +19,18 @@ from dataclasses import dataclass
 
 import ray
 from loguru import logger
+from ray.exceptions import ActorDiedError, ActorUnavailableError
 
 from actors.broker import BrokerActorRemote, broker_actor_name, group_coordinator_actor_name
 from actors.group_coordinator import GroupCoordinatorRemote
 from actors.controller import ControllerActorRemote, controller_actor_name
 from actors.core.errors import ErrorCode
-from actors.core.messages.create_topics import CreatableTopic, CreateableTopicConfig, CreateTopicsRequest
+from actors.core.log.log import Log, LogConfig
+from actors.core.replica.replica_manager import partition_directory
+from actors.file_storage import FileStorage
+from actors.core.messages.create_topics import (
+    CreatableReplicaAssignment, CreatableTopic, CreateableTopicConfig, CreateTopicsRequest,
+)
 from actors.core.messages.delete_topics import DeleteTopicsRequest
 from actors.core.messages.elect_leaders import ElectLeadersRequest, TopicPartitions
 from actors.ray_metadata_store import RayKeyValueStore, active_controller
@@ -32,6 +38,7 @@ from orchestration.client import BrokerDirectory
 from orchestration.consumer import Consumer
 from orchestration.errors import KafkaError
 from orchestration.groups import GroupDescription, describe_group, list_groups
+from orchestration.history import HistoryWriter
 from orchestration.producer import Producer
 
 BROKER_START_TIMEOUT_S = 120
@@ -72,8 +79,12 @@ class PartitionDescription:
 
 class Cluster:
     def __init__(self, *, namespace: str, broker_ids: list[int], log_dir: str, config: dict[str, str],
-                 owns_ray: bool, owns_log_dir: bool) -> None:
+                 owns_ray: bool, owns_log_dir: bool, broker_resources: dict[int, dict[str, float]] | None = None,
+                 controller_resources: dict[str, float] | None = None) -> None:
         self.namespace = namespace
+        # Custom Ray resources per broker id: pins a broker (and its coordinator) to a Ray node.
+        self.broker_resources = {int(k): dict(v) for k, v in (broker_resources or {}).items()}
+        self.controller_resources = dict(controller_resources) if controller_resources else None
         self.broker_ids = list(broker_ids)
         self.log_dir = log_dir
         self.config = dict(config)
@@ -89,8 +100,13 @@ class Cluster:
     # --------------------------------------------------------------------------------- start
     @classmethod
     def start(cls, brokers: int = 3, log_dir: str | None = None, config: dict | None = None, *,
-              namespace: str | None = None, num_cpus: int | None = None) -> "Cluster":
-        """Start a controller and ``brokers`` brokers; returns once every broker has registered."""
+              namespace: str | None = None, num_cpus: int | None = None,
+              broker_resources: dict[int, dict[str, float]] | None = None,
+              controller_resources: dict[str, float] | None = None) -> "Cluster":
+        """Start a controller and ``brokers`` brokers; returns once every broker has registered.
+
+        ``broker_resources`` pins brokers to Ray nodes by custom resource (see
+        ``orchestration.ray_nodes``); a pinned broker whose node is gone waits for it to return."""
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         owns_ray = not ray.is_initialized()
@@ -102,7 +118,8 @@ class Cluster:
         log_dir = os.path.abspath(log_dir or tempfile.mkdtemp(prefix="raykafka-"))
         cluster = cls(namespace=namespace, broker_ids=list(range(brokers)), log_dir=log_dir,
                       config={str(k): str(v) for k, v in (config or {}).items()},
-                      owns_ray=owns_ray, owns_log_dir=owns_log_dir)
+                      owns_ray=owns_ray, owns_log_dir=owns_log_dir, broker_resources=broker_resources,
+                      controller_resources=controller_resources)
         try:
             RayKeyValueStore(namespace).clear()  # a new cluster: no controller state from an earlier one
             cluster.start_controller()
@@ -124,7 +141,7 @@ class Cluster:
     def _create_broker(self, broker_id: int):
         handle = BrokerActorRemote.options(
             name=broker_actor_name(broker_id), namespace=self.namespace, max_restarts=-1,
-            max_task_retries=0, num_cpus=0, max_concurrency=1000,
+            max_task_retries=0, num_cpus=0, max_concurrency=1000, resources=self.broker_resources.get(broker_id),
         ).remote(broker_id, self.broker_log_dir(broker_id), self.config, self.namespace)
         self._brokers[broker_id] = handle
         return handle
@@ -132,7 +149,7 @@ class Cluster:
     def _create_group_coordinator(self, broker_id: int):
         handle = GroupCoordinatorRemote.options(
             name=group_coordinator_actor_name(broker_id), namespace=self.namespace, max_restarts=-1,
-            max_task_retries=0, num_cpus=0, max_concurrency=1000,
+            max_task_retries=0, num_cpus=0, max_concurrency=1000, resources=self.broker_resources.get(broker_id),
         ).remote(broker_id=broker_id, namespace=self.namespace, broker_actor_name=broker_actor_name(broker_id),
                  config=self.config)
         self._coordinators[broker_id] = handle
@@ -144,7 +161,7 @@ class Cluster:
         name = controller_actor_name(len(self._controllers))
         handle = ControllerActorRemote.options(
             name=name, namespace=self.namespace, max_restarts=-1, max_task_retries=0, num_cpus=0,
-            max_concurrency=1000,
+            max_concurrency=1000, resources=self.controller_resources,
         ).remote(namespace=self.namespace, actor_name=name, config=self.config)
         ray.get(handle.ping.remote(), timeout=BROKER_START_TIMEOUT_S)
         self._controllers.append(handle)
@@ -167,19 +184,37 @@ class Cluster:
     def _ask_controller(self, method: str, *args, timeout_s: float = 60):
         return ray.get(getattr(self.controller(), method).remote(*args), timeout=timeout_s)
 
+    def _observe_controller(self, method: str, *args, timeout_s: float = 60):
+        """A read-only question to the controller, asked again while it restarts or moves (a
+        read has no effect, so repeating it is safe), for up to ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return self._ask_controller(method, *args, timeout_s=max(1.0, deadline - time.monotonic()))
+            except (ActorUnavailableError, ActorDiedError, KafkaError):
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(POLL_INTERVAL_S)
+
     def controller_epoch(self) -> int:
-        return self._ask_controller("controller_epoch")
+        return self._observe_controller("controller_epoch")
 
     def describe_cluster(self) -> dict:
         """The controller's view: its epoch and the live brokers with their epochs."""
-        return self._ask_controller("describe_cluster")
+        return self._observe_controller("describe_cluster")
 
     # -------------------------------------------------------------------------------- topics
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     config: dict | None = None) -> None:
-        """CreateTopics through the controller; returns once every partition's leader serves it."""
+                     config: dict | None = None, assignment: list[list[int]] | None = None) -> None:
+        """CreateTopics through the controller; returns once every partition's leader serves it.
+
+        ``assignment`` lists each partition's replicas (the first is the preferred leader) and
+        replaces ``partitions`` and ``replication_factor``, as kafka-topics' --replica-assignment."""
+        explicit = tuple(CreatableReplicaAssignment(partition_index=i, broker_ids=tuple(replicas))
+                         for i, replicas in enumerate(assignment or ()))
         request = CreateTopicsRequest(topics=(CreatableTopic(
-            name=name, num_partitions=partitions, replication_factor=replication_factor,
+            name=name, num_partitions=-1 if explicit else partitions,
+            replication_factor=-1 if explicit else replication_factor, assignments=explicit,
             configs=tuple(CreateableTopicConfig(name=str(k), value=str(v)) for k, v in (config or {}).items())),))
         result = self._ask_controller("handle_create_topics", request).topics[0]
         if result.error_code != ErrorCode.NONE:
@@ -201,7 +236,7 @@ class Cluster:
 
     def describe_topic(self, name: str) -> list[PartitionDescription]:
         """Leader, replicas, ISR and epochs as the controller knows them; HW and LEO from the leader."""
-        described = self._ask_controller("describe_topic", name)
+        described = self._observe_controller("describe_topic", name)
         if described is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r}")
         positions = {}
@@ -256,13 +291,17 @@ class Cluster:
                 for r in response.replica_election_results for p in r.partition_result}
 
     # ------------------------------------------------------------------------------- clients
-    def producer(self, config: dict | None = None) -> Producer:
-        producer = Producer(self._new_directory(), config)
+    def producer(self, config: dict | None = None, *, history: HistoryWriter | None = None,
+                 process: str | None = None) -> Producer:
+        """A producer of this cluster; with ``history`` it records every send (see ``Producer``)."""
+        producer = Producer(self._new_directory(), config, history=history, process=process)
         self._clients.append(producer)
         return producer
 
-    def consumer(self, config: dict | None = None) -> Consumer:
-        consumer = Consumer(self._new_directory(), config)
+    def consumer(self, config: dict | None = None, *, history: HistoryWriter | None = None,
+                 process: str | None = None) -> Consumer:
+        """A consumer of this cluster; with ``history`` it records every poll that returns records."""
+        consumer = Consumer(self._new_directory(), config, history=history, process=process)
         self._clients.append(consumer)
         return consumer
 
@@ -333,6 +372,21 @@ class Cluster:
         wait_until(lambda: ray.get(self.broker(broker_id).describe_broker.remote(), timeout=10)["state"] == "RUNNING"
                    and broker_id in self.describe_cluster()["brokers"], BROKER_START_TIMEOUT_S,
                    f"broker {broker_id} (incarnation {incarnation}) to register")
+
+    def truncate_replica_on_disk(self, broker_id: int, topic: str, partition: int, keep_below: int) -> None:
+        """Cut one replica's log files back to the offsets below ``keep_below`` while its broker
+        is down (the unflushed tail a power loss takes); the broker recovers from that on start."""
+        if not _actor_gone(broker_actor_name(broker_id), self.namespace):
+            wait_until(lambda: _actor_gone(broker_actor_name(broker_id), self.namespace), 30,
+                       f"broker {broker_id} to be down before its disk is touched")
+        storage = FileStorage(self.broker_log_dir(broker_id))
+        try:
+            log = Log.open(storage, partition_directory(topic, partition), LogConfig.from_properties({}))
+            log.truncate_to(keep_below)
+            log.flush()
+            log.close()
+        finally:
+            storage.close()
 
     # ------------------------------------------------------------------------------ shutdown
     def shutdown(self) -> None:

@@ -14,6 +14,12 @@ fetches, as Kafka's ``KafkaConsumer.poll`` does. A newly owned partition (either
 is a ``group.id``) starts at the group's committed offset, else per ``auto.offset.reset``; it is
 not fetched until that lookup answered. What is committed is the position after the last record
 ``poll`` returned, not after what fetches buffered.
+
+With a ``HistoryWriter`` every poll that returns records is recorded (``HistoryWriter.poll``) with
+the records and ``positions_before``: per owned partition whose position is known, the offset of
+the next record ``poll`` would have returned just before this one (``position()``, read from what
+the consumer holds, never asked of a broker), so a checker can tell a seek or a rebalance from a
+consumer going backwards.
 """
 from __future__ import annotations
 
@@ -21,8 +27,9 @@ import collections
 import itertools
 import socket
 import time
+from concurrent import futures
+from concurrent.futures import Future
 
-import ray
 from ray.exceptions import ActorDiedError
 
 from actors.core.errors import ErrorCode
@@ -31,10 +38,11 @@ from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from actors.core.messages.list_offsets import (
     EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
 )
-from orchestration.client import BrokerDirectory, as_kafka_error
+from orchestration.client import BrokerDirectory, as_future, as_kafka_error
 from orchestration.consumer_coordinator import ConsumerCoordinator
 from orchestration.errors import KafkaError
 from orchestration.group_membership import monotonic_ms
+from orchestration.history import HistoryWriter, topic_partition_key
 from orchestration.records import ConsumerRecord, read_records
 
 CONSUMER_DEFAULTS = {
@@ -75,9 +83,12 @@ def _topic_partition(value) -> tuple[str, int]:
 
 class Consumer:
     def __init__(self, directory: BrokerDirectory, config: dict | None = None, *,
-                 coordinator_channel=None, heartbeat_thread: bool = True) -> None:
+                 coordinator_channel=None, heartbeat_thread: bool = True,
+                 history: HistoryWriter | None = None, process: str | None = None) -> None:
         """``coordinator_channel`` replaces the Ray transport to group coordinators and
-        ``heartbeat_thread=False`` leaves heartbeats to the caller; both for tests."""
+        ``heartbeat_thread=False`` leaves heartbeats to the caller; both for tests. ``history``
+        records every poll that returns records under ``process`` (default: the client id, with a
+        number added when ``client.id`` is configured, so that it is unique in this Python process)."""
         settings = {**CONSUMER_DEFAULTS, **{k: str(v) for k, v in (config or {}).items()}}
         self.config = settings
         self._reset_policy = settings["auto.offset.reset"].lower()
@@ -93,12 +104,17 @@ class Consumer:
         self._directory = directory
         self._positions: dict[tuple[str, int], int | None] = {}
         self._buffered: collections.deque[ConsumerRecord] = collections.deque()
-        self._in_flight: dict = {}  # ObjectRef -> (broker id, {topic_partition: fetch offset})
+        # Per Fetch awaiting its answer, keyed by the answer's future: (broker id, the call's
+        # ObjectRef, held until the answer is in, {topic_partition: fetch offset}).
+        self._in_flight: dict[Future, tuple] = {}
         self._backoff_until: dict[int, float] = {}
         self._closed = False
         group_id = settings["group.id"].strip()
         self.client_id = settings["client.id"] or (f"consumer-{group_id}-{next(_CLIENT_IDS)}" if group_id
                                                    else f"consumer-{next(_CLIENT_IDS)}")
+        self._history = history
+        self.process = process or (f"{self.client_id}-{next(_CLIENT_IDS)}" if settings["client.id"]
+                                   else self.client_id)
         self._api_timeout_ms = int(settings["default.api.timeout.ms"])
         self._awaiting_committed: set[tuple[str, int]] = set()  # owned, waiting for the committed offset
         self._consumed_epochs: dict[tuple[str, int], int] = {}  # leader epoch of the last record returned
@@ -207,10 +223,13 @@ class Consumer:
             if self._coordinator is not None and not self._update_assignment(deadline * 1000):
                 return []  # the rebalance or the coordinator lookup goes on in the next poll
             if self._buffered:
+                positions_before = self._known_positions() if self._history is not None else None
                 records = [self._buffered.popleft() for _ in range(min(len(self._buffered), self._max_poll_records))]
                 for record in records:
                     self._consumed_epochs[(record.topic, record.partition)] = record.leader_epoch
                 self._send_fetches()  # pipelining: the next data travels while the caller works
+                if self._history is not None:
+                    self._history.poll(self.process, records, positions_before)
                 return records
             self._send_fetches()
             remaining_s = deadline - time.monotonic()
@@ -222,10 +241,13 @@ class Consumer:
                     return []
                 time.sleep(max(0.0, min(wait_s, self._retry_backoff_ms / 1000)))
                 continue
-            done, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=max(0.0, wait_s))
-            for ref in done:
-                self._handle_response(ref)
-            if not done and time.monotonic() >= deadline:
+            done, _ = futures.wait(list(self._in_flight), timeout=max(0.0, wait_s),
+                                   return_when=futures.FIRST_COMPLETED)
+            for answer in done:
+                self._handle_response(answer)
+            # Checked whether or not a fetch answered: fetches answered at once with nothing
+            # (fetch.max.wait.ms=0, at the log end) must not keep poll past its timeout.
+            if not self._buffered and time.monotonic() >= deadline:
                 return []
 
     def close(self, timeout_ms: int = CLOSE_TIMEOUT_MS) -> None:
@@ -249,7 +271,7 @@ class Consumer:
 
     # ------------------------------------------------------------------------------- fetching
     def _send_fetches(self) -> None:
-        busy = {tp for _, offsets in self._in_flight.values() for tp in offsets}
+        busy = {tp for _, _, offsets in self._in_flight.values() for tp in offsets}
         buffered = {(r.topic, r.partition) for r in self._buffered}
         by_leader: dict[int, dict[tuple[str, int], tuple[int, int]]] = collections.defaultdict(dict)
         now = time.monotonic()
@@ -284,12 +306,12 @@ class Consumer:
             except KafkaError:
                 self._on_broker_trouble(leader)
                 continue
-            self._in_flight[ref] = (leader, {tp: offset for tp, (offset, _) in wanted.items()})
+            self._in_flight[as_future(ref)] = (leader, ref, {tp: offset for tp, (offset, _) in wanted.items()})
 
-    def _handle_response(self, ref) -> None:
-        leader, offsets = self._in_flight.pop(ref)
+    def _handle_response(self, answer: Future) -> None:
+        leader, _, offsets = self._in_flight.pop(answer)
         try:
-            response = ray.get(ref)
+            response = answer.result()
         except Exception as exc:
             if isinstance(exc, ActorDiedError):
                 self._directory.forget(leader)
@@ -390,6 +412,13 @@ class Consumer:
             if offset is not None:
                 positions[tp] = (offset, self._consumed_epochs.get(tp, NO_EPOCH))
         return positions
+
+    def _known_positions(self) -> dict[str, int]:
+        """``position()`` of every owned partition whose position is known, keyed for the
+        history; a partition still waiting for its committed offset or for a reset is left out,
+        since finding its position would mean asking a broker."""
+        return {topic_partition_key(*tp): offset for tp, (offset, _) in self._consumed_positions().items()
+                if tp not in self._awaiting_committed}
 
     def _partition_counts(self, topics) -> dict[str, int]:
         """Partition counts from fresh metadata; topics the cluster does not have are left out."""

@@ -8,22 +8,42 @@ grouping one batch per partition into one Produce request per leader, with at mo
 until ``delivery.timeout.ms``; as in Kafka without idempotence, a retry of a request whose first
 attempt did land can write a record twice. The future resolves to ``RecordMetadata`` (topic,
 partition, offset) or raises ``KafkaError``.
+
+A request unanswered after ``request.timeout.ms`` is abandoned and handled as
+``REQUEST_TIMED_OUT`` (Kafka's NetworkClient does the same), so a paused or partitioned broker
+cannot hold the producer forever; a batch still queued ``delivery.timeout.ms`` after it was made
+expires, as in Kafka's accumulator. So every send completes, and ``flush`` returns, within about
+``delivery.timeout.ms`` + ``request.timeout.ms``.
+
+With a ``HistoryWriter`` the producer records every send, Jepsen-style: ``invoke`` before the
+record is queued, then ``ok`` (acknowledged at an offset), ``fail`` (definitely not appended) or
+``info`` (indeterminate). A batch remembers whether any attempt may have appended it
+(``maybe_written``): a call that failed in Ray or timed out, or an answer that says the leader
+appended (``REQUEST_TIMED_OUT`` and ``NOT_ENOUGH_REPLICAS_AFTER_APPEND`` from the produce
+purgatory, any error answered with the append's base offset, ``UNKNOWN_SERVER_ERROR``). Its
+final error is ``info`` if so, else ``fail``: an error such as ``NOT_ENOUGH_REPLICAS`` proves only
+that *that* attempt appended nothing. With acks=0 the producer never learns whether the write
+landed, so a completed send is ``info`` with the error ``NO_ACKNOWLEDGEMENT``.
 """
 from __future__ import annotations
 
 import collections
+import functools
+import itertools
 import threading
 import time
+from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
-import ray
 from ray.exceptions import ActorDiedError
 
 from actors.core.errors import ErrorCode
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
-from orchestration.client import BrokerDirectory, as_kafka_error
+from orchestration.client import BrokerDirectory, as_future, as_kafka_error, cancel_quietly
 from orchestration.errors import KafkaError
+from orchestration.history import HistoryWriter
 from orchestration.partitioner import StickyPartitioner
 from orchestration.records import BatchBuilder, RecordMetadata, estimate_record_size
 
@@ -41,9 +61,25 @@ PRODUCER_DEFAULTS = {
     "max.block.ms": "60000",
 }
 
+# Errors after which the leader the metadata names is probably wrong: ask for metadata again. A
+# broker with no actor (BROKER_NOT_AVAILABLE) is a disconnected node to Kafka's client.
 _METADATA_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                     ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.FENCED_LEADER_EPOCH,
-                    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NETWORK_EXCEPTION}
+                    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NETWORK_EXCEPTION,
+                    ErrorCode.BROKER_NOT_AVAILABLE}
+# An attempt answered with one of these may have appended its records: the leader appended and
+# then could not replicate in time (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND, both from
+# the produce purgatory), the call's fate is unknown (NETWORK_EXCEPTION), or the broker failed
+# somewhere inside the request (UNKNOWN_SERVER_ERROR, KAFKA_STORAGE_ERROR: a write may be partly
+# on disk). Every other error is answered before the append, so it proves that attempt wrote
+# nothing (NOT_LEADER_OR_FOLLOWER too, unless it carries a base offset: see ``_complete``).
+OUTCOME_UNKNOWN_ERRORS = frozenset({
+    ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NETWORK_EXCEPTION, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.KAFKA_STORAGE_ERROR,
+})
+# The history's error for a completed acks=0 send: the broker's answer is not an acknowledgement.
+NO_ACKNOWLEDGEMENT = "NO_ACKNOWLEDGEMENT"
+_PROCESS_IDS = itertools.count()
 
 
 def parse_acks(value: str) -> int:
@@ -68,13 +104,28 @@ class _ProducerBatch:
     attempts: int = 0
     retry_after_ms: float = 0.0
     estimated_bytes: int = 0  # what this batch holds of buffer.memory
+    # Set once any attempt may have appended this batch, and never cleared: a later attempt's
+    # refusal (NOT_LEADER_OR_FOLLOWER, say) says nothing about the earlier one.
+    maybe_written: bool = False
 
     def size_in_bytes(self) -> int:
         return len(self.payload) if self.payload is not None else self.builder.size_in_bytes()
 
 
+@dataclass(slots=True)
+class _InFlightRequest:
+    """One Produce request awaiting its answer; ``ref`` is kept to cancel an abandoned call."""
+    broker_id: int
+    groups: list  # [[_ProducerBatch]]: per partition, the batches in the request, in order
+    sent_ms: float
+    ref: Any
+
+
 class Producer:
-    def __init__(self, directory: BrokerDirectory, config: dict | None = None) -> None:
+    def __init__(self, directory: BrokerDirectory, config: dict | None = None, *,
+                 history: HistoryWriter | None = None, process: str | None = None) -> None:
+        """``history`` records every send under ``process`` (default: ``producer-N``, unique in
+        this Python process, which is all one ``HistoryWriter`` serves)."""
         settings = {**PRODUCER_DEFAULTS, **{k: str(v) for k, v in (config or {}).items()}}
         self.config = settings
         self.acks = parse_acks(settings["acks"])
@@ -89,11 +140,13 @@ class Producer:
         self._buffer_memory = int(settings["buffer.memory"])
         self._max_block_ms = int(settings["max.block.ms"])
         self._directory = directory
+        self._history = history
+        self.process = process or f"producer-{next(_PROCESS_IDS)}"
         self._partitioner = StickyPartitioner()
         self._condition = threading.Condition()
         self._queues: dict[tuple[str, int], collections.deque[_ProducerBatch]] = {}
         self._queued_bytes = 0
-        self._in_flight: dict = {}  # ObjectRef -> (broker id, [batches])
+        self._in_flight: dict[Future, _InFlightRequest] = {}  # keyed by the answer's future
         self._unfinished = 0  # batches queued or in flight
         self._flushing = 0
         self._closed = False
@@ -104,10 +157,22 @@ class Producer:
     def send(self, topic: str, value: bytes | None = None, key: bytes | None = None,
              partition: int | None = None, timestamp_ms: int | None = None, headers=None) -> Future:
         future: Future = Future()
+        future.set_running_or_notify_cancel()  # a send cannot be taken back, so its future cannot be cancelled
+        value_text = None
+        if self._history is not None:
+            value_text = _history_text(value)
+            self._history.invoke(self.process, topic, partition, value_text)
+        batch = None
         try:
-            self._append(topic, value, key, partition, timestamp_ms, headers, future)
+            batch = self._append(topic, value, key, partition, timestamp_ms, headers, future)
         except KafkaError as exc:
-            future.set_exception(exc)
+            future.set_exception(exc)  # refused before anything was queued: recorded as fail below
+        except Exception as exc:
+            if value_text is not None:
+                self._history.fail(self.process, value_text, exc)
+            raise
+        if value_text is not None:
+            future.add_done_callback(functools.partial(self._record_outcome, value_text, batch))
         return future
 
     def flush(self, timeout: float | None = None) -> None:
@@ -142,13 +207,14 @@ class Producer:
         self.close()
 
     # ---------------------------------------------------------------------------- accumulator
-    def _append(self, topic, value, key, partition, timestamp_ms, headers, future) -> None:
+    def _append(self, topic, value, key, partition, timestamp_ms, headers, future) -> _ProducerBatch:
         if self._closed:
             raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "producer is closed")
         for name, data in (("key", key), ("value", value)):
             if data is not None and not isinstance(data, (bytes, bytearray, memoryview)):
                 raise TypeError(f"{name} must be bytes or None, not {type(data).__name__}")
         num_partitions = self._partition_count(topic)
+        sticky = partition is None and key is None  # the sticky partitioner chooses, batch by batch
         if partition is None:
             partition = self._partitioner.partition(topic, key, num_partitions)
         elif not isinstance(partition, int) or not 0 <= partition < num_partitions:
@@ -163,9 +229,16 @@ class Producer:
                 self._condition.wait(0.1)  # buffer.memory bounds what waits to be sent
             queue = self._queues.setdefault((topic, partition), collections.deque())
             batch = queue[-1] if queue and queue[-1].payload is None else None
-            if batch is None or not batch.builder.try_append(key, value, timestamp_ms, headers):
-                if batch is not None and key is None:
-                    self._partitioner.on_new_batch(topic, partition, num_partitions)
+            appended = batch is not None and batch.builder.try_append(key, value, timestamp_ms, headers)
+            if not appended and sticky:
+                # As Kafka's producer does (KIP-480): a keyless record that would open a new batch
+                # (the last one is full or already sent) moves the sticky partition on first.
+                self._partitioner.on_new_batch(topic, partition, num_partitions)
+                partition = self._partitioner.partition(topic, None, num_partitions)
+                queue = self._queues.setdefault((topic, partition), collections.deque())
+                batch = queue[-1] if queue and queue[-1].payload is None else None
+                appended = batch is not None and batch.builder.try_append(key, value, timestamp_ms, headers)
+            if not appended:
                 batch = _ProducerBatch(topic, partition, BatchBuilder(self._batch_size), _now_ms())
                 appended = batch.builder.try_append(key, value, timestamp_ms, headers)
                 assert appended, "the first record always fits an empty batch"
@@ -176,6 +249,7 @@ class Producer:
             self._queued_bytes += size
             if len(queue) > 1 or batch.builder.size_in_bytes() >= self._batch_size or self._linger_ms <= 0:
                 self._condition.notify_all()
+            return batch
 
     def _partition_count(self, topic: str) -> int:
         """Wait up to ``max.block.ms`` for the topic to appear in metadata, as Kafka's send does."""
@@ -195,28 +269,37 @@ class Producer:
             with self._condition:
                 if self._closed and not self._unfinished:
                     return
-                ready, wait_ms = self._drain_ready()
-                if not ready and not self._in_flight:
+                ready, wait_ms, expired = self._drain_ready()
+                if not ready and not expired and not self._in_flight:
                     self._condition.wait(min(wait_ms, 100) / 1000)
                     continue
+            for batch in expired:
+                self._fail(batch, KafkaError(ErrorCode.REQUEST_TIMED_OUT, (
+                    f"expiring a batch of {batch.topic}-{batch.partition}: delivery.timeout.ms="
+                    f"{self._delivery_timeout_ms:.0f} has passed since it was made")))
             self._send(ready)
             self._collect(timeout_s=0 if ready else min(wait_ms, 5) / 1000)
 
-    def _drain_ready(self) -> tuple[list, float]:
-        """Per partition, the ready batches to send now, and how long until the next is due.
+    def _drain_ready(self) -> tuple[list, float, list]:
+        """Per partition, the ready batches to send now; how long until the next is due; and the
+        queued batches older than ``delivery.timeout.ms``, which the caller fails.
 
         A partition whose head batch is ready sends it together with the batches queued behind it
         (up to ``max.request.size``): they travel as one records field, which the leader appends
         with consecutive offsets, so a busy partition costs one Ray call per request, not per batch.
+        Expiry takes batches from the front only, so the batches that stay keep their order.
         """
         now = _now_ms()
         hurry = self._flushing > 0 or self._closed
-        per_broker_in_flight = collections.Counter(broker for broker, _ in self._in_flight.values())
-        ready, wait_ms = [], 100.0
+        per_broker_in_flight = collections.Counter(request.broker_id for request in self._in_flight.values())
+        ready, wait_ms, expired = [], 100.0, []
         for key, queue in self._queues.items():
+            while queue and now - queue[0].created_ms >= self._delivery_timeout_ms:
+                expired.append(queue.popleft())
             if not queue:
                 continue
             batch = queue[0]
+            wait_ms = min(wait_ms, batch.created_ms + self._delivery_timeout_ms - now)
             if batch.retry_after_ms > now:
                 wait_ms = min(wait_ms, batch.retry_after_ms - now)
                 continue
@@ -243,7 +326,7 @@ class Producer:
                 size += len(head.payload)
             ready.append((leader, group))
             per_broker_in_flight[leader] += 1
-        return ready, max(wait_ms, 0.0)
+        return ready, max(wait_ms, 0.0), expired
 
     def _leader_or_none(self, topic: str, partition: int) -> int | None:
         try:
@@ -279,32 +362,60 @@ class Producer:
             TopicProduceData(name=name, partition_data=tuple(parts)) for name, parts in topics.items()))
         try:
             ref = self._directory.broker(broker_id).handle_produce.remote(request)
-        except KafkaError as exc:
+        except KafkaError as exc:  # no handle for the broker: nothing was sent
             for group in groups:
                 self._fail_or_retry(group, exc)
             return
         with self._condition:
-            self._in_flight[ref] = (broker_id, groups)
+            self._in_flight[as_future(ref)] = _InFlightRequest(broker_id, groups, _now_ms(), ref)
 
     def _collect(self, timeout_s: float) -> None:
         if not self._in_flight:
             return
-        refs = list(self._in_flight)
-        done, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+        self._abandon_timed_out()
+        answers = list(self._in_flight)
+        if not answers:
+            return
+        done, _ = futures.wait(answers, timeout=timeout_s)  # all that answer within timeout_s
         if not done:
-            done, _ = ray.wait(refs, num_returns=1, timeout=0.005)
-        for ref in done:
+            done, _ = futures.wait(answers, timeout=0.005, return_when=futures.FIRST_COMPLETED)
+        for answer in done:
             with self._condition:
-                broker_id, groups = self._in_flight.pop(ref)
+                request = self._in_flight.pop(answer)
             try:
-                response = ray.get(ref)
-            except Exception as exc:  # a dead or restarting broker: the outcome is unknown
+                response = answer.result()
+            except Exception as exc:  # a dead, restarting or failing broker: the call may have run
                 if isinstance(exc, ActorDiedError):
-                    self._directory.forget(broker_id)
-                for group in groups:
-                    self._fail_or_retry(group, as_kafka_error(exc))
+                    self._directory.forget(request.broker_id)
+                for group in request.groups:
+                    self._fail_or_retry(group, as_kafka_error(exc), outcome_unknown=True)
                 continue
-            self._complete(groups, response)
+            self._complete(request.groups, response)
+
+    def _abandon_timed_out(self) -> None:
+        """Give up on requests unanswered for ``request.timeout.ms``, as Kafka's NetworkClient
+        does: the broker may be paused or cut off, and may still run the request, so each is
+        ``REQUEST_TIMED_OUT`` with an unknown outcome, retried per ``retries`` and
+        ``delivery.timeout.ms``. Ray is asked to cancel the call; a late answer is ignored."""
+        now = _now_ms()
+        timed_out = [answer for answer, request in self._in_flight.items()
+                     if now - request.sent_ms >= self._request_timeout_ms and not answer.done()]
+        if not timed_out:
+            return
+        with self._condition:
+            abandoned = [self._in_flight.pop(answer) for answer in timed_out]
+        for request in abandoned:
+            cancel_quietly(request.ref)
+        # The leader may have been replaced meanwhile (a paused leader is fenced): ask again.
+        try:
+            self._directory.refresh_metadata()
+        except KafkaError:
+            pass  # every broker unreachable for now: the retry will ask again
+        for request in abandoned:
+            error = KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"no answer from broker {request.broker_id} within "
+                                                            f"request.timeout.ms={self._request_timeout_ms}")
+            for group in request.groups:
+                self._fail_or_retry(group, error, outcome_unknown=True)
 
     def _complete(self, groups: list[list[_ProducerBatch]], response) -> None:
         results = {(topic.name, part.index): part for topic in response.responses
@@ -314,7 +425,10 @@ class Producer:
             if result is None:
                 self._fail_or_retry(group, KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "no answer for partition"))
             elif result.error_code != ErrorCode.NONE:
-                self._fail_or_retry(group, KafkaError(result.error_code, result.error_message or ""))
+                # An error answered with a base offset comes after the append (the leader lost its
+                # leadership while waiting for acks=all, say): the records are in its log.
+                self._fail_or_retry(group, KafkaError(result.error_code, result.error_message or ""),
+                                    outcome_unknown=result.base_offset >= 0)
             else:
                 offset = result.base_offset
                 for batch in group:
@@ -323,7 +437,13 @@ class Producer:
                         offset = offset + 1 if offset >= 0 else -1  # acks=0 answers -1, as Kafka does
                     self._finish(batch)
 
-    def _fail_or_retry(self, batches: list[_ProducerBatch], error: KafkaError) -> None:
+    def _fail_or_retry(self, batches: list[_ProducerBatch], error: KafkaError, *,
+                       outcome_unknown: bool = False) -> None:
+        """One attempt of ``batches`` ended with ``error``; ``outcome_unknown`` when the attempt
+        may have appended them whatever the error says (the call failed in Ray or timed out)."""
+        if outcome_unknown or error.error_code in OUTCOME_UNKNOWN_ERRORS:
+            for batch in batches:
+                batch.maybe_written = True
         now = _now_ms()
         if error.error_code in _METADATA_ERRORS:
             try:
@@ -339,9 +459,12 @@ class Producer:
                     self._queues[(batch.topic, batch.partition)].appendleft(batch)
                     self._condition.notify_all()
                 continue
-            for future in batch.futures:
-                future.set_exception(error)
-            self._finish(batch)
+            self._fail(batch, error)
+
+    def _fail(self, batch: _ProducerBatch, error: KafkaError) -> None:
+        for future in batch.futures:
+            future.set_exception(error)
+        self._finish(batch)
 
     def _finish(self, batch: _ProducerBatch) -> None:
         with self._condition:
@@ -349,6 +472,30 @@ class Producer:
             self._queued_bytes -= batch.estimated_bytes
             assert self._queued_bytes >= 0
             self._condition.notify_all()
+
+    # -------------------------------------------------------------------------------- history
+    def _record_outcome(self, value_text: str, batch: _ProducerBatch | None, future: Future) -> None:
+        """How one send ended, for the history (a done callback, run by whoever resolved the
+        future). A failure is ``fail`` only if no attempt may have appended the record: refused
+        in ``send`` (``batch`` is None) or every attempt refused before the append."""
+        error = future.exception()
+        if error is None:
+            metadata = future.result()
+            if self.acks == 0:
+                self._history.info(self.process, value_text, NO_ACKNOWLEDGEMENT)
+            else:
+                self._history.ok(self.process, metadata.topic, metadata.partition, metadata.offset, value_text)
+        elif batch is not None and batch.maybe_written:
+            self._history.info(self.process, value_text, error)
+        else:
+            self._history.fail(self.process, value_text, error)
+
+
+def _history_text(value: bytes | bytearray | memoryview | None) -> str:
+    """A record's value as the history writes it, here and in polls (UTF-8, else escaped)."""
+    if isinstance(value, memoryview):
+        value = bytes(value)
+    return value.decode("utf-8", errors="backslashreplace") if isinstance(value, (bytes, bytearray)) else str(value)
 
 
 def _now_ms() -> float:

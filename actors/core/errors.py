@@ -3,7 +3,8 @@
 Every response carries an ``ErrorCode``; a peer's stale or illegal input is answered with one of
 these, never with an exception. ``KafkaProtocolError`` exists only for code inside the core that
 must unwind several frames (for example the log refusing a corrupt batch); the handler that
-catches it turns it into the response's error code.
+catches it turns it into the response's error code. The shells also raise it, with
+``INVALID_REQUEST``, to the caller of a request they cannot parse (Kafka closes the connection).
 """
 from __future__ import annotations
 
@@ -157,3 +158,9 @@ class KafkaProtocolError(Exception):
     def __init__(self, error_code: ErrorCode, message: str = "") -> None:
         super().__init__(f"{error_code.name}: {message}" if message else error_code.name)
         self.error_code = error_code
+        self.message = message
+
+    def __reduce__(self):
+        # Ray pickles an exception raised in an actor to hand it to the caller; rebuild it from its
+        # own arguments (the default would pass the formatted text back as ``error_code``).
+        return type(self), (self.error_code, self.message)

@@ -14,7 +14,7 @@ NUM_CPUS = 2
 @pytest.fixture(scope="module")
 def ray_session():
     assert not ray.is_initialized(), "another test left Ray running"
-    ray.init(num_cpus=NUM_CPUS, namespace=f"raykafka-test-{uuid.uuid4().hex[:8]}",
+    ray.init(address="local", num_cpus=NUM_CPUS, namespace=f"raykafka-test-{uuid.uuid4().hex[:8]}",
              include_dashboard=False, log_to_driver=False)
     try:
         yield ray.get_runtime_context().namespace

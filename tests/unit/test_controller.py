@@ -18,12 +18,13 @@ from actors.core.messages.alter_partition import (
 from actors.core.messages.create_topics import (
     CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest,
 )
-from actors.core.messages.elect_leaders import ElectLeadersRequest
+from actors.core.messages.broker_registration import BrokerRegistrationRequest
+from actors.core.messages.elect_leaders import UNCLEAN_ELECTION, ElectLeadersRequest, TopicPartitions
 from actors.core.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
 from actors.core.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 from actors.core.messages.update_metadata import UpdateMetadataBroker, UpdateMetadataRequest
 from tests.support.controller_driver import (
-    ControllerDriver, broker_host, leader_and_isr_states, stop_replica_partitions, update_metadata_states,
+    CLUSTER_ID, ControllerDriver, broker_host, leader_and_isr_states, stop_replica_partitions, update_metadata_states,
 )
 
 UNCLEAN = "unclean.leader.election.enable"
@@ -994,3 +995,86 @@ def test_resync_during_a_topic_deletion_repeats_the_lost_stop_replica_and_does_n
     assert stop_replicas(driver, 2, delete=True) == {("t", 0)}
     driver.deliver_stop_replicas()
     assert sorted(driver.stored().topics()) == ["keep"]
+
+
+# --------------------------------------------------------- bad input (the failover matrix's row)
+def test_a_registration_from_another_cluster_is_inconsistent_cluster_id_and_changes_nothing():
+    driver = cluster(1, 2)
+    create(driver, "t", {0: [1, 2]})
+    stored, before = driver.snapshot(), brief(driver, "t")
+    driver.clear_sends()
+    response = driver.ask("handle_broker_registration", BrokerRegistrationRequest(
+        broker_id=1, cluster_id="another-cluster", incarnation_id="another-process", host=broker_host(1)))
+    assert (response.error_code, response.broker_epoch) == (ErrorCode.INCONSISTENT_CLUSTER_ID, -1)
+    assert driver.snapshot() == stored and brief(driver, "t") == before
+    assert driver.sent == [] and driver.channels_removed == []
+
+
+def test_a_late_registration_from_a_replaced_process_is_refused_and_fences_nobody():
+    driver = cluster(1, 2)
+    create(driver, "t", {0: [1, 2]})
+    replaced = driver.incarnations[1]
+    driver.register(1, new_incarnation=True)  # Ray restarted broker 1: a bounce
+    stored, before = driver.snapshot(), brief(driver, "t")
+    driver.clear_sends()
+    driver.channel_events.clear()
+
+    late = driver.ask("handle_broker_registration", BrokerRegistrationRequest(
+        broker_id=1, cluster_id=CLUSTER_ID, incarnation_id=replaced, host=broker_host(1)))
+
+    assert late.error_code == ErrorCode.DUPLICATE_BROKER_REGISTRATION
+    assert driver.snapshot() == stored and brief(driver, "t") == before
+    assert driver.sent == [] and driver.channel_events == []
+    # The current process is still the registered one, also after its session ran out.
+    assert driver.heartbeat(1).error_code == ErrorCode.NONE
+    driver.advance(10 * 9000)
+    assert driver.register(1).error_code == ErrorCode.NONE
+
+
+def test_a_create_naming_a_topic_twice_refuses_both_entries_and_creates_the_others():
+    driver = cluster(1, 2)
+    response = driver.ask("handle_create_topics", CreateTopicsRequest(topics=(
+        CreatableTopic(name="twice", num_partitions=1, replication_factor=1),
+        CreatableTopic(name="once", num_partitions=1, replication_factor=1),
+        CreatableTopic(name="twice", num_partitions=2, replication_factor=1))))
+    assert [(r.name, r.error_code) for r in response.topics] == [
+        ("twice", ErrorCode.INVALID_REQUEST), ("once", ErrorCode.NONE), ("twice", ErrorCode.INVALID_REQUEST)]
+    assert driver.core.describe_cluster()["topics"] == ["once"]
+
+
+def elect(driver: ControllerDriver, election_type: int, partitions: dict[str, list[int]]):
+    response = driver.ask("handle_elect_leaders", ElectLeadersRequest(election_type=election_type, topic_partitions=tuple(
+        TopicPartitions(topic=t, partitions=tuple(ps)) for t, ps in partitions.items())))
+    return response.error_code, {(r.topic, p.partition_id): p.error_code
+                                 for r in response.replica_election_results for p in r.partition_result}
+
+
+def test_an_unknown_election_type_is_invalid_request_and_elects_nothing():
+    driver = cluster(1, 2)
+    create(driver, "t", {0: [2, 1]})
+    driver.register(2, new_incarnation=True)  # 1 leads, 2 is preferred
+    before = brief(driver, "t")
+    driver.clear_sends()
+    assert elect(driver, 7, {"t": [0]}) == (ErrorCode.INVALID_REQUEST, {})
+    assert brief(driver, "t") == before and driver.sent == []
+
+
+def test_an_unclean_election_leaves_led_partitions_alone_and_elects_out_of_sync_replicas_for_leaderless_ones():
+    driver = cluster(1, 2, 3)
+    create(driver, "led", {0: [3, 2]})
+    create(driver, "leaderless", {0: [1, 2, 3]})
+    shrink_isr(driver, "leaderless", 0, [1])
+    driver.register(3, new_incarnation=True)  # "led" moves to 2, away from its preferred replica 3
+    driver.broker_unreachable(1)  # "leaderless" has no live ISR member; unclean election is off
+    assert driver.leader("leaderless") == NO_LEADER
+    led_before = brief(driver, "led")
+    driver.clear_sends()
+
+    code, results = elect(driver, UNCLEAN_ELECTION, {"led": [0], "leaderless": [0], "nope": [0]})
+
+    assert code == ErrorCode.NONE
+    assert results == {("led", 0): ErrorCode.ELECTION_NOT_NEEDED, ("leaderless", 0): ErrorCode.NONE,
+                       ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert brief(driver, "led") == led_before  # a preferred election would have moved it back to 3
+    assert (driver.leader("leaderless"), driver.isr("leaderless")) == (2, [2])
+    assert last_leader_and_isr(driver, 3, "leaderless", 0).leader == 2

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from actors.core.effects import Respond
 from actors.core.errors import ErrorCode
 from actors.core.log.storage import InMemoryStorage
-from actors.core.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from actors.core.messages.list_offsets import (
+    EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
+)
+from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from actors.core.replica.replica_manager import OFFSETS_TOPIC
 from actors.core.messages.metadata import MetadataRequest
 from actors.records import read_records
 from tests.support.core_driver import CoreDriver, fetch_result, make_batch, produce_result
@@ -49,6 +54,8 @@ BAD_PRODUCES = [
     ("bad crc", lambda d: d.produce("t", 0, _flip_last_byte(make_batch([b"x"]))), ErrorCode.CORRUPT_MESSAGE),
     ("garbage", lambda d: d.produce("t", 0, b"\x00" * 10), ErrorCode.CORRUPT_MESSAGE),
     ("empty", lambda d: d.produce("t", 0, b""), ErrorCode.CORRUPT_MESSAGE),
+    ("records None", lambda d: d.produce("t", 0, None), ErrorCode.CORRUPT_MESSAGE),
+    ("records a str", lambda d: d.produce("t", 0, "a record"), ErrorCode.CORRUPT_MESSAGE),
 ]
 
 
@@ -248,3 +255,52 @@ def test_a_restarted_broker_applies_the_topic_config_that_leader_and_isr_carries
     second.become("small", 0, leader=0, leader_epoch=1, config={"max.message.bytes": "200"})
     answer = produce_result(second.answers[second.produce("small", 0, make_batch([b"x" * 500]))])
     assert answer.error_code == ErrorCode.MESSAGE_TOO_LARGE  # ... until the topic's config arrives
+
+
+# --------------------------------------------------------- bad input (the failover matrix's row)
+def test_a_client_produce_to_an_internal_topic_is_invalid_topic_but_the_group_coordinator_may_append():
+    driver = CoreDriver()
+    driver.become(OFFSETS_TOPIC, 0, leader=0)
+    request = ProduceRequest(acks=1, timeout_ms=1000, topic_data=(TopicProduceData(name=OFFSETS_TOPIC, partition_data=(
+        PartitionProduceData(index=0, records=make_batch([b"value"], keys=[b"not a group key"])),)),))
+    refused = produce_result(driver.ask("handle_produce", request))
+    assert refused.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert log_end_offset(driver, OFFSETS_TOPIC) == 0
+    effects = driver.manager.handle_produce(99, request, driver.now_ms, internal_topics_allowed=True)
+    (answer,) = [e.response for e in effects if isinstance(e, Respond)]
+    assert produce_result(answer).error_code == ErrorCode.NONE and log_end_offset(driver, OFFSETS_TOPIC) == 1
+
+
+def test_list_offsets_naming_a_partition_twice_answers_both_entries_invalid_request(leader):
+    asked = ListOffsetsPartition(partition_index=0, timestamp=LATEST_TIMESTAMP)
+    response = leader.ask("handle_list_offsets", ListOffsetsRequest(topics=(
+        ListOffsetsTopic(name="t", partitions=(asked, asked)),)))
+    assert [p.error_code for p in response.topics[0].partitions] == [ErrorCode.INVALID_REQUEST] * 2
+
+
+def test_a_fetch_from_a_broker_that_is_no_replica_gets_no_records_and_acknowledges_nothing():
+    driver = CoreDriver(broker_id=0)
+    driver.become("t", 0, leader=0, replicas=(0, 1), isr=(0, 1))
+    driver.produce("t", 0, make_batch([b"uncommitted"]))  # the HW waits for replica 1
+    data = fetch_result(driver.answers[driver.fetch("t", 0, 0, replica_id=7)])
+    assert (data.error_code, len(data.records), data.high_watermark) == (ErrorCode.NONE, 0, 0)
+    driver.fetch("t", 0, 1, replica_id=7)
+    assert driver.manager.partitions[("t", 0)].high_watermark == 0
+    follower = fetch_result(driver.answers[driver.fetch("t", 0, 0, replica_id=1)])
+    assert len(follower.records) > 0, "a replica still gets what it must replicate"
+
+
+def test_a_stale_leader_and_isr_applies_neither_its_partition_state_nor_its_topic_config():
+    driver = CoreDriver()
+    driver.become("t", 0, leader=0, leader_epoch=3)
+    stale = driver.become("t", 0, leader=0, leader_epoch=3, config={"max.message.bytes": "100",
+                                                                     "min.insync.replicas": "4"})
+    assert stale.partition_errors[0].error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+    partition = driver.manager.partitions[("t", 0)]
+    assert (partition.leader_epoch, partition.min_insync_replicas) == (3, 1)
+    answer = produce_result(driver.answers[driver.produce("t", 0, make_batch([b"x" * 300]), acks=-1)])
+    assert answer.error_code == ErrorCode.NONE, "the stale config (max.message.bytes=100) was applied"
+    # A state with no epoch at all for a partition this broker never hosted opens no log.
+    refused = driver.become("new", 0, leader=0, leader_epoch=-1)
+    assert refused.partition_errors[0].error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+    assert ("new", 0) not in driver.manager.partitions and driver.storage.list_dir("") == ["t-0"]

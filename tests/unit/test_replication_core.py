@@ -150,3 +150,14 @@ def test_follower_requests_are_fenced_by_leader_epoch_and_role():
     unknown = driver.ask("handle_follower_truncate", FollowerTruncateRequest(partitions=(FollowerTruncatePartition(
         topic="nope", partition=0, current_leader_epoch=2, mode=TruncationMode.TO_OFFSET, offset=0),)))
     assert unknown.partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_follower_append_of_records_that_are_not_bytes_is_corrupt_message_and_appends_nothing():
+    driver = RecordingDriver(broker_id=1)
+    driver.become("t", 0, leader=0, replicas=(0, 1), isr=(0, 1), leader_epoch=2)
+    for records in (None, "records", 42):
+        append = driver.ask("handle_follower_append", FollowerAppendRequest(partitions=(FollowerAppendPartition(
+            topic="t", partition=0, current_leader_epoch=2, fetch_offset=0, records=records,
+            leader_high_watermark=0),)))
+        assert append.partitions[0].error_code == ErrorCode.CORRUPT_MESSAGE, records
+    assert driver.manager.partitions[("t", 0)].log_end_offset == 0

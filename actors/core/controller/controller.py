@@ -6,10 +6,11 @@ every request it sends, so brokers ignore a paused controller that wakes up afte
 took over. Inputs are events, each handled to completion:
 
 - broker lifecycle: registration (a new broker epoch; a broker that comes back with a new
-  incarnation is handled as a failure followed by a startup, Kafka's "bounced broker"), heartbeats,
+  incarnation is handled as a failure followed by a startup, Kafka's "bounced broker"; another
+  cluster's broker, or a late registration of a process already replaced, is refused), heartbeats,
   heartbeat expiry after ``broker.session.timeout.ms``, Ray reporting the broker's actor dead, and
   controlled shutdown;
-- admin requests: CreateTopics, DeleteTopics, ElectLeaders (preferred), and the periodic
+- admin requests: CreateTopics, DeleteTopics, ElectLeaders (preferred or unclean), and the periodic
   preferred-leader rebalance when ``auto.leader.rebalance.enable``;
 - AlterPartition from partition leaders (ISR changes, checked against ``partition_epoch``);
 - responses to its own control requests, which the send threads hand back.
@@ -24,11 +25,12 @@ epoch makes this controller resign: from then on it sends nothing and answers ``
 """
 from __future__ import annotations
 
+import collections
 from collections.abc import Iterable
 from typing import Any, Protocol
 
 from actors.core.config import KafkaConfig
-from actors.core.controller import elections, isr_changes
+from actors.core.controller import elect_leaders, elections, isr_changes
 from actors.core.controller.context import BrokerInfo, ControllerContext
 from actors.core.controller.deletion import TopicDeletion
 from actors.core.controller.metadata_store import MetadataStore
@@ -41,12 +43,16 @@ from actors.core.messages import (
     AlterPartitionRequest, AlterPartitionResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
     BrokerRegistrationResponse, ControlledShutdownRequest, ControlledShutdownResponse, CreatableTopicResult,
     CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
-    ElectLeadersRequest, ElectLeadersResponse, PartitionResult, RemainingPartition, ReplicaElectionResult,
+    ElectLeadersRequest, ElectLeadersResponse, RemainingPartition,
 )
 
 # The controller is its own actor, not a broker, so like a KRaft controller it has a node id of
 # its own, outside the range brokers use.
 CONTROLLER_NODE_ID = 3000
+
+# How many incarnations of one broker id the controller remembers (see ``_register``). A
+# registration from a process older than that is taken for a new one (a bounce), as before.
+INCARNATIONS_KEPT_MAX = 16
 
 CONTROLLER_DEFAULTS = {
     # KRaft's defaults for the same ideas (Kafka 2.4 used ZooKeeper's session timeout instead).
@@ -85,6 +91,11 @@ class ControllerCore:
         self.session_timeout_ms = self.config.get_int("broker.session.timeout.ms", 1)
         self.rebalance_interval_ms = self.config.get_int("leader.imbalance.check.interval.seconds", 1) * 1000
         self._next_rebalance_ms = now_ms + self.rebalance_interval_ms
+        # Per broker id, the incarnations (processes) that registered, oldest first, at most
+        # INCARNATIONS_KEPT_MAX. A registration from any but the newest is a superseded process's,
+        # delivered late. Kept in memory only: a new controller knows just the current ones.
+        self._incarnations: dict[int, list[str]] = {b: [info.incarnation_id]
+                                                    for b, info in self.context.brokers.items()}
 
     # ------------------------------------------------------------------------------ plumbing
     def _flush(self) -> list[Effect]:
@@ -165,12 +176,29 @@ class ControllerCore:
 
     def _register(self, request_id: int, request: BrokerRegistrationRequest, now_ms: int) -> list[Effect]:
         effects: list[Effect] = []
+        # Kafka 2.4's brokers compare their cluster id with ZooKeeper's /cluster/id, which the first
+        # broker writes; here the controller does, and the first registration sets it.
+        cluster_id = self.store.cluster_id()
+        if cluster_id is None:
+            self.store.put_cluster_id(request.cluster_id)
+        elif cluster_id != request.cluster_id:
+            return [Respond(request_id=request_id, response=BrokerRegistrationResponse(
+                error_code=ErrorCode.INCONSISTENT_CLUSTER_ID))]
         existing = self.context.brokers.get(request.broker_id)
         if existing is not None and existing.incarnation_id == request.incarnation_id:
             # A retried registration of the same process: answer with the epoch it already has.
             existing.last_heartbeat_ms = now_ms
             return [Respond(request_id=request_id, response=BrokerRegistrationResponse(
                 broker_epoch=existing.broker_epoch))]
+        seen = self._incarnations.setdefault(request.broker_id, [])
+        if request.incarnation_id in seen[:-1]:
+            # A process that a newer one of the same broker id has replaced: its registration was
+            # delayed (Ray orders no calls across processes). Taking it would fence the live one.
+            return [Respond(request_id=request_id, response=BrokerRegistrationResponse(
+                error_code=ErrorCode.DUPLICATE_BROKER_REGISTRATION))]
+        if request.incarnation_id not in seen:
+            seen.append(request.incarnation_id)
+            del seen[:-INCARNATIONS_KEPT_MAX]
         if existing is not None:
             effects.append(self._log(f"broker {request.broker_id} bounced (new incarnation)"))
             effects += self._on_broker_failure([request.broker_id])
@@ -332,40 +360,7 @@ class ControllerCore:
     def handle_elect_leaders(self, request_id: int, request: ElectLeadersRequest, now_ms: int) -> list[Effect]:
         def error(code: ErrorCode) -> ElectLeadersResponse:
             return ElectLeadersResponse(replica_election_results=(), error_code=code)
-        return self._guarded(request_id, error, lambda: self._elect_preferred(request_id, request))
-
-    def _elect_preferred(self, request_id: int, request: ElectLeadersRequest) -> list[Effect]:
-        context = self.context
-        if request.topic_partitions is None:
-            wanted = context.all_partitions()
-        else:
-            wanted = [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
-        results: dict[str, list[PartitionResult]] = {}
-        self.batch.new_batch()
-        for topic_partition in wanted:
-            code = self._elect_preferred_one(topic_partition)
-            results.setdefault(topic_partition[0], []).append(
-                PartitionResult(partition_id=topic_partition[1], error_code=code))
-        effects = self._flush()
-        effects.append(Respond(request_id=request_id, response=ElectLeadersResponse(
-            replica_election_results=tuple(ReplicaElectionResult(topic=t, partition_result=tuple(r))
-                                           for t, r in sorted(results.items())))))
-        return effects
-
-    def _elect_preferred_one(self, topic_partition: TopicPartition) -> ErrorCode:
-        context = self.context
-        current = context.leadership.get(topic_partition)
-        if current is None or topic_partition[0] in context.topics_to_delete:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        result = elections.elect_preferred(leader_and_isr=current, assignment=context.replicas(topic_partition),
-                                           live_replicas=context.live_broker_ids,
-                                           controller_epoch=self.controller_epoch)
-        if result.leader_and_isr is None:
-            return result.error
-        context.set_leadership(topic_partition, result.leader_and_isr)
-        context.partition_states.transition(topic_partition, PartitionState.ONLINE_PARTITION)
-        self._add_leader_and_isr(topic_partition, result.live_replicas_to_notify)
-        return ErrorCode.NONE
+        return self._guarded(request_id, error, lambda: elect_leaders.handle_elect_leaders(self, request_id, request))
 
     # ----------------------------------------------------------------------- controlled shutdown
     def handle_controlled_shutdown(self, request_id: int, request: ControlledShutdownRequest,
@@ -429,7 +424,13 @@ class ControllerCore:
         context = self.context
         results = []
         effects: list[Effect] = []
+        named = collections.Counter(topic.name for topic in request.topics)
         for topic in request.topics:
+            if named[topic.name] > 1:
+                # Kafka refuses every entry of a topic named more than once, and creates none of them.
+                results.append(CreatableTopicResult(name=topic.name, error_code=ErrorCode.INVALID_REQUEST,
+                                                    error_message="Found multiple entries for this topic."))
+                continue
             try:
                 assignment, config = validate_new_topic(
                     topic, existing=set(context.topics), live_brokers=sorted(context.live_broker_ids),
@@ -527,7 +528,7 @@ class ControllerCore:
             imbalanced = [tp for tp in partitions
                           if context.leadership.get(tp) is not None and context.leadership[tp].leader != broker_id]
             if partitions and len(imbalanced) / len(partitions) > threshold:
-                moved += sum(self._elect_preferred_one(tp) == ErrorCode.NONE for tp in imbalanced)
+                moved += sum(elect_leaders.elect_preferred_one(self, tp) == ErrorCode.NONE for tp in imbalanced)
         effects = self._flush()
         if moved:
             effects.append(self._log(f"auto leader rebalance moved {moved} leaderships to preferred replicas"))

@@ -1,9 +1,9 @@
 """The controller's durable state, behind a seam: the role ZooKeeper plays in Kafka 2.4.
 
 Theory of operation. The controller keeps everything another controller would need to take over
-in a key-value store: the controller epoch, the broker-epoch counter and registered brokers, each
-topic's replica assignment and configuration, each partition's leader and ISR, and the topics
-queued for deletion. Values are JSON. The production store is the Ray cluster's internal
+in a key-value store: the cluster id, the controller epoch, the broker-epoch counter and registered
+brokers, each topic's replica assignment and configuration, each partition's leader and ISR, and
+the topics queued for deletion. Values are JSON. The production store is the Ray cluster's internal
 key-value store (``actors/ray_metadata_store.py``); ``InMemoryMetadataStore`` serves tests and
 simulation. Reads and writes are synchronous: a controller step that changed state has persisted
 it before it sends any request that depends on it.
@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from actors.core.errors import ErrorCode, KafkaProtocolError
 
 CONTROLLER_EPOCH_KEY = "/controller_epoch"
+CLUSTER_ID_KEY = "/cluster/id"
 BROKER_EPOCH_COUNTER_KEY = "/brokers/epoch_counter"
 BROKER_PREFIX = "/brokers/ids/"
 TOPIC_PREFIX = "/brokers/topics/"
@@ -96,6 +97,13 @@ class MetadataStore:
         return epoch
 
     # ----------------------------------------------------------------------------- brokers
+    def cluster_id(self) -> str | None:
+        """The cluster id the first registered broker brought (Kafka's /cluster/id znode)."""
+        return self._read(CLUSTER_ID_KEY)
+
+    def put_cluster_id(self, cluster_id: str) -> None:
+        self._write(CLUSTER_ID_KEY, cluster_id)
+
     def brokers(self) -> dict[int, dict]:
         return {int(key[len(BROKER_PREFIX):]): self._read(key) for key in self.kv.keys(BROKER_PREFIX)}
 

@@ -79,8 +79,12 @@ def _corrupt(message: str) -> KafkaProtocolError:
 
 
 def as_byte_view(data) -> memoryview:
-    """A flat, byte-typed memoryview over any bytes-like object (bytes, bytearray, numpy uint8)."""
-    view = data if isinstance(data, memoryview) else memoryview(data)
+    """A flat, byte-typed memoryview over any bytes-like object (bytes, bytearray, numpy uint8).
+    Anything else (None, a str, a number) is no record set: CORRUPT_MESSAGE, like a torn batch."""
+    try:
+        view = data if isinstance(data, memoryview) else memoryview(data)
+    except TypeError:
+        raise _corrupt(f"records must be bytes-like, not {type(data).__name__}") from None
     if view.ndim != 1 or view.format not in ("B", "b", "c"):
         view = view.cast("B")
     return view

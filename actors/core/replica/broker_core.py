@@ -86,6 +86,10 @@ class BrokerCore:
     def handle_produce(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self.replica_manager.handle_produce(request_id, request, now_ms)
 
+    def handle_internal_produce(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        """A produce from this broker's own group coordinator, the one writer of internal topics."""
+        return self.replica_manager.handle_produce(request_id, request, now_ms, internal_topics_allowed=True)
+
     def handle_fetch(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self.replica_manager.handle_fetch(request_id, request, now_ms)
 

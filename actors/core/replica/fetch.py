@@ -59,7 +59,6 @@ def try_complete_fetch(manager: "ReplicaManager", operation: DelayedOperation, n
 
 def read_for_fetch(manager: "ReplicaManager", request: FetchRequest) -> tuple[FetchResponse, int, bool]:
     """Read every asked partition; returns the response, its record bytes and whether any errored."""
-    from_follower = request.replica_id >= 0
     remaining_bytes = request.max_bytes
     min_one_batch = True
     size_bytes = 0
@@ -68,7 +67,7 @@ def read_for_fetch(manager: "ReplicaManager", request: FetchRequest) -> tuple[Fe
     for topic in request.topics:
         partitions = []
         for asked in topic.partitions:
-            data, records_size = _read_partition(manager, topic.topic, asked, from_follower,
+            data, records_size = _read_partition(manager, topic.topic, asked, request.replica_id,
                                                  max(0, min(asked.partition_max_bytes, remaining_bytes)),
                                                  min_one_batch)
             if records_size:
@@ -81,9 +80,10 @@ def read_for_fetch(manager: "ReplicaManager", request: FetchRequest) -> tuple[Fe
     return FetchResponse(responses=tuple(topics)), size_bytes, has_error
 
 
-def _read_partition(manager: "ReplicaManager", topic: str, asked, from_follower: bool,
+def _read_partition(manager: "ReplicaManager", topic: str, asked, replica_id: int,
                     max_bytes: int, min_one_batch: bool) -> tuple[FetchPartitionData, int]:
     """One partition's answer and the size of its records (the records may be wrapped for transport)."""
+    from_follower = replica_id >= 0
     try:
         partition = manager._leader_partition((topic, asked.partition))
     except KafkaProtocolError as exc:
@@ -105,6 +105,10 @@ def _read_partition(manager: "ReplicaManager", topic: str, asked, from_follower:
                                       from_follower=from_follower, min_one_batch=min_one_batch)
     except KafkaProtocolError as exc:
         return FetchPartitionData(partition_index=asked.partition, error_code=exc.error_code, **positions), 0
+    if from_follower and replica_id not in partition.remote_replicas:
+        # Kafka's leader reads, then answers a "follower" it does not recognise as one of the
+        # partition's replicas with no records: its uncommitted tail is for replicas only.
+        return FetchPartitionData(partition_index=asked.partition, **positions), 0
     return FetchPartitionData(partition_index=asked.partition,
                               records=manager.wrap_records(info.records, for_replica=from_follower),
                               **positions), len(info.records)

@@ -18,6 +18,7 @@ from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages.produce import (
     PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
 )
+from actors.core.replica.metadata_cache import INTERNAL_TOPICS
 from actors.core.replica.purgatory import DelayedOperation
 
 if TYPE_CHECKING:
@@ -35,7 +36,9 @@ class _PendingPartition:
 
 
 def handle_produce(manager: "ReplicaManager", request_id: int, request: ProduceRequest,
-                   now_ms: int) -> list[Effect]:
+                   now_ms: int, *, internal_topics_allowed: bool = False) -> list[Effect]:
+    """``internal_topics_allowed`` only for the broker's own group coordinator: a client's write to
+    ``__consumer_offsets`` is INVALID_TOPIC_EXCEPTION, as in Kafka (it would corrupt group state)."""
     if request.acks not in VALID_ACKS:
         return [Respond(request_id=request_id, response=_uniform_error(request, ErrorCode.INVALID_REQUIRED_ACKS))]
     effects: list[Effect] = []
@@ -47,6 +50,9 @@ def handle_produce(manager: "ReplicaManager", request_id: int, request: ProduceR
             if topic_partition in results:
                 continue  # Kafka keys a request's partitions by name: a repeat is not appended twice.
             try:
+                if topic.name in INTERNAL_TOPICS and not internal_topics_allowed:
+                    raise KafkaProtocolError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                             f"cannot append to internal topic {topic.name}")
                 partition = manager._leader_partition(topic_partition)
                 info = partition.append_records_to_leader(data.records, required_acks=request.acks)
             except KafkaProtocolError as exc:

@@ -22,6 +22,7 @@ assertion.
 """
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,7 @@ from actors.core.log.checkpoints import (
 )
 from actors.core.log.log import Log, LogConfig
 from actors.core.log.storage import Storage
+from actors.core.messages._base import NO_EPOCH
 from actors.core.messages.fetch import FetchRequest
 from actors.core.messages.leader_and_isr import (
     LeaderAndIsrPartitionError, LeaderAndIsrRequest, LeaderAndIsrResponse,
@@ -152,7 +154,6 @@ class ReplicaManager:
         changed = []
         for topic_state in request.topic_states:
             topic_config = self.config.with_overrides(dict(topic_state.topic_config))
-            self.topic_configs[topic_state.topic_name] = topic_config
             for state in topic_state.partition_states:
                 topic_partition = (topic_state.topic_name, state.partition_index)
                 error = self._apply_partition_state(topic_partition, state, topic_config, now_ms, effects)
@@ -172,6 +173,11 @@ class ReplicaManager:
         if self.broker_id not in state.replicas:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         partition = self.partitions.get(topic_partition)
+        if state.leader_epoch <= (NO_EPOCH if partition is None else partition.leader_epoch):
+            # Kafka 2.4 answers a leader epoch that is not newer with STALE_CONTROLLER_EPOCH. A
+            # refused state changes nothing: no log is created and the topic config it carries,
+            # which may be a stale one, is not applied.
+            return ErrorCode.STALE_CONTROLLER_EPOCH
         if partition is None:
             topic, index = topic_partition
             log = Log.open(self.storage, partition_directory(topic, index), log_config_for(topic_config))
@@ -180,9 +186,7 @@ class ReplicaManager:
         else:
             partition.min_insync_replicas = topic_config.get_int("min.insync.replicas", 1)
             partition.log.reconfigure(log_config_for(topic_config))
-        if state.leader_epoch <= partition.leader_epoch:
-            # Kafka 2.4 answers a leader epoch that is not newer with STALE_CONTROLLER_EPOCH.
-            return ErrorCode.STALE_CONTROLLER_EPOCH
+        self.topic_configs[topic_partition[0]] = topic_config
         role = dict(leader_epoch=state.leader_epoch, isr=tuple(state.isr), replicas=tuple(state.replicas),
                     partition_epoch=state.partition_epoch, controller_epoch=state.controller_epoch)
         if topic_partition[0] == OFFSETS_TOPIC:
@@ -266,8 +270,10 @@ class ReplicaManager:
                                      f"{topic_partition[0]}-{topic_partition[1]}")
         return partition
 
-    def handle_produce(self, request_id: int, request: ProduceRequest, now_ms: int) -> list[Effect]:
-        return produce.handle_produce(self, request_id, request, now_ms)
+    def handle_produce(self, request_id: int, request: ProduceRequest, now_ms: int, *,
+                       internal_topics_allowed: bool = False) -> list[Effect]:
+        return produce.handle_produce(self, request_id, request, now_ms,
+                                      internal_topics_allowed=internal_topics_allowed)
 
     def handle_fetch(self, request_id: int, request: FetchRequest, now_ms: int) -> list[Effect]:
         return fetch.handle_fetch(self, request_id, request, now_ms)
@@ -286,10 +292,16 @@ class ReplicaManager:
 
     def handle_list_offsets(self, request_id: int, request: ListOffsetsRequest,
                             now_ms: int) -> list[Effect]:
+        # Kafka answers each partition asked for more than once with INVALID_REQUEST.
+        asked_times = collections.Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
         topics = []
         for topic in request.topics:
             answers = []
             for asked in topic.partitions:
+                if asked_times[(topic.name, asked.partition_index)] > 1:
+                    answers.append(ListOffsetsPartitionResponse(partition_index=asked.partition_index,
+                                                                error_code=ErrorCode.INVALID_REQUEST))
+                    continue
                 answers.append(self._list_offset(topic.name, asked, request.replica_id))
             topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(answers)))
         return [Respond(request_id=request_id, response=ListOffsetsResponse(topics=tuple(topics)))]

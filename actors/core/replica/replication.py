@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from actors.core.effects import Effect, LogEvent, Respond, Send
 from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.log.record_batch import as_byte_view
 from actors.core.messages.alter_partition import (
     AlterPartitionPartitionData, AlterPartitionRequest, AlterPartitionResponse, AlterPartitionTopicData,
 )
@@ -113,8 +114,9 @@ def handle_follower_append(manager: "ReplicaManager", request_id: int, request: 
                 # The fetch raced a truncation: the fetcher must resume from where the log ends now.
                 results.append(_state(partition, error_code=ErrorCode.OFFSET_OUT_OF_RANGE))
                 continue
-            if len(asked.records):
-                partition.log.append_as_follower(asked.records)
+            records = as_byte_view(asked.records)  # CORRUPT_MESSAGE unless bytes-like
+            if len(records):
+                partition.log.append_as_follower(records)
             partition.update_follower_high_watermark(asked.leader_high_watermark)
         except KafkaProtocolError as exc:
             results.append(FollowerPartitionState(topic=asked.topic, partition=asked.partition,

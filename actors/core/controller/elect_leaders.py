@@ -1,0 +1,78 @@
+"""ElectLeaders on the controller: Kafka 2.4's ``processReplicaLeaderElection`` (KIP-460).
+
+A preferred election moves leadership to the first replica of the assignment where that replica
+does not lead already; an unclean election elects a leader, from outside the ISR if need be, for
+partitions no live broker leads. Every other partition is answered ``ELECTION_NOT_NEEDED``, an
+unknown one (or one of a topic being deleted) ``UNKNOWN_TOPIC_OR_PARTITION``, and a request of any
+other election type ``INVALID_REQUEST`` as a whole. The new leaderships go out in one batch.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from actors.core.controller import elections
+from actors.core.controller.state import PartitionState, TopicPartition
+from actors.core.effects import Effect, Respond
+from actors.core.errors import ErrorCode
+from actors.core.messages.elect_leaders import (
+    PREFERRED_ELECTION, UNCLEAN_ELECTION, ElectLeadersRequest, ElectLeadersResponse, PartitionResult,
+    ReplicaElectionResult,
+)
+
+if TYPE_CHECKING:
+    from actors.core.controller.controller import ControllerCore
+
+
+def handle_elect_leaders(controller: "ControllerCore", request_id: int, request: ElectLeadersRequest) -> list[Effect]:
+    if request.election_type not in (PREFERRED_ELECTION, UNCLEAN_ELECTION):
+        return [Respond(request_id=request_id, response=ElectLeadersResponse(
+            replica_election_results=(), error_code=ErrorCode.INVALID_REQUEST))]
+    elect_one = elect_preferred_one if request.election_type == PREFERRED_ELECTION else elect_unclean_one
+    if request.topic_partitions is None:
+        wanted = controller.context.all_partitions()
+    else:
+        wanted = [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
+    results: dict[str, list[PartitionResult]] = {}
+    controller.batch.new_batch()
+    for topic_partition in wanted:
+        code = elect_one(controller, topic_partition)
+        results.setdefault(topic_partition[0], []).append(
+            PartitionResult(partition_id=topic_partition[1], error_code=code))
+    effects = controller._flush()
+    effects.append(Respond(request_id=request_id, response=ElectLeadersResponse(
+        replica_election_results=tuple(ReplicaElectionResult(topic=t, partition_result=tuple(r))
+                                       for t, r in sorted(results.items())))))
+    return effects
+
+
+def elect_preferred_one(controller: "ControllerCore", topic_partition: TopicPartition) -> ErrorCode:
+    context = controller.context
+    current = context.leadership.get(topic_partition)
+    if current is None or topic_partition[0] in context.topics_to_delete:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    result = elections.elect_preferred(leader_and_isr=current, assignment=context.replicas(topic_partition),
+                                       live_replicas=context.live_broker_ids,
+                                       controller_epoch=controller.controller_epoch)
+    return _apply(controller, topic_partition, result)
+
+
+def elect_unclean_one(controller: "ControllerCore", topic_partition: TopicPartition) -> ErrorCode:
+    context = controller.context
+    current = context.leadership.get(topic_partition)
+    if current is None or topic_partition[0] in context.topics_to_delete:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if current.leader in context.live_broker_ids:
+        return ErrorCode.ELECTION_NOT_NEEDED
+    result = elections.elect_for_offline_partition(
+        leader_and_isr=current, assignment=context.replicas(topic_partition), live_replicas=context.live_broker_ids,
+        unclean_leader_election_enabled=True, controller_epoch=controller.controller_epoch)
+    return _apply(controller, topic_partition, result)
+
+
+def _apply(controller: "ControllerCore", topic_partition: TopicPartition, result: elections.ElectionResult) -> ErrorCode:
+    if result.leader_and_isr is None:
+        return result.error
+    controller.context.set_leadership(topic_partition, result.leader_and_isr)
+    controller.context.partition_states.transition(topic_partition, PartitionState.ONLINE_PARTITION)
+    controller._add_leader_and_isr(topic_partition, result.live_replicas_to_notify)
+    return ErrorCode.NONE

@@ -1,0 +1,283 @@
+"""The failover matrix: every scenario ``raykafka chaos`` can run, by name.
+
+Rows that are a load plus a list of faults are schedule files (``schedules/*.toml``, see
+``orchestration.chaos.schedule``). Rows that need a choreography (the KIP-101 stories, unclean
+elections, the zombie controller, send threads, a Ray node removed) are scripts here; the group
+rows are in ``orchestration.chaos.group_scenarios``. Each row states its pass criterion.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import ray
+
+from orchestration.chaos.runner import Run, Scenario
+from orchestration.chaos.schedule import load_schedule
+
+SCHEDULES_DIR = Path(__file__).parent / "schedules"
+POLICIES = ("high-watermark", "leader-epoch")
+
+
+# ------------------------------------------------------------------------ KIP-101 story 1
+def kip101_story1(policy: str) -> Scenario:
+    def script(run: Run) -> None:
+        """B (broker 1) leads, A (broker 0) follows. m1, m2 are acknowledged with acks=all; the
+        fetch answer that would tell A the HW passed m2 is lost (a one-way cut from B to A). A
+        restarts; B dies before A fetches m2 again; A is elected (unclean: Kafka 2.4's controller
+        drops a bounced broker from the ISR, see scenario file 01 for the same approximation)."""
+        topic = "story1"
+        run.create_topic(topic, assignment=[[1, 0]], config={"min.insync.replicas": "1",
+                                                             "unclean.leader.election.enable": "true"})
+        run.wait_isr(topic, 2)
+        first = run.produce(topic, ["m1"])
+        run.require(first == {"m1": 0}, "m1 acknowledged at offset 0", str(first))
+        run.wait(lambda: run.broker_view(0, topic)["high_watermark"] == 1, "A to learn HW 1")
+        second = run.produce(topic, ["m2"])
+        run.faults.partition([1], [0], one_way=True)  # B's answers to A are lost from now on
+        run.require(second == {"m2": 1}, "m2 acknowledged at offset 1", str(second))
+        view = run.broker_view(0, topic)
+        run.require(view["log_end_offset"] == 2 and view["high_watermark"] == 1,
+                    "precondition: A holds m2 but its HW is still 1",
+                    f"A's LEO {view['log_end_offset']}, HW {view['high_watermark']}")
+        run.faults.kill("broker", 0, restart=True)  # A restarts, m2 on its disk
+        run.wait(lambda: (run.broker_view(0, topic) or {}).get("leader") == 1, "A back, following B")
+        if policy == "high-watermark":
+            run.wait(lambda: run.broker_view(0, topic)["log_end_offset"] == 1, "A to truncate to its HW (1)")
+        else:
+            time.sleep(2.0)  # A asks B where its epoch ends; the answer is lost, and A truncates nothing
+            run.require(run.broker_view(0, topic)["log_end_offset"] == 2, "A kept m2 after its restart",
+                        str(run.broker_view(0, topic)))
+        run.faults.kill("broker", 1, restart=False)  # B dies before A fetches m2 again
+        run.wait_leader(topic, lambda leader: leader == 0, "A elected")
+        run.faults.heal()
+        later = run.produce(topic, ["after-1", "after-2"])
+        run.require(all(isinstance(o, int) for o in later.values()), "writes go on after the election", str(later))
+        run.read_all(topic)
+
+    lossy = policy == "high-watermark"
+    return Scenario(
+        name=f"kip101-story1-{policy}", brokers=2,
+        title=f"KIP-101 story 1 on real actors under raykafka.truncation.policy={policy}",
+        criterion=("the checker reports the acknowledged m2 lost (and another value at its offset): the "
+                   "high-watermark rule truncates it" if lossy else
+                   "nothing is lost: A keeps m2 because it truncates by leader epoch, not to its HW"),
+        script=script, config={"raykafka.truncation.policy": policy, "replica.fetch.wait.max.ms": "3000",
+                               "replica.lag.time.max.ms": "30000",
+                               "replica.high.watermark.checkpoint.interval.ms": "200"},
+        expected_anomalies=("lost-write", "inconsistent-offsets") if lossy else None)
+
+
+# ------------------------------------------------------------------------ KIP-101 story 2
+def kip101_story2(policy: str) -> Scenario:
+    def script(run: Run) -> None:
+        """A (broker 0) leads, B (broker 1) follows; both hold m0..m9 with HW 10 (m7..m9 sent with
+        acks=0, so no client was told they were written). B stops; A loses its unflushed tail
+        (m7..m9) in a power loss and comes back as the only ISR member, leading a new epoch, and
+        writes n7..n9. B comes back: under the high-watermark rule it keeps m7..m9 (its HW was
+        10) and the replicas differ below the HW forever; under leader epochs it truncates to 7."""
+        topic = "story2"
+        run.create_topic(topic, assignment=[[0, 1]], config={"min.insync.replicas": "1"})
+        run.wait_isr(topic, 2)
+        first = run.produce(topic, [f"m{i}" for i in range(7)])
+        run.require(sorted(first.values()) == list(range(7)), "m0..m6 acknowledged at 0..6", str(first))
+        run.produce(topic, [f"m{i}" for i in range(7, 10)], acks="0")
+        run.wait(lambda: all(run.broker_view(b, topic)["high_watermark"] == 10 for b in (0, 1)),
+                 "both replicas at HW 10")
+        time.sleep(1.5)  # B's HW checkpoint (500 ms) holds 10
+        run.faults.kill("broker", 1, restart=False)
+        run.wait(lambda: run.partition_state(topic).isr == [0], "the ISR to shrink to A")
+        run.faults.lose_unflushed_tail(0, topic, 0, keep_below=7)
+        run.wait_leader(topic, lambda leader: leader == 0, "A leading again")
+        run.require(run.broker_view(0, topic)["log_end_offset"] == 7, "A came back with m0..m6 only",
+                    str(run.broker_view(0, topic)))
+        second = run.produce(topic, ["n7", "n8", "n9"])
+        run.require(sorted(second.values()) == [7, 8, 9], "n7..n9 acknowledged at 7..9", str(second))
+        run.faults.restart(1)
+        run.wait_isr(topic, 2)
+        time.sleep(2.0)  # let the sampler see both replicas in the ISR
+        digests = run.cluster.replica_digests(topic, 0, 10)
+        agree = len({tuple(map(tuple, d)) for d in digests.values()}) == 1
+        run.note(f"replica digests below offset 10 {'agree' if agree else 'differ'} ({policy})")
+        run.faults.kill("broker", 0, restart=False)  # now B leads: what does it serve at 7..9?
+        run.wait_leader(topic, lambda leader: leader == 1, "B elected (it is in the ISR)")
+        run.read_all(topic)
+
+    diverges = policy == "high-watermark"
+    return Scenario(
+        name=f"kip101-story2-{policy}", brokers=2,
+        title=f"KIP-101 story 2 on real actors under raykafka.truncation.policy={policy}",
+        criterion=("the checker reports the divergence: replicas differ below the HW in the samples, and "
+                   "reads from the new leader contradict acknowledged writes" if diverges else
+                   "nothing diverges: B truncates to the end of its epoch (7) and refetches n7..n9"),
+        script=script, config={"raykafka.truncation.policy": policy,
+                               "replica.high.watermark.checkpoint.interval.ms": "500"},
+        expected_anomalies=("replicas-diverge-below-hw", "inconsistent-offsets") if diverges else None,
+        tolerated_anomalies=("lost-write",) if diverges else ())
+
+
+# ------------------------------------------------------------------------ unclean election
+def unclean_election(enabled: bool) -> Scenario:
+    def script(run: Run) -> None:
+        """A (0) leads, B (1) follows. B dies; A writes alone (min.insync.replicas=1); A dies; B
+        comes back. Off: no leader until A returns, nothing lost. On: B leads at once, A's lone
+        writes are lost, and A truncates them when it returns: no divergence."""
+        topic = "unclean"
+        run.create_topic(topic, assignment=[[0, 1]], config={
+            "min.insync.replicas": "1", "unclean.leader.election.enable": str(enabled).lower()})
+        run.wait_isr(topic, 2)
+        run.produce(topic, [f"both-{i}" for i in range(20)])
+        run.faults.kill("broker", 1, restart=False)
+        run.wait(lambda: run.partition_state(topic).isr == [0], "the ISR to shrink to A")
+        alone = run.produce(topic, [f"alone-{i}" for i in range(20)])
+        run.require(all(isinstance(o, int) for o in alone.values()), "A alone acknowledges acks=all writes")
+        run.faults.kill("broker", 0, restart=False)
+        run.wait(lambda: run.partition_state(topic).leader == -1, "the partition to go offline")
+        run.faults.restart(1)
+        if not enabled:
+            deadline, led = time.monotonic() + 6.0, []
+            while time.monotonic() < deadline:
+                led.append(run.partition_state(topic).leader)
+                time.sleep(0.5)
+            run.require(set(led) == {-1}, "no leader while only the out-of-sync replica is up", f"leaders {set(led)}")
+            run.faults.restart(0)
+            run.wait_leader(topic, lambda leader: leader == 0, "A (the ISR member) leads again")
+        else:
+            run.wait_leader(topic, lambda leader: leader == 1, "B elected uncleanly")
+            later = run.produce(topic, [f"after-{i}" for i in range(20)])
+            run.require(all(isinstance(o, int) for o in later.values()), "B acknowledges new writes")
+            run.faults.restart(0)
+        run.wait_isr(topic, 2)
+        time.sleep(1.5)  # samples with both replicas in the ISR
+        run.read_all(topic)
+
+    return Scenario(
+        name=f"unclean-election-{'on' if enabled else 'off'}", brokers=2,
+        title=f"unclean.leader.election.enable={str(enabled).lower()} with every ISR member dead",
+        criterion=("B is elected uncleanly; the checker reports A's lone acknowledged writes lost, and nothing "
+                   "diverges (A truncates when it returns)" if enabled else
+                   "no leader until A, the ISR member, returns; nothing is lost"),
+        script=script, expected_anomalies=("lost-write", "inconsistent-offsets") if enabled else None)
+
+
+# ------------------------------------------------------------------------ controller rows
+def _converged(run: Run, topic: str) -> bool:
+    """Every live replica agrees with the controller on each partition's leader and epoch."""
+    for state in run.cluster.describe_topic(topic):
+        for broker_id in state.replicas:
+            if broker_id not in run.cluster.describe_cluster()["brokers"]:
+                continue
+            view = run.broker_view(broker_id, topic, state.partition)
+            if view is None or view["leader_epoch"] != state.leader_epoch or view["leader"] != state.leader:
+                return False
+    return True
+
+
+def _send_threads_killed(run: Run) -> None:
+    """Each request-send thread of the controller is killed in turn under load, each time just
+    before a leadership change that must reach every broker through those threads."""
+    topic = "chaos"
+    run.create_topic(topic, partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
+    load = run.start_load(topic, producers=1, rate_per_s=150, partition=None)
+    load.wait_acknowledged(100)
+    for broker_id in run.cluster.broker_ids:
+        epoch = run.partition_state(topic).leader_epoch
+        run.faults.kill("request-send-thread", broker_id)
+        leader = run.leader(topic)
+        run.faults.controlled_shutdown(leader)
+        run.wait(lambda: run.partition_state(topic).leader_epoch > epoch, "a new leader for partition 0")
+        run.faults.restart(leader)
+        run.wait(lambda: _converged(run, topic), f"every broker to apply the controller's state "
+                                                 f"(send thread {broker_id} replaced)")
+    load.stop()
+    for p in range(3):
+        run.wait_isr(topic, 3, partition=p)
+    run.require(_converged(run, topic), "brokers and controller agree on every leader and epoch")
+    run.read_all(topic)
+
+
+def _zombie_controller(run: Run) -> None:
+    """The active controller stops the world; a new one takes over with a higher epoch and moves a
+    leader; the zombie wakes up and acts on its stale view: every broker refuses it, it resigns."""
+    topic = "chaos"
+    run.create_topic(topic, partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
+    load = run.start_load(topic, producers=1, rate_per_s=150, partition=None)
+    load.wait_acknowledged(100)
+    zombie = run.cluster.controller()
+    old_epoch = ray.get(zombie.controller_epoch.remote(), timeout=30)
+    run.faults.pause("controller")
+    successor = run.cluster.start_controller()
+    run.faults.record("start-controller", "controller", note="a new controller while the old one is paused")
+    new_epoch = ray.get(successor.controller_epoch.remote(), timeout=30)
+    run.wait(lambda: all(ray.get(run.cluster.broker(b).describe_broker.remote(), timeout=10)["controller_epoch"]
+                         == new_epoch for b in run.cluster.broker_ids), "every broker to follow the new controller")
+    epoch = run.partition_state(topic).leader_epoch
+    run.faults.kill("broker", run.leader(topic), restart=True)
+    run.wait(lambda: run.partition_state(topic).leader_epoch > epoch, "the new controller to elect a leader")
+    before = {p.partition: (p.leader, p.leader_epoch) for p in run.cluster.describe_topic(topic)}
+    run.faults.record("resume", "controller-zombie")
+    ray.get(zombie.resume.remote(), timeout=30)
+    for broker_id in run.cluster.broker_ids:
+        zombie.resync_broker.remote(broker_id)  # the zombie sends its stale state to everyone
+    run.wait(lambda: not ray.get(zombie.describe_cluster.remote(), timeout=10)["active"], "the zombie to resign")
+    time.sleep(1.0)
+    load.stop()
+    for p in range(3):
+        run.wait_isr(topic, 3, partition=p)
+    after = {p.partition: (p.leader, p.leader_epoch) for p in run.cluster.describe_topic(topic)}
+    run.require(run.cluster.controller_epoch() == new_epoch > old_epoch, "the new controller's epoch stands",
+                f"{old_epoch} -> {new_epoch}")
+    run.require(before == after, "the zombie changed no leadership", f"{before} vs {after}")
+    run.require(_converged(run, topic), "brokers follow the new controller's state")
+    ray.kill(zombie, no_restart=True)
+    run.read_all(topic)
+
+
+def _node_removed(run: Run) -> None:
+    """Broker 2 runs on a Ray node of its own and leads; the node is removed (every process on it
+    dies at once), then comes back with the same disk."""
+    topic = "chaos"
+    run.create_topic(topic, assignment=[[2, 0, 1]], config={"min.insync.replicas": "2"})
+    run.wait_isr(topic, 3)
+    before = ray.get(run.cluster.broker(2).ping.remote(), timeout=30)["incarnation_id"]
+    load = run.start_load(topic, producers=1, rate_per_s=150, partition=0)
+    load.wait_acknowledged(200)
+    run.faults.remove_node(2)
+    run.wait_leader(topic, lambda leader: leader != 2, "a leader on a surviving node")
+    acknowledged = load.acknowledged
+    load.wait_acknowledged(acknowledged + 200)
+    run.faults.restore_node(2)
+    run.wait(lambda: ray.get(run.cluster.broker(2).ping.remote(), timeout=10)["incarnation_id"] != before,
+             "broker 2 restarted on its returned node", timeout_s=120)
+    run.wait_isr(topic, 3, timeout_s=120)
+    load.stop()
+    run.read_all(topic)
+
+
+CODED: list[Scenario] = [
+    Scenario(name="each-send-thread-killed", title="each controller request-send thread killed in turn, "
+             "each time before a leadership change", criterion="the controller replaces each thread and resends "
+             "its broker the current state; every broker converges on the controller's leaders and epochs; "
+             "nothing acknowledged is lost", script=_send_threads_killed, slow=True),
+    Scenario(name="zombie-controller", title="a paused controller replaced, then waking up as a zombie",
+             criterion="brokers fence the zombie by controller epoch; it resigns; no leadership or topic changes "
+             "because of it; nothing acknowledged is lost", script=_zombie_controller),
+    *[kip101_story1(policy) for policy in POLICIES],
+    *[kip101_story2(policy) for policy in POLICIES],
+    unclean_election(False), unclean_election(True),
+    Scenario(name="ray-node-removed", title="the Ray node hosting the leader broker is removed, then returns",
+             criterion="a surviving replica is elected; writes go on; the broker restarts on its returned node "
+                       "from its disk and rejoins the ISR; nothing acknowledged is lost",
+             script=_node_removed, nodes=(2,), slow=True),
+]
+
+
+def all_scenarios() -> dict[str, Scenario]:
+    """Every row of the matrix by name: schedule files, coded rows, group rows."""
+    from orchestration.chaos.group_scenarios import GROUP_SCENARIOS
+    rows = [load_schedule(path) for path in sorted(SCHEDULES_DIR.glob("*.toml"))] + CODED + list(GROUP_SCENARIOS)
+    by_name: dict[str, Scenario] = {}
+    for row in rows:
+        assert row.name not in by_name, f"two scenarios named {row.name!r}"
+        by_name[row.name] = row
+    return by_name

@@ -1,0 +1,125 @@
+"""Proves the shells refuse a request they cannot parse before it reaches a core: the schema check
+names the first ill-typed field of any request (table-driven), every request handler the shells
+step has a request type to check against, PendingRequests answers such a request with
+INVALID_REQUEST without stepping the core, and that error survives the pickling Ray does."""
+from __future__ import annotations
+
+import ast
+import asyncio
+import pickle
+from pathlib import Path
+
+import pytest
+
+from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.messages import (
+    FetchPartition, FetchRequest, FetchTopic, HeartbeatRequest, JoinGroupRequest, JoinGroupRequestProtocol,
+    LeaderAndIsrPartitionState, LeaderAndIsrRequest, LeaderAndIsrTopicState, MetadataRequest,
+    PartitionProduceData, ProduceRequest, TopicProduceData,
+)
+from actors.core.messages.validation import request_schema_error
+from actors.core.replica.follower_messages import (
+    FollowerTruncatePartition, FollowerTruncateRequest, TruncationMode,
+)
+from actors.shell_support import REQUEST_TYPES, PendingRequests
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SHELLS = ("actors/broker.py", "actors/controller.py", "actors/group_coordinator.py")
+
+
+def produce(index=0, name="t", records=b"batch", topic_data=None) -> ProduceRequest:
+    return ProduceRequest(acks=1, timeout_ms=10, topic_data=topic_data if topic_data is not None else (
+        TopicProduceData(name=name, partition_data=(PartitionProduceData(index=index, records=records),)),))
+
+
+def leader_and_isr(config) -> LeaderAndIsrRequest:
+    return LeaderAndIsrRequest(controller_id=1, controller_epoch=1, broker_epoch=1, topic_states=(
+        LeaderAndIsrTopicState(topic_name="t", topic_config=config, partition_states=(LeaderAndIsrPartitionState(
+            partition_index=0, controller_epoch=1, leader=0, leader_epoch=0, isr=(0,), partition_epoch=0,
+            replicas=(0,)),)),))
+
+
+# (case, request, request type, the error named, or None for a well-formed request)
+CASES = [
+    ("a well-formed produce", produce(), ProduceRequest, None),
+    ("records are not checked here (the log answers CORRUPT_MESSAGE)", produce(records=None), ProduceRequest, None),
+    ("lists are accepted for arrays", ProduceRequest(acks=1, timeout_ms=1, topic_data=[]), ProduceRequest, None),
+    ("None for optional topics", MetadataRequest(topics=None), MetadataRequest, None),
+    ("a str", "produce", ProduceRequest, "expected ProduceRequest, got str"),
+    ("None", None, ProduceRequest, "expected ProduceRequest, got NoneType"),
+    ("another request type", FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1, topics=()), JoinGroupRequest,
+     "expected JoinGroupRequest, got FetchRequest"),
+    ("an array that is None", ProduceRequest(acks=1, timeout_ms=1, topic_data=None),
+     ProduceRequest, "topic_data: expected an array (tuple), got NoneType"),
+    ("a nested str that is an int", produce(name=5), ProduceRequest, "topic_data[0].name: expected str, got int"),
+    ("a nested int that is a str", produce(index="0"), ProduceRequest,
+     "topic_data[0].partition_data[0].index: expected int, got str"),
+    ("an optional array of str holding an int", MetadataRequest(topics=("a", 5)), MetadataRequest,
+     "topics[1]: expected str, got int"),
+    ("a bool that is an int", MetadataRequest(allow_auto_topic_creation=1), MetadataRequest,
+     "allow_auto_topic_creation: expected bool, got int"),
+    ("bytes that are a str", JoinGroupRequest(group_id="g", protocol_type="consumer", protocols=(
+        JoinGroupRequestProtocol(name="range", metadata="subscription"),)), JoinGroupRequest,
+     "protocols[0].metadata: expected bytes, got str"),
+    ("an enum given by value", FollowerTruncateRequest(partitions=(FollowerTruncatePartition(
+        topic="t", partition=0, current_leader_epoch=0, mode="to-offset"),)), FollowerTruncateRequest,
+     "partitions[0].mode: expected TruncationMode, got str"),
+    ("a well-formed enum", FollowerTruncateRequest(partitions=(FollowerTruncatePartition(
+        topic="t", partition=0, current_leader_epoch=0, mode=TruncationMode.TO_OFFSET),)), FollowerTruncateRequest,
+     None),
+    ("a pair with one element", leader_and_isr((("a", "b"), ("c",))), LeaderAndIsrRequest,
+     "topic_states[0].topic_config[1]: expected a tuple of 2, got tuple"),
+    ("a well-formed pair", leader_and_isr((("a", "b"),)), LeaderAndIsrRequest, None),
+    ("an array of str instead of messages", FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1, topics=("t",)),
+     FetchRequest, "topics[0]: expected FetchTopic, got str"),
+    ("a deep field", FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1, topics=(FetchTopic(topic="t", partitions=(
+        FetchPartition(partition=0, fetch_offset=None, partition_max_bytes=1),)),)), FetchRequest,
+     "topics[0].partitions[0].fetch_offset: expected int, got NoneType"),
+]
+
+
+@pytest.mark.parametrize("case,request_,request_type,expected", CASES, ids=[c[0] for c in CASES])
+def test_the_schema_check_names_the_first_ill_typed_field(case, request_, request_type, expected):
+    assert request_schema_error(request_, request_type) == expected
+
+
+@pytest.mark.parametrize("handler_name", sorted(REQUEST_TYPES))
+def test_every_request_type_has_a_schema_checker(handler_name):
+    # Compiling a checker walks every nested field's annotation; an unsupported one fails here.
+    assert request_schema_error(None, REQUEST_TYPES[handler_name]) is not None
+
+
+def test_every_core_handler_a_shell_steps_has_a_request_type():
+    stepped = set()
+    for path in SHELLS:
+        for node in ast.walk(ast.parse((REPO_ROOT / path).read_text())):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("handle_") and \
+                    isinstance(node.value, ast.Attribute) and node.value.attr == "_core":
+                stepped.add(node.attr)
+    assert stepped, "found no self._core.handle_* in the shells"
+    assert sorted(stepped - set(REQUEST_TYPES)) == []
+
+
+def test_pending_requests_refuse_an_unparsable_request_without_stepping_the_core():
+    stepped = []
+
+    def handle_heartbeat(request_id, request, now_ms):
+        stepped.append(request)
+        return []
+
+    async def scenario():
+        pending = PendingRequests("test")
+        with pytest.raises(KafkaProtocolError) as raised:
+            await pending.call(handle_heartbeat, HeartbeatRequest(group_id="g", generation_id="1", member_id="m"),
+                               stepped.extend)
+        assert raised.value.error_code == ErrorCode.INVALID_REQUEST and "generation_id" in str(raised.value)
+        with pytest.raises(KafkaProtocolError):
+            await pending.call(lambda *_: [], None, stepped.extend, request_type=HeartbeatRequest)
+        assert stepped == [] and pending._pending == {}
+
+    asyncio.run(scenario())
+
+
+def test_a_kafka_protocol_error_survives_pickling_with_its_code():
+    error = pickle.loads(pickle.dumps(KafkaProtocolError(ErrorCode.INVALID_REQUEST, "not a valid FetchRequest")))
+    assert (error.error_code, str(error)) == (ErrorCode.INVALID_REQUEST, "INVALID_REQUEST: not a valid FetchRequest")

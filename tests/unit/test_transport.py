@@ -1,0 +1,138 @@
+"""The transport seam decides each message's fate from the link rules: cut and dropped requests
+never run, lost answers come after the request ran, delays hold messages back, and rules that
+change while a call is in flight catch its answer (driven with fake sends, no Ray)."""
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from actors.transport import LinkDown, LinkRule, NetworkRules, Transport
+
+
+def rules(*items: LinkRule) -> NetworkRules:
+    return NetworkRules(items, version=1)
+
+
+@pytest.mark.parametrize("rule, source, destination, expected", [
+    (LinkRule("broker-1", "broker-2", "cut"), "broker-1", "broker-2", "cut"),
+    (LinkRule("broker-1", "broker-2", "cut"), "broker-2", "broker-1", None),  # one way only
+    (LinkRule("*", "controller", "cut"), "broker-0", "controller", "cut"),
+    (LinkRule("broker-1", "*", "cut"), "broker-1", "controller", "cut"),
+    (LinkRule("broker-1", "broker-2", "drop", probability=1.0), "broker-1", "broker-2", "drop"),
+    (LinkRule("broker-1", "broker-2", "delay", delay_ms=200), "broker-1", "broker-2", None),
+])
+def test_a_rule_applies_to_its_direction_only(rule, source, destination, expected):
+    assert rules(rule).leg(source, destination, random.Random(0)).lost == expected
+
+
+def test_delays_add_up_and_a_cut_wins_over_a_drop():
+    leg = rules(LinkRule("a", "b", "delay", delay_ms=100), LinkRule("*", "b", "delay", delay_ms=50),
+                LinkRule("a", "b", "drop", probability=1.0), LinkRule("a", "b", "cut")).leg("a", "b", random.Random(0))
+    assert leg.lost == "cut" and leg.delay_s == pytest.approx(0.15)
+
+
+def test_a_drop_strikes_with_its_probability():
+    network, rng = rules(LinkRule("a", "b", "drop", probability=0.25)), random.Random(7)
+    lost = sum(network.leg("a", "b", rng).lost == "drop" for _ in range(4000))
+    assert 800 < lost < 1200
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(action="explode"), dict(action="delay"), dict(action="cut", delay_ms=5),
+    dict(action="cut", probability=0.5), dict(action="drop", probability=0.0), dict(action="drop", probability=1.5),
+])
+def test_bad_rules_are_refused(kwargs):
+    with pytest.raises(ValueError):
+        LinkRule("a", "b", **kwargs)
+
+
+def test_rules_round_trip_through_json():
+    published = NetworkRules([LinkRule("a", "b", "delay", delay_ms=30), LinkRule("b", "*", "drop", probability=0.5)], 4)
+    again = NetworkRules.from_json(published.to_json())
+    assert again.rules == published.rules and again.version == 4
+    assert NetworkRules.from_json(None).rules == ()
+
+
+class FakePeer:
+    """The callee: counts the requests that reached it; answers after ``latency_s``."""
+
+    def __init__(self, latency_s: float = 0.0) -> None:
+        self.received = 0
+        self.latency_s = latency_s
+
+    async def handle(self, value):
+        self.received += 1
+        await asyncio.sleep(self.latency_s)
+        return value * 2
+
+
+def transport_with(current: list[NetworkRules]) -> Transport:
+    return Transport("a", lambda: current[0], rng=random.Random(1))
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def test_without_rules_the_call_goes_through():
+    peer = FakePeer()
+    assert run(transport_with([NetworkRules()]).call("b", lambda: peer.handle(21), 1.0)) == 42
+    assert peer.received == 1
+
+
+def test_a_cut_request_never_reaches_the_peer_and_fails_fast():
+    peer, transport = FakePeer(), transport_with([rules(LinkRule("a", "b", "cut"))])
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(LinkDown):
+            await transport.call("b", lambda: peer.handle(1), 30.0)
+        return loop.time() - started
+
+    assert run(scenario()) < 5.0 and peer.received == 0
+
+
+def test_a_cut_answer_comes_after_the_request_ran():
+    peer, transport = FakePeer(), transport_with([rules(LinkRule("b", "a", "cut"))])
+    with pytest.raises(LinkDown):
+        run(transport.call("b", lambda: peer.handle(1), 30.0))
+    assert peer.received == 1, "the request ran: only its answer was lost (an indeterminate outcome)"
+
+
+def test_a_dropped_request_times_out_at_the_callers_deadline():
+    peer, transport = FakePeer(), transport_with([rules(LinkRule("a", "b", "drop", probability=1.0))])
+    with pytest.raises(asyncio.TimeoutError):
+        run(transport.call("b", lambda: peer.handle(1), 0.2))
+    assert peer.received == 0
+
+
+def test_a_delay_holds_the_request_back():
+    peer, transport = FakePeer(), transport_with([rules(LinkRule("a", "b", "delay", delay_ms=150))])
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        assert await transport.call("b", lambda: peer.handle(2), 5.0) == 4
+        return loop.time() - started
+
+    assert run(scenario()) >= 0.15
+
+
+def test_a_cut_made_while_the_call_is_in_flight_catches_its_answer():
+    current = [NetworkRules()]
+    peer, transport = FakePeer(latency_s=0.3), transport_with(current)
+
+    async def scenario():
+        call = asyncio.ensure_future(transport.call("b", lambda: peer.handle(1), 5.0))
+        await asyncio.sleep(0.05)
+        current[0] = rules(LinkRule("b", "a", "cut"))
+        transport._loaded_at = None  # as if the refresh interval had passed
+        with pytest.raises(LinkDown):
+            await call
+
+    current[0] = rules(LinkRule("x", "y", "cut"))  # some rule, so the seam is armed
+    run(scenario())
+    assert peer.received == 1
