@@ -259,9 +259,8 @@ def _directory(run: Run) -> BrokerDirectory:
 
 class SpreadLoad:
     """``rate_per_s`` sends per second spread evenly over every partition: one ``Load`` per
-    partition. (A keyless ``Load`` with ``partition=None`` would do, but the producer's sticky
-    partitioner moves on only when a batch fills, not when one is sent as KIP-480 does, so at
-    100/s every record lands in one partition.) Same surface as ``Load`` for what the rows use."""
+    partition, so every partition (and every member's share) gets a steady, known rate, which a
+    keyless ``Load`` gives only on average. Same surface as ``Load`` for what the rows use."""
 
     def __init__(self, run: Run, topic: str, partitions: int, rate_per_s: float) -> None:
         self._loads = [run.start_load(topic, producers=1, rate_per_s=rate_per_s / partitions, partition=p)

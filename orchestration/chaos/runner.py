@@ -191,7 +191,7 @@ class Run:
     def start_load(self, topic: str, *, producers: int = 1, rate_per_s: float = 100, acks: str = "all",
                    partition: int | None = None, **config) -> "Load":
         load = Load(self, topic, producers=producers, rate_per_s=rate_per_s, acks=acks, partition=partition,
-                    config=config)
+                    config=config, name=f"load{len(self._loads)}")
         self._loads.append(load)
         load.start()
         return load
@@ -254,10 +254,11 @@ class Load:
     (the producers record them) and to ``acknowledged``, which schedule triggers count."""
 
     def __init__(self, run: Run, topic: str, *, producers: int, rate_per_s: float, acks: str,
-                 partition: int | None, config: dict) -> None:
+                 partition: int | None, config: dict, name: str = "load") -> None:
         self.run, self.topic, self.partition = run, topic, partition
         self.rate_per_s = rate_per_s
-        self._producers = [run.producer(f"load-{topic}-{i}", acks=acks, **config) for i in range(producers)]
+        # One history process per producer, unique in the run: the checker orders sends per process.
+        self._producers = [run.producer(f"{name}-{topic}-{i}", acks=acks, **config) for i in range(producers)]
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
