@@ -66,7 +66,7 @@ def group_coordinator_actor_name(broker_id: int) -> str:
     return f"raykafka-group-coordinator-{broker_id}"
 
 
-def _to_transport(records: bytes, for_replica: bool) -> Any:
+def _wrap_records(records: bytes, for_replica: bool) -> Any:
     """Large payloads as uint8 arrays (read from shared memory without a copy); for a follower's
     fetcher as an object ref, which it hands to its broker without ever reading the payload."""
     if len(records) < ZERO_COPY_THRESHOLD_BYTES:
@@ -107,7 +107,7 @@ class BrokerActor:
         started = time.monotonic()
         self._core = BrokerCore(broker_id=broker_id, storage=self._storage, config=KafkaConfig(config or {}),
                                 host=broker_actor_name(broker_id), incarnation_id=self.incarnation_id,
-                                cluster_id=namespace, now_ms=monotonic_ms(), wrap_records=_to_transport,
+                                cluster_id=namespace, now_ms=monotonic_ms(), wrap_records=_wrap_records,
                                 coordinator_host=group_coordinator_actor_name)
         logger.info("broker {} started in {:.2f}s with {} recovered partitions from {}", broker_id,
                     time.monotonic() - started, len(self._core.replica_manager.recovered_partitions), log_dir)

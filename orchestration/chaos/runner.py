@@ -147,10 +147,6 @@ class Run:
     def leader(self, topic: str, partition: int = 0) -> int:
         return self.partition_state(topic, partition).leader
 
-    def followers(self, topic: str, partition: int = 0) -> list[int]:
-        state = self.partition_state(topic, partition)
-        return [b for b in state.replicas if b != state.leader]
-
     def broker_view(self, broker_id: int, topic: str, partition: int = 0) -> dict | None:
         """The replica as ``broker_id`` sees it (HW, LEO, leader, epoch), or None."""
         import ray
@@ -232,10 +228,13 @@ class Run:
 
     def wait_leader(self, topic: str, predicate: Callable[[int], bool], what: str, partition: int = 0,
                     timeout_s: float = WAIT_TIMEOUT_S) -> int:
-        def led():
+        def serving_leader() -> int | None:
             state = self.partition_state(topic, partition)
-            return state.leader >= 0 and state.high_watermark >= 0 and predicate(state.leader) and state.leader + 1
-        return self.wait(led, what, timeout_s) - 1
+            serving = state.leader >= 0 and state.high_watermark >= 0 and predicate(state.leader)
+            return state.leader if serving else None
+
+        self.wait(lambda: serving_leader() is not None, what, timeout_s)
+        return self.leader(topic, partition)
 
     # ---------------------------------------------------------------------------- verdicts
     def require(self, ok: bool, what: str, detail: str = "") -> bool:

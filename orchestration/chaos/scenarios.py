@@ -163,10 +163,9 @@ def unclean_election(enabled: bool) -> Scenario:
 # ------------------------------------------------------------------------ controller rows
 def _converged(run: Run, topic: str) -> bool:
     """Every live replica agrees with the controller on each partition's leader and epoch."""
+    live = set(run.cluster.describe_cluster()["brokers"])
     for state in run.cluster.describe_topic(topic):
-        for broker_id in state.replicas:
-            if broker_id not in run.cluster.describe_cluster()["brokers"]:
-                continue
+        for broker_id in set(state.replicas) & live:
             view = run.broker_view(broker_id, topic, state.partition)
             if view is None or view["leader_epoch"] != state.leader_epoch or view["leader"] != state.leader:
                 return False
