@@ -120,8 +120,10 @@ class Run:
     """What a scenario script works with: the cluster, the faults, the history, a seeded rng,
     and helpers for the usual workload (load producers, a full read at the end)."""
 
-    def __init__(self, scenario: Scenario, cluster, faults, history: HistoryWriter, seed: int) -> None:
+    def __init__(self, scenario: Scenario, cluster, faults, history: HistoryWriter, seed: int,
+                 sampler=None) -> None:
         self.scenario = scenario
+        self.sampler = sampler
         self.cluster = cluster
         self.faults = faults
         self.history = history
@@ -154,6 +156,20 @@ class Run:
             if entry["topic"] == topic and entry["partition"] == partition:
                 return entry
         return None
+
+    def checkpointed_high_watermark(self, broker_id: int, topic: str, partition: int = 0) -> int | None:
+        """The HW in ``broker_id``'s replication-offset-checkpoint file: what it recovers with when
+        it restarts (the file is rewritten whole, so a read sees one complete version)."""
+        from actors.core.log.checkpoints import REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile
+        from actors.file_storage import FileStorage
+        storage = FileStorage(self.cluster.broker_log_dir(broker_id))
+        return OffsetCheckpointFile(storage, REPLICATION_OFFSET_CHECKPOINT).read().get((topic, partition))
+
+    def sample_now(self) -> None:
+        """Take one invariant sample now, so the history holds the cluster as it is at this point
+        of the script (the background sampler keeps its own pace, which a busy machine slows)."""
+        assert self.sampler is not None, "this run has no sampler"
+        self.sampler.sample_once()
 
     # ---------------------------------------------------------------------------- producing
     def next_value(self, prefix: str) -> str:
@@ -318,6 +334,7 @@ def run_scenario(scenario: Scenario, *, seed: int = 0, output_dir: str | Path | 
 
     from orchestration.cluster import Cluster
     from orchestration.faults import Faults
+    from orchestration.ray_runtime import start_local_ray
     from orchestration.sampler import Sampler
 
     output = Path(output_dir or tempfile.mkdtemp(prefix=f"raykafka-chaos-{scenario.name}-"))
@@ -343,14 +360,13 @@ def run_scenario(scenario: Scenario, *, seed: int = 0, output_dir: str | Path | 
                 broker_resources = ray_nodes.placement(list(range(scenario.brokers)))
                 controller_resources = ray_nodes.head_placement()
             elif owns_ray:
-                ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-                         namespace=f"raykafka-chaos-{scenario.name}-{seed}")
+                start_local_ray(num_cpus=2, namespace=f"raykafka-chaos-{scenario.name}-{seed}")
             config = {**FAST_FAILOVER_CONFIG, **scenario.config}
             cluster = Cluster.start(brokers=scenario.brokers, log_dir=log_dir, config=config,
                                     broker_resources=broker_resources, controller_resources=controller_resources)
             faults = Faults(cluster, history, ray_nodes=ray_nodes)
-            run = Run(scenario, cluster, faults, history, seed)
             sampler = Sampler(cluster, history, topics=None, interval_s=SAMPLE_INTERVAL_S)
+            run = Run(scenario, cluster, faults, history, seed, sampler)
             sampler.start()
             try:
                 scenario.script(run)

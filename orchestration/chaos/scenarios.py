@@ -84,7 +84,7 @@ def kip101_story2(policy: str) -> Scenario:
         run.produce(topic, [f"m{i}" for i in range(7, 10)], acks="0")
         run.wait(lambda: all(run.broker_view(b, topic)["high_watermark"] == 10 for b in (0, 1)),
                  "both replicas at HW 10")
-        time.sleep(1.5)  # B's HW checkpoint (500 ms) holds 10
+        run.wait(lambda: run.checkpointed_high_watermark(1, topic) == 10, "B's HW checkpoint on disk to hold 10")
         run.faults.kill("broker", 1, restart=False)
         run.wait(lambda: run.partition_state(topic).isr == [0], "the ISR to shrink to A")
         run.faults.lose_unflushed_tail(0, topic, 0, keep_below=7)
@@ -95,7 +95,7 @@ def kip101_story2(policy: str) -> Scenario:
         run.require(sorted(second.values()) == [7, 8, 9], "n7..n9 acknowledged at 7..9", str(second))
         run.faults.restart(1)
         run.wait_isr(topic, 2)
-        time.sleep(2.0)  # let the sampler see both replicas in the ISR
+        run.sample_now()  # the history holds both replicas in the ISR
         digests = run.cluster.replica_digests(topic, 0, 10)
         agree = len({tuple(map(tuple, d)) for d in digests.values()}) == 1
         run.note(f"replica digests below offset 10 {'agree' if agree else 'differ'} ({policy})")
@@ -148,7 +148,7 @@ def unclean_election(enabled: bool) -> Scenario:
             run.require(all(isinstance(o, int) for o in later.values()), "B acknowledges new writes")
             run.faults.restart(0)
         run.wait_isr(topic, 2)
-        time.sleep(1.5)  # samples with both replicas in the ISR
+        run.sample_now()  # the history holds both replicas in the ISR
         run.read_all(topic)
 
     return Scenario(
@@ -216,10 +216,10 @@ def _zombie_controller(run: Run) -> None:
     before = {p.partition: (p.leader, p.leader_epoch) for p in run.cluster.describe_topic(topic)}
     run.faults.record("resume", "controller-zombie")
     ray.get(zombie.resume.remote(), timeout=30)
-    for broker_id in run.cluster.broker_ids:
-        zombie.resync_broker.remote(broker_id)  # the zombie sends its stale state to everyone
+    # The zombie queues its stale state for every broker; each broker refuses it by epoch.
+    ray.get([zombie.resync_broker.remote(broker_id) for broker_id in run.cluster.broker_ids], timeout=60)
     run.wait(lambda: not ray.get(zombie.describe_cluster.remote(), timeout=10)["active"], "the zombie to resign")
-    time.sleep(1.0)
+    run.sample_now()  # the history holds the cluster as the resigned zombie left it
     load.stop()
     for p in range(3):
         run.wait_isr(topic, 3, partition=p)
