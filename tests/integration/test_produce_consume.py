@@ -62,12 +62,16 @@ def test_ten_thousand_keyed_records_read_back_at_their_offsets_also_after_a_brok
 
     after = wait_until(restarted, RESTART_TIMEOUT_S, f"Ray to restart broker {victim} as a new incarnation")
     assert after["pid"] != before["pid"], "Ray restarted the broker in a new process"
-    # The restarted broker is told to lead again at a new epoch.
-    def led_at_a_new_epoch():
-        description = cluster.describe_topic("keyed")[0]
-        return description if description.leader_epoch >= 1 else None
 
-    description = wait_until(led_at_a_new_epoch, RESTART_TIMEOUT_S, "partition 0 of 'keyed' led at a new leader epoch")
+    def led_again_at_a_new_epoch():
+        # Partition 0's only replica is the victim: it must lead again, at a later leader epoch,
+        # with its log recovered (the controller names the leader before the broker reports it).
+        description = cluster.describe_topic("keyed")[0]
+        led = description.leader == victim and description.leader_epoch >= 1 and description.log_end_offset >= 0
+        return description if led else None
+
+    description = wait_until(led_again_at_a_new_epoch, RESTART_TIMEOUT_S,
+                             f"broker {victim} to lead partition 0 of 'keyed' again at a new leader epoch")
 
     assert read_all(cluster, "keyed", 3, RECORDS) == acknowledged
     # The restarted broker leads again, at a new leader epoch, and appends after its old data.
