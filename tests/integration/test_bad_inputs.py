@@ -39,7 +39,10 @@ PARTITIONS = 3
 OFFSETS_TOPIC = "__consumer_offsets"
 GROUP = "bad-inputs-group"
 SESSION_TIMEOUT_MS = 1_800_000  # group.max.session.timeout.ms: the member outlives the test without heartbeats
-CALL_TIMEOUT_S = 30
+# Generous bounds: a busy 2-core machine can take tens of seconds for what takes milliseconds alone.
+CALL_TIMEOUT_S = 90
+# acks=all waits for every follower of a new topic to start fetching.
+ACKS_ALL_TIMEOUT_MS = 60_000
 SETTLE_TIMEOUT_S = 60
 # max.message.bytes is small so that an oversized offset commit (INVALID_COMMIT_OFFSET_SIZE) is cheap to build.
 MAX_MESSAGE_BYTES = 8192
@@ -92,7 +95,7 @@ class World:
 
 
 def produce_request(topic: str, partition: int, records: Any, acks: int = -1) -> ProduceRequest:
-    return ProduceRequest(acks=acks, timeout_ms=10_000, topic_data=(TopicProduceData(name=topic, partition_data=(
+    return ProduceRequest(acks=acks, timeout_ms=ACKS_ALL_TIMEOUT_MS, topic_data=(TopicProduceData(name=topic, partition_data=(
         PartitionProduceData(index=partition, records=records),)),))
 
 
