@@ -98,6 +98,14 @@ class Partition:
         self.leader_epoch_start_offset = -1
         self.remote_replicas = {}
 
+    def stop(self) -> None:
+        """StopReplica without delete: neither lead nor follow until the next LeaderAndIsr, which
+        must still be newer than ``leader_epoch``; the log and the high watermark stay."""
+        self.leader_id = NO_LEADER
+        self.leader_epoch_start_offset = -1
+        self.pending_isr = None
+        self.remote_replicas = {}
+
     def _set_assignment(self, *, leader: int, leader_epoch: int, isr: tuple[int, ...],
                         replicas: tuple[int, ...], partition_epoch: int, controller_epoch: int) -> None:
         self.leader_id = leader
