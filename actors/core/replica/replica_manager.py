@@ -133,7 +133,8 @@ class ReplicaManager:
         topic, index = topic_partition
         return Partition(topic=topic, partition=index, local_broker_id=self.broker_id, log=log,
                          high_watermark=high_watermark,
-                         min_insync_replicas=config.get_int("min.insync.replicas", 1))
+                         min_insync_replicas=config.get_int("min.insync.replicas", 1),
+                         replica_lag_time_max_ms=self.replica_lag_time_max_ms)
 
     # -------------------------------------------------------------------------- control requests
     def _stale_control_request(self, request) -> ErrorCode | None:
