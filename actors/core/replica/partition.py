@@ -53,6 +53,9 @@ class RemoteReplica:
     last_caught_up_time_ms: int = NEVER_MS
     last_fetch_time_ms: int = 0
     last_fetch_leader_log_end_offset: int = -1
+    # The high watermark in the last fetch answer sent to this follower: an upper bound on what it
+    # knows (KIP-392). A parked fetch of this follower completes once the leader's is higher.
+    last_sent_high_watermark: int = 0
 
     def caught_up_within(self, now_ms: int, lag_time_max_ms: int) -> bool:
         return self.last_caught_up_time_ms != NEVER_MS and now_ms - self.last_caught_up_time_ms <= lag_time_max_ms
@@ -174,8 +177,10 @@ class Partition:
         max_offset = None if from_follower else self.high_watermark
         return self.log.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)
 
-    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
-        """Record a follower's fetch offset as its log end offset; True when the HW moved."""
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, now_ms: int, *,
+                                    sent_high_watermark: int) -> bool:
+        """Record a follower's fetch offset as its log end offset, and the high watermark its answer
+        carries; True when the HW moved."""
         remote = self.remote_replicas.get(replica_id)
         if remote is None:
             return False
@@ -190,7 +195,18 @@ class Partition:
         remote.log_end_offset = fetch_offset
         remote.last_fetch_leader_log_end_offset = leader_end_offset
         remote.last_fetch_time_ms = now_ms
+        remote.last_sent_high_watermark = sent_high_watermark
         return self.maybe_increment_high_watermark(now_ms)
+
+    def follower_needs_high_watermark(self, replica_id: int) -> bool:
+        """Whether ``replica_id`` was last sent a lower high watermark than the current one."""
+        remote = self.remote_replicas.get(replica_id)
+        return self.is_leader and remote is not None and remote.last_sent_high_watermark < self.high_watermark
+
+    def record_sent_high_watermark(self, replica_id: int, high_watermark: int) -> None:
+        remote = self.remote_replicas.get(replica_id)
+        if remote is not None:
+            remote.last_sent_high_watermark = high_watermark
 
     @property
     def maximal_isr(self) -> tuple[int, ...]:
