@@ -82,7 +82,7 @@ def test_a_broken_invariant_names_the_seed_and_the_step(monkeypatch):
     sim = two_brokers(seed=42)
     sim.produce("t", 0, ["a"], acks="all")
 
-    def runaway(self) -> bool:  # a leader whose high watermark runs past its log end
+    def runaway(self, now_ms: int) -> bool:  # a leader whose high watermark runs past its log end
         if self.is_leader:
             self.high_watermark = self.log.log_end_offset + 1
         return False

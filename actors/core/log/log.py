@@ -371,6 +371,10 @@ class Log:
                 return info
         return empty
 
+    def segment_base_offset(self, offset: int) -> int:
+        """The base offset of the segment a read at ``offset`` starts in."""
+        return self._segments[self._segment_index_for(offset)].base_offset
+
     def _segment_index_for(self, offset: int) -> int:
         """Index of the last segment whose base offset is <= ``offset`` (binary search)."""
         low, high = 0, len(self._segments) - 1

@@ -2,17 +2,28 @@
 
 A consumer (``replica_id == -1``) reads up to the high watermark; a follower reads up to the log
 end offset, and its fetch offset is recorded as its log end offset, which may move the high
-watermark (after the read, so the follower learns of the new high watermark on its next fetch, as
-in Kafka). Byte limits follow Kafka: each partition gets at most ``partition_max_bytes``, the whole
-response at most ``max_bytes``, except that the first batch of the first partition with data is
-returned whole so that a batch larger than the limits cannot stall a reader.
+watermark (after the read, as in Kafka: the answer carries the high watermark the read saw). Byte
+limits follow Kafka: each partition gets at most ``partition_max_bytes``, the whole response at
+most ``max_bytes``, except that the first batch of the first partition with data is returned whole
+so that a batch larger than the limits cannot stall a reader.
 
-A fetch that found fewer than ``min_bytes`` parks in the fetch purgatory (Kafka's
-``DelayedFetch``) and is answered with a fresh read when a watched partition makes progress past
-``min_bytes``, when a watched partition errors (leadership moved), or at ``max_wait_ms``.
+A fetch is answered at once when it may not wait, found ``min_bytes``, hit an error, or is a
+follower's and the leader's high watermark is above the one last sent to that follower (KIP-392:
+followers learn a new high watermark on their next fetch). Otherwise it parks in the fetch
+purgatory (Kafka 2.4's ``DelayedFetch``) and is answered with a fresh read when, for a watched
+partition (checked at once too, as ``tryCompleteElseWatch`` does):
+- this broker no longer leads it, or the fetch's leader epoch is fenced (Kafka's cases A-E);
+- the readable end (log end offset for followers, high watermark for consumers) moved into a
+  segment other than the one the fetch offset was in when it parked: the log rolled, the fetch
+  fell behind into an older segment, or the log was cut below it (case F); a read never spans
+  segments, so waiting there for ``min_bytes`` could only run out the clock;
+- the fetch is a follower's and the high watermark rose above the one last sent to it (case H);
+- together the watched partitions hold ``min_bytes`` (case G);
+or at ``max_wait_ms``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from actors.core.effects import Effect, Respond
@@ -26,43 +37,131 @@ from actors.core.replica.purgatory import DelayedOperation
 if TYPE_CHECKING:
     from actors.core.replica.replica_manager import ReplicaManager
 
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchStart:
+    """Where a parked fetch began in one partition (Kafka's ``FetchPartitionStatus``)."""
+    topic_partition: TopicPartition
+    fetch_offset: int
+    segment_base_offset: int  # of the segment holding ``fetch_offset`` when the fetch parked
+    current_leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ParkedFetch:
+    """The payload of a fetch in the purgatory."""
+    request: FetchRequest
+    starts: tuple[FetchStart, ...]
+
 
 def handle_fetch(manager: "ReplicaManager", request_id: int, request: FetchRequest,
                  now_ms: int) -> list[Effect]:
     if request.max_bytes < 0 or request.min_bytes < 0:
         return [Respond(request_id=request_id, response=FetchResponse(
             responses=(), error_code=ErrorCode.INVALID_REQUEST))]
-    response, size_bytes, has_error = read_for_fetch(manager, request)
+    response, size_bytes, must_answer = read_for_fetch(manager, request)
     effects: list[Effect] = []
+    needs_high_watermark = False
     if request.replica_id >= 0:
+        # Kafka's followerNeedsHwUpdate: decided on what this follower was sent before this fetch.
+        needs_high_watermark = _sends_newer_high_watermark(manager, request.replica_id, response)
         effects.extend(_update_follower_fetch_states(manager, request, response, now_ms))
     keys = tuple((topic.topic, p.partition) for topic in request.topics for p in topic.partitions)
-    if (request.max_wait_ms <= 0 or size_bytes >= request.min_bytes or has_error or not keys
-            or manager.fetch_purgatory.is_full):
+    if (request.max_wait_ms <= 0 or size_bytes >= request.min_bytes or must_answer or not keys
+            or needs_high_watermark or manager.fetch_purgatory.is_full):
         effects.append(Respond(request_id=request_id, response=response))
         return effects
+    parked = ParkedFetch(request=request, starts=_fetch_starts(manager, request))
     operation = DelayedOperation(request_id=request_id, deadline_ms=now_ms + request.max_wait_ms,
-                                 keys=keys, payload=request)
+                                 keys=keys, payload=parked)
+    if _must_complete(manager, parked):  # e.g. this follower's own fetch offset moved the HW
+        return effects + _complete(manager, operation)
     effects.extend(manager.park(manager.fetch_purgatory, operation))
     return effects
 
 
 def try_complete_fetch(manager: "ReplicaManager", operation: DelayedOperation, now_ms: int,
                        *, expired: bool) -> list[Effect]:
-    request: FetchRequest = operation.payload
-    response, size_bytes, has_error = read_for_fetch(manager, request)
-    if not (expired or has_error or size_bytes >= request.min_bytes):
+    parked: ParkedFetch = operation.payload
+    if expired or _must_complete(manager, parked):
+        return _complete(manager, operation)
+    response, size_bytes, must_answer = read_for_fetch(manager, parked.request)
+    if not (must_answer or size_bytes >= parked.request.min_bytes):
         return []
+    return _complete(manager, operation, response)
+
+
+def _complete(manager: "ReplicaManager", operation: DelayedOperation,
+              response: FetchResponse | None = None) -> list[Effect]:
+    """Answer a delayed fetch with a fresh read (or ``response``, read just now)."""
+    request = operation.payload.request
+    if response is None:
+        response, _, _ = read_for_fetch(manager, request)
     manager.fetch_purgatory.remove(operation.request_id)
+    if request.replica_id >= 0:
+        for topic_partition, data in _served(response).items():
+            partition = manager.partitions.get(topic_partition)
+            if partition is not None:
+                partition.record_sent_high_watermark(request.replica_id, data.high_watermark)
     return [Respond(request_id=operation.request_id, response=response)]
 
 
+def _fetch_starts(manager: "ReplicaManager", request: FetchRequest) -> tuple[FetchStart, ...]:
+    """Each asked partition's fetch offset and segment; called only after a read without errors,
+    so every partition is led here and every fetch offset lies within its log."""
+    starts = []
+    for topic in request.topics:
+        for asked in topic.partitions:
+            topic_partition = (topic.topic, asked.partition)
+            log = manager.partitions[topic_partition].log
+            starts.append(FetchStart(topic_partition=topic_partition, fetch_offset=asked.fetch_offset,
+                                     segment_base_offset=log.segment_base_offset(asked.fetch_offset),
+                                     current_leader_epoch=asked.current_leader_epoch))
+    return tuple(starts)
+
+
+def _must_complete(manager: "ReplicaManager", parked: ParkedFetch) -> bool:
+    """Kafka 2.4's DelayedFetch cases A-F and H (G, the byte count, needs a read)."""
+    replica_id = parked.request.replica_id
+    for start in parked.starts:
+        partition = manager.partitions.get(start.topic_partition)
+        if partition is None or not partition.is_leader:
+            return True
+        if partition.check_leader_epoch(start.current_leader_epoch) != ErrorCode.NONE:
+            return True
+        end_offset = partition.log_end_offset if replica_id >= 0 else partition.high_watermark
+        if (end_offset != start.fetch_offset
+                and partition.log.segment_base_offset(end_offset) != start.segment_base_offset):
+            return True
+        if replica_id >= 0 and partition.follower_needs_high_watermark(replica_id):
+            return True
+    return False
+
+
+def _served(response: FetchResponse) -> dict[TopicPartition, FetchPartitionData]:
+    """The partitions a read answered with data or an empty read, not an error or a divergence."""
+    return {(topic.topic, data.partition_index): data for topic in response.responses for data in topic.partitions
+            if data.error_code == ErrorCode.NONE and data.diverging_epoch is None}
+
+
+def _sends_newer_high_watermark(manager: "ReplicaManager", replica_id: int, response: FetchResponse) -> bool:
+    for topic_partition, data in _served(response).items():
+        partition = manager.partitions.get(topic_partition)
+        remote = None if partition is None else partition.remote_replicas.get(replica_id)
+        if remote is not None and data.high_watermark > remote.last_sent_high_watermark:
+            return True
+    return False
+
+
 def read_for_fetch(manager: "ReplicaManager", request: FetchRequest) -> tuple[FetchResponse, int, bool]:
-    """Read every asked partition; returns the response, its record bytes and whether any errored."""
+    """Read every asked partition; returns the response, its record bytes and whether any partition
+    errored or diverged (either is answered at once: waiting cannot change it)."""
     remaining_bytes = request.max_bytes
     min_one_batch = True
     size_bytes = 0
-    has_error = False
+    must_answer = False
     topics = []
     for topic in request.topics:
         partitions = []
@@ -74,10 +173,10 @@ def read_for_fetch(manager: "ReplicaManager", request: FetchRequest) -> tuple[Fe
                 min_one_batch = False
                 remaining_bytes -= records_size
                 size_bytes += records_size
-            has_error = has_error or data.error_code != ErrorCode.NONE
+            must_answer = must_answer or data.error_code != ErrorCode.NONE or data.diverging_epoch is not None
             partitions.append(data)
         topics.append(FetchableTopicResponse(topic=topic.topic, partitions=tuple(partitions)))
-    return FetchResponse(responses=tuple(topics)), size_bytes, has_error
+    return FetchResponse(responses=tuple(topics)), size_bytes, must_answer
 
 
 def _read_partition(manager: "ReplicaManager", topic: str, asked, replica_id: int,
@@ -128,16 +227,18 @@ def _update_follower_fetch_states(manager: "ReplicaManager", request: FetchReque
                                   now_ms: int) -> list[Effect]:
     """A follower's fetch offset acknowledges its log below it, but only for a partition whose read
     succeeded: a fenced fetch, or one answered with a diverging epoch, says nothing about what the
-    follower holds (Kafka's ``updateFollowerFetchState`` skips such reads too)."""
-    served = {(topic.topic, data.partition_index) for topic in response.responses for data in topic.partitions
-              if data.error_code == ErrorCode.NONE and data.diverging_epoch is None}
+    follower holds (Kafka's ``updateFollowerFetchState`` skips such reads too). The high watermark
+    the answer carries is recorded as the one last sent to the follower."""
+    served = _served(response)
     effects: list[Effect] = []
     for topic in request.topics:
         for asked in topic.partitions:
             partition = manager.partitions.get((topic.topic, asked.partition))
-            if partition is None or not partition.is_leader or (topic.topic, asked.partition) not in served:
+            data = served.get((topic.topic, asked.partition))
+            if partition is None or not partition.is_leader or data is None:
                 continue
-            if partition.update_follower_fetch_state(request.replica_id, asked.fetch_offset, now_ms):
+            if partition.update_follower_fetch_state(request.replica_id, asked.fetch_offset, now_ms,
+                                                     sent_high_watermark=data.high_watermark):
                 effects.extend(manager._try_complete_delayed((topic.topic, asked.partition), now_ms))
             effects.extend(replication.maybe_expand_isr(manager, (topic.topic, asked.partition), request.replica_id))
     return effects

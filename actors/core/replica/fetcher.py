@@ -16,19 +16,8 @@ EARLIEST, for out-of-range fetches (Kafka's ``fetchOffsetAndTruncate``), (5) Off
 for all ready TRUNCATING partitions, (6) a Fetch for all ready FETCHING ones. Steps 1-4 ("pending
 steps", at most one per partition) drain before a new leader round: "maybeTruncate, then maybeFetch".
 
-State table (``_TRANSITIONS`` is checked on every change):
-- TRUNCATING: asked about in OffsetForLeaderEpoch; the answer becomes a local TO_LEADER_EPOCH_END
-  truncate. Complete -> FETCHING at the new LEO; not complete (the leader's epoch is unknown
-  here) -> TRUNCATING with the new latest epoch; error -> DELAYED; fenced -> removed.
-- FETCHING: in Fetch with last_fetched_epoch. Records -> local append -> FETCHING at the new LEO;
-  diverging epoch -> local truncate -> FETCHING (or TRUNCATING if not complete);
-  OFFSET_OUT_OF_RANGE -> ListOffsets (+ local truncate) -> FETCHING; error -> DELAYED; fenced ->
-  removed.
-- DELAYED: in no request until ``delayed_until_ms``; then ``tick`` -> ``resume_state``.
-Entering TRUNCATING with no epoch in the log (latest_epoch -1: nothing to compare) means FETCHING.
-Under ``raykafka.truncation.policy=high-watermark`` (pre-KIP-101, kept to reproduce its bugs) no
-partition is ever TRUNCATING and fetches carry last_fetched_epoch -1, so the leader cannot see
-divergence; the broker truncated to its high watermark before adding the partition.
+Each partition is TRUNCATING, FETCHING or DELAYED; ``fetch_state`` holds the state table (checked
+on every change) and the records the fetcher keeps.
 
 Errors, as Kafka 2.4's fetcher treats them: FENCED_LEADER_EPOCH (leader or local) and a local
 NOT_LEADER_OR_FOLLOWER remove the partition (the broker re-adds it on its next LeaderAndIsr); a
@@ -46,10 +35,9 @@ partitions move to the back), the rest wait for the next round.
 """
 from __future__ import annotations
 
-import enum
 import itertools
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from actors.core.config import KafkaConfig
@@ -63,6 +51,9 @@ from actors.core.messages.list_offsets import (
 )
 from actors.core.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetForLeaderPartition, OffsetForLeaderTopic,
+)
+from actors.core.replica.fetch_state import (
+    TRANSITIONS, FetchState, InFlight, PartitionFetchState, Step, StepKind, TopicPartition,
 )
 from actors.core.replica.follower_messages import (
     FollowerAppendPartition, FollowerAppendRequest, FollowerAppendResponse, FollowerPartitionState,
@@ -79,65 +70,7 @@ PARTITIONS_MAX = 50_000
 # The most partitions one request names; the others wait for the next round (round-robin).
 REQUEST_PARTITIONS_MAX = 1_000
 
-TopicPartition = tuple[str, int]
-
-
-class FetchState(enum.Enum):
-    TRUNCATING = "truncating"
-    FETCHING = "fetching"
-    DELAYED = "delayed"
-
-
 _TRUNCATING, _FETCHING, _DELAYED = FetchState.TRUNCATING, FetchState.FETCHING, FetchState.DELAYED
-_TRANSITIONS: dict[FetchState, frozenset[FetchState]] = {
-    _TRUNCATING: frozenset({_TRUNCATING, _FETCHING, _DELAYED}),
-    _FETCHING: frozenset({_FETCHING, _TRUNCATING, _DELAYED}),
-    _DELAYED: frozenset({_TRUNCATING, _FETCHING}),  # in no request, so only its timer moves it
-}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PartitionFetchState:
-    """Where the fetcher is with one partition."""
-
-    fetch_offset: int  # >= 0: the follower's log end offset as this fetcher last learned it
-    current_leader_epoch: int  # the epoch of the LeaderAndIsr this fetcher works under
-    latest_epoch: int = NO_EPOCH  # the follower log's latest epoch (-1: none)
-    state: FetchState = FetchState.FETCHING
-    delayed_until_ms: int = -1  # >= 0 exactly when state is DELAYED
-    resume_state: FetchState = FetchState.FETCHING  # DELAYED's next state; == state otherwise
-    leader_high_watermark: int = -1  # the leader HW last handed to the local broker
-    leader_log_start_offset: int = -1  # the leader log start last handed to the local broker
-
-    def __post_init__(self) -> None:
-        assert self.fetch_offset >= 0, f"fetch offset {self.fetch_offset} is negative"
-        assert self.resume_state is not FetchState.DELAYED, self
-        assert (self.state is FetchState.DELAYED) == (self.delayed_until_ms >= 0), self
-        assert self.state is FetchState.DELAYED or self.resume_state is self.state, self
-
-
-class _StepKind(enum.Enum):
-    """A pending step; the values name the in-flight request kinds, in the order steps are drained."""
-    APPEND = "append"
-    TRUNCATE = "truncate"
-    LIST_LATEST = "latest"
-    LIST_EARLIEST = "earliest"
-
-
-@dataclass(frozen=True, slots=True)
-class _Step:
-    kind: _StepKind
-    item: FollowerAppendPartition | FollowerTruncatePartition | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _InFlight:
-    request: Any
-    destination: str  # "leader" or "local"
-    kind: str  # a _StepKind value, "epochs" or "fetch": the key into FetcherCore._ANSWERS
-    deadline_ms: int
-    asked: dict[TopicPartition, Any]  # the per-partition item of the request (None for ListOffsets)
-    incarnations: dict[TopicPartition, int]
 
 
 def _error_code(value: Any) -> ErrorCode:
@@ -186,10 +119,10 @@ class FetcherCore:
             raise KafkaProtocolError(ErrorCode.INVALID_CONFIG, f"raykafka.truncation.policy={self._policy!r}")
         # Ordered: requests take partitions from the front and move them to the back.
         self._states: dict[TopicPartition, PartitionFetchState] = {}
-        self._pending: dict[TopicPartition, _Step] = {}  # at most one step per partition
+        self._pending: dict[TopicPartition, Step] = {}  # at most one step per partition
         self._incarnations: dict[TopicPartition, int] = {}  # same keys as _states
         self._next_incarnation = itertools.count(1)
-        self._in_flight: _InFlight | None = None
+        self._in_flight: InFlight | None = None
         self._timer_deadline_ms = -1  # the last ArmTimer sent, so each tick does not re-arm it
         self._label = f"fetcher {broker_id}->{leader_id}#{fetcher_id}"
 
@@ -254,7 +187,7 @@ class FetcherCore:
     # ------------------------------------------------------------------ state bookkeeping
     def _set(self, tp: TopicPartition, new: PartitionFetchState) -> None:
         old = self._states[tp]
-        assert new.state in _TRANSITIONS[old.state], f"{tp}: {old.state} -> {new.state} is not allowed"
+        assert new.state in TRANSITIONS[old.state], f"{tp}: {old.state} -> {new.state} is not allowed"
         assert new.current_leader_epoch == old.current_leader_epoch, (old, new)
         assert self._policy == LEADER_EPOCH_POLICY or _TRUNCATING not in (new.state, new.resume_state)
         self._states[tp] = new
@@ -264,7 +197,7 @@ class FetcherCore:
         self._pending.pop(tp, None)
         self._incarnations.pop(tp, None)
 
-    def _is_current(self, tp: TopicPartition, in_flight: _InFlight) -> bool:
+    def _is_current(self, tp: TopicPartition, in_flight: InFlight) -> bool:
         return self._incarnations.get(tp) == in_flight.incarnations[tp]
 
     def _delay(self, tp: TopicPartition, now_ms: int) -> None:
@@ -288,7 +221,7 @@ class FetcherCore:
                               latest_epoch=result.latest_epoch, state=state, resume_state=state))
 
     def _truncate_step(self, tp: TopicPartition, mode: TruncationMode, **fields) -> None:
-        self._pending[tp] = _Step(_StepKind.TRUNCATE, FollowerTruncatePartition(
+        self._pending[tp] = Step(StepKind.TRUNCATE, FollowerTruncatePartition(
             topic=tp[0], partition=tp[1], current_leader_epoch=self._states[tp].current_leader_epoch,
             mode=mode, **fields))
 
@@ -307,7 +240,7 @@ class FetcherCore:
         if self._in_flight is not None:
             return []
         self._expire_delays(now_ms)
-        for kind in _StepKind:
+        for kind in StepKind:
             chosen = [tp for tp, step in self._pending.items() if step.kind is kind][:REQUEST_PARTITIONS_MAX]
             if chosen:
                 return self._send_steps(kind, chosen, now_ms)
@@ -327,17 +260,17 @@ class FetcherCore:
               now_ms: int) -> list[Effect]:
         assert self._in_flight is None, "one request in flight at a time"
         assert asked and len(asked) <= REQUEST_PARTITIONS_MAX, len(asked)
-        self._in_flight = _InFlight(
+        self._in_flight = InFlight(
             request=request, destination=destination, kind=kind, deadline_ms=now_ms + self._request_timeout_ms,
             asked=asked, incarnations={tp: self._incarnations[tp] for tp in asked})
         return [Send(destination=destination, message=request)]
 
-    def _send_steps(self, kind: _StepKind, chosen: list[TopicPartition], now_ms: int) -> list[Effect]:
+    def _send_steps(self, kind: StepKind, chosen: list[TopicPartition], now_ms: int) -> list[Effect]:
         asked = {tp: self._pending.pop(tp).item for tp in chosen}
-        if kind in (_StepKind.APPEND, _StepKind.TRUNCATE):
-            wrap = FollowerAppendRequest if kind is _StepKind.APPEND else FollowerTruncateRequest
+        if kind in (StepKind.APPEND, StepKind.TRUNCATE):
+            wrap = FollowerAppendRequest if kind is StepKind.APPEND else FollowerTruncateRequest
             return self._send("local", kind.value, wrap(partitions=tuple(asked.values())), asked, now_ms)
-        timestamp = LATEST_TIMESTAMP if kind is _StepKind.LIST_LATEST else EARLIEST_TIMESTAMP
+        timestamp = LATEST_TIMESTAMP if kind is StepKind.LIST_LATEST else EARLIEST_TIMESTAMP
         grouped = _by_topic(chosen, lambda tp: ListOffsetsPartition(
             partition_index=tp[1], timestamp=timestamp, current_leader_epoch=self._states[tp].current_leader_epoch))
         request = ListOffsetsRequest(replica_id=self.broker_id, topics=tuple(
@@ -382,7 +315,7 @@ class FetcherCore:
             effects = self._on_request_failed(in_flight, error, now_ms)
         return effects + self._send_next(now_ms)
 
-    def _on_request_failed(self, in_flight: _InFlight, error: ErrorCode, now_ms: int) -> list[Effect]:
+    def _on_request_failed(self, in_flight: InFlight, error: ErrorCode, now_ms: int) -> list[Effect]:
         current = [tp for tp in in_flight.asked if self._is_current(tp, in_flight)]
         for tp in current:
             self._delay(tp, now_ms)
@@ -391,7 +324,7 @@ class FetcherCore:
             f"{self._label}: {type(in_flight.request).__name__} to {peer} failed ({error.name}); "
             f"{len(current)} partitions back off {self._backoff_ms} ms"))]
 
-    def _answers(self, in_flight: _InFlight, answered: dict[TopicPartition, Any], effects: list[Effect],
+    def _answers(self, in_flight: InFlight, answered: dict[TopicPartition, Any], effects: list[Effect],
                  now_ms: int):
         """(tp, answer) for each still-current partition answered without error. A partition left
         out is delayed; an error is handled here, its effects added to ``effects``."""
@@ -409,7 +342,7 @@ class FetcherCore:
             else:
                 effects += self._on_partition_error(tp, error, now_ms, local=False)
 
-    def _on_offset_for_leader_epoch(self, in_flight: _InFlight, response: OffsetForLeaderEpochResponse,
+    def _on_offset_for_leader_epoch(self, in_flight: InFlight, response: OffsetForLeaderEpochResponse,
                                     now_ms: int) -> list[Effect]:
         answered = {(t.topic, p.partition): p for t in response.topics for p in t.partitions}
         effects: list[Effect] = []
@@ -418,7 +351,7 @@ class FetcherCore:
                                 leader_end_offset=result.end_offset)
         return effects
 
-    def _on_fetch(self, in_flight: _InFlight, response: FetchResponse, now_ms: int) -> list[Effect]:
+    def _on_fetch(self, in_flight: InFlight, response: FetchResponse, now_ms: int) -> list[Effect]:
         if _error_code(response.error_code) != ErrorCode.NONE:
             return self._on_request_failed(in_flight, _error_code(response.error_code), now_ms)
         answered = {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
@@ -433,7 +366,7 @@ class FetcherCore:
             if error == ErrorCode.NONE:
                 effects += self._on_fetched_data(tp, asked, data)
             elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
-                self._pending[tp] = _Step(_StepKind.LIST_LATEST)
+                self._pending[tp] = Step(StepKind.LIST_LATEST)
             else:
                 effects += self._on_partition_error(tp, error, now_ms, local=False)
         return effects
@@ -448,14 +381,14 @@ class FetcherCore:
                 f"{diverging.end_offset} (fetch offset {asked.fetch_offset}, last epoch {asked.last_fetched_epoch})"))]
         if (_has_records(data.records) or data.high_watermark != state.leader_high_watermark
                 or data.log_start_offset != state.leader_log_start_offset):
-            self._pending[tp] = _Step(_StepKind.APPEND, FollowerAppendPartition(
+            self._pending[tp] = Step(StepKind.APPEND, FollowerAppendPartition(
                 topic=tp[0], partition=tp[1], current_leader_epoch=state.current_leader_epoch,
                 fetch_offset=asked.fetch_offset, records=data.records,
                 leader_high_watermark=data.high_watermark, leader_log_start_offset=data.log_start_offset))
         return []
 
-    def _on_list_offsets(self, in_flight: _InFlight, response: ListOffsetsResponse, now_ms: int) -> list[Effect]:
-        latest = in_flight.kind == _StepKind.LIST_LATEST.value
+    def _on_list_offsets(self, in_flight: InFlight, response: ListOffsetsResponse, now_ms: int) -> list[Effect]:
+        latest = in_flight.kind == StepKind.LIST_LATEST.value
         answered = {(t.name, p.partition_index): p for t in response.topics for p in t.partitions}
         effects: list[Effect] = []
         for tp, result in self._answers(in_flight, answered, effects, now_ms):
@@ -463,7 +396,7 @@ class FetcherCore:
             if result.offset < 0:  # no offset to act on: try again later
                 effects += self._on_partition_error(tp, ErrorCode.OFFSET_NOT_AVAILABLE, now_ms, local=False)
             elif latest and result.offset >= fetch_offset:
-                self._pending[tp] = _Step(_StepKind.LIST_EARLIEST)
+                self._pending[tp] = Step(StepKind.LIST_EARLIEST)
             elif not latest and result.offset <= fetch_offset:
                 effects.append(LogEvent(level="info", message=(
                     f"{self._name(tp)}: fetch offset {fetch_offset} is within the leader's log again; retrying")))
@@ -475,7 +408,7 @@ class FetcherCore:
                     f"{'end' if latest else 'start'} offset is {result.offset}, truncating ({mode.value})")))
         return effects
 
-    def _on_truncated(self, in_flight: _InFlight, response: FollowerTruncateResponse, now_ms: int) -> list[Effect]:
+    def _on_truncated(self, in_flight: InFlight, response: FollowerTruncateResponse, now_ms: int) -> list[Effect]:
         answered = {(p.topic, p.partition): p for p in response.partitions}
         effects: list[Effect] = []
         for tp, result in self._answers(in_flight, answered, effects, now_ms):
@@ -489,7 +422,7 @@ class FetcherCore:
                     + ("" if complete else f"; asking the leader again about epoch {result.latest_epoch}"))))
         return effects
 
-    def _on_appended(self, in_flight: _InFlight, response: FollowerAppendResponse, now_ms: int) -> list[Effect]:
+    def _on_appended(self, in_flight: InFlight, response: FollowerAppendResponse, now_ms: int) -> list[Effect]:
         answered = {(p.topic, p.partition): p for p in response.partitions}
         effects: list[Effect] = []
         for tp, result in self._answers(in_flight, answered, effects, now_ms):

@@ -8,12 +8,25 @@ watermark and followers up to the log end offset, and moves the high watermark t
 end offset over the ISR. Each follower's fetch offset is that follower's acknowledgement: it
 becomes the follower's log end offset here and may move the high watermark.
 
+Which followers hold the high watermark back (Kafka 2.4's ``maybeIncrementLeaderHW``): every
+member of the ISR, and every other replica caught up within ``replica.lag.time.max.ms``, so that a
+follower catching up is not left behind a high watermark running ahead on the leader's log end
+(it could then never join the ISR). A replica counts as caught up when its fetch reached the
+leader's log end offset; on election the ISR members count as caught up now and the others as
+never, so a replica that was out of the ISR does not stall a new leader.
+
 ISR changes (KIP-497). The leader proposes an ISR change to the controller (AlterPartition,
 checked against ``partition_epoch``) and keeps at most one proposal pending. Until the controller
 commits it, the leader counts the *maximal* ISR, the union of the committed and the proposed one,
 when it advances the high watermark: a follower being added must already be caught up, and a
 follower being removed still holds the high watermark back, so an acks=all write is never
 acknowledged on the strength of an ISR the controller has not accepted.
+
+A leader re-elected under a new epoch (an ISR or assignment change that left it leading) keeps
+what its followers have acknowledged; only a broker that was not leading learns their log end
+offsets afresh (Kafka's ``isNewLeader``). StopReplica without delete leaves the replica with
+neither role (``stop``) but with its log, high watermark and leader epoch, so a LeaderAndIsr not
+newer than that epoch is still refused.
 
 Invariants: ``log_start_offset <= high_watermark <= log_end_offset`` on the leader; the high
 watermark never moves backwards while this replica leads one epoch.
@@ -27,24 +40,36 @@ from actors.core.log.log import FetchDataInfo, Log, LogAppendInfo
 from actors.core.messages._base import NO_EPOCH, NO_LEADER
 
 
+NEVER_MS = -1  # a time that has not happened: a follower that never caught up
+
+
 @dataclass(slots=True)
 class RemoteReplica:
     """The leader's record of one follower, updated by that follower's fetches."""
     broker_id: int
     log_end_offset: int = -1  # unknown until the follower's first fetch
-    last_caught_up_time_ms: int = 0
+    # The latest time the follower's fetch offset reached the leader's log end offset (NEVER_MS: no
+    # such time under this leader).
+    last_caught_up_time_ms: int = NEVER_MS
     last_fetch_time_ms: int = 0
     last_fetch_leader_log_end_offset: int = -1
+    # The high watermark in the last fetch answer sent to this follower: an upper bound on what it
+    # knows (KIP-392). A parked fetch of this follower completes once the leader's is higher.
+    last_sent_high_watermark: int = 0
+
+    def caught_up_within(self, now_ms: int, lag_time_max_ms: int) -> bool:
+        return self.last_caught_up_time_ms != NEVER_MS and now_ms - self.last_caught_up_time_ms <= lag_time_max_ms
 
 
 class Partition:
     def __init__(self, *, topic: str, partition: int, local_broker_id: int, log: Log,
-                 high_watermark: int, min_insync_replicas: int) -> None:
+                 high_watermark: int, min_insync_replicas: int, replica_lag_time_max_ms: int) -> None:
         self.topic = topic
         self.partition = partition
         self.local_broker_id = local_broker_id
         self.log = log
         self.min_insync_replicas = min_insync_replicas
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
         # A checkpointed high watermark can lag the log but never lead it.
         self.high_watermark = max(log.log_start_offset, min(high_watermark, log.log_end_offset))
         self.leader_id = NO_LEADER
@@ -77,18 +102,25 @@ class Partition:
     def make_leader(self, *, leader_epoch: int, isr: tuple[int, ...], replicas: tuple[int, ...],
                     partition_epoch: int, controller_epoch: int, now_ms: int) -> None:
         assert leader_epoch > self.leader_epoch, "caller must refuse a leader epoch that is not newer"
+        is_new_leader = not self.is_leader
         self._set_assignment(leader=self.local_broker_id, leader_epoch=leader_epoch, isr=isr,
                              replicas=replicas, partition_epoch=partition_epoch,
                              controller_epoch=controller_epoch)
-        self.leader_epoch_start_offset = self.log.log_end_offset
+        log_end_offset = self.log.log_end_offset
+        self.leader_epoch_start_offset = log_end_offset
         # The leader epoch cache marks where this epoch's records begin (KIP-101).
-        self.log.leader_epoch_cache.assign(leader_epoch, self.log.log_end_offset)
-        # Followers must prove their progress again to the new leader.
-        self.remote_replicas = {
-            broker_id: RemoteReplica(broker_id, last_caught_up_time_ms=now_ms)
-            for broker_id in replicas if broker_id != self.local_broker_id
-        }
-        self.maybe_increment_high_watermark()
+        self.log.leader_epoch_cache.assign(leader_epoch, log_end_offset)
+        # A new leader's followers prove their progress again; a leader staying on under a new
+        # epoch keeps what they have acknowledged (Kafka resets it only when isNewLeader).
+        known = {} if is_new_leader else self.remote_replicas
+        self.remote_replicas = {broker_id: known.get(broker_id) or RemoteReplica(broker_id)
+                                for broker_id in replicas if broker_id != self.local_broker_id}
+        for remote in self.remote_replicas.values():
+            # Kafka's resetLastCaughtUpTime: ISR members are caught up now, the others never.
+            remote.last_caught_up_time_ms = now_ms if remote.broker_id in self.isr else NEVER_MS
+            remote.last_fetch_leader_log_end_offset = log_end_offset
+            remote.last_fetch_time_ms = now_ms
+        self.maybe_increment_high_watermark(now_ms)
 
     def make_follower(self, *, leader: int, leader_epoch: int, isr: tuple[int, ...],
                       replicas: tuple[int, ...], partition_epoch: int, controller_epoch: int) -> None:
@@ -96,6 +128,14 @@ class Partition:
         self._set_assignment(leader=leader, leader_epoch=leader_epoch, isr=isr, replicas=replicas,
                              partition_epoch=partition_epoch, controller_epoch=controller_epoch)
         self.leader_epoch_start_offset = -1
+        self.remote_replicas = {}
+
+    def stop(self) -> None:
+        """StopReplica without delete: neither lead nor follow until the next LeaderAndIsr, which
+        must still be newer than ``leader_epoch``; the log and the high watermark stay."""
+        self.leader_id = NO_LEADER
+        self.leader_epoch_start_offset = -1
+        self.pending_isr = None
         self.remote_replicas = {}
 
     def _set_assignment(self, *, leader: int, leader_epoch: int, isr: tuple[int, ...],
@@ -119,7 +159,7 @@ class Partition:
             return ErrorCode.UNKNOWN_LEADER_EPOCH
         return ErrorCode.NONE
 
-    def append_records_to_leader(self, records, *, required_acks: int) -> LogAppendInfo:
+    def append_records_to_leader(self, records, *, required_acks: int, now_ms: int) -> LogAppendInfo:
         if not self.is_leader:
             raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                      f"broker {self.local_broker_id} does not lead {self.topic}-{self.partition}")
@@ -128,7 +168,7 @@ class Partition:
                 ErrorCode.NOT_ENOUGH_REPLICAS,
                 f"ISR {list(self.isr)} is smaller than min.insync.replicas={self.min_insync_replicas}")
         info = self.log.append_as_leader(records, self.leader_epoch)
-        self.maybe_increment_high_watermark()
+        self.maybe_increment_high_watermark(now_ms)
         return info
 
     def read_records(self, *, fetch_offset: int, max_bytes: int, from_follower: bool,
@@ -137,8 +177,10 @@ class Partition:
         max_offset = None if from_follower else self.high_watermark
         return self.log.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)
 
-    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
-        """Record a follower's fetch offset as its log end offset; True when the HW moved."""
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, now_ms: int, *,
+                                    sent_high_watermark: int) -> bool:
+        """Record a follower's fetch offset as its log end offset, and the high watermark its answer
+        carries; True when the HW moved."""
         remote = self.remote_replicas.get(replica_id)
         if remote is None:
             return False
@@ -153,7 +195,18 @@ class Partition:
         remote.log_end_offset = fetch_offset
         remote.last_fetch_leader_log_end_offset = leader_end_offset
         remote.last_fetch_time_ms = now_ms
-        return self.maybe_increment_high_watermark()
+        remote.last_sent_high_watermark = sent_high_watermark
+        return self.maybe_increment_high_watermark(now_ms)
+
+    def follower_needs_high_watermark(self, replica_id: int) -> bool:
+        """Whether ``replica_id`` was last sent a lower high watermark than the current one."""
+        remote = self.remote_replicas.get(replica_id)
+        return self.is_leader and remote is not None and remote.last_sent_high_watermark < self.high_watermark
+
+    def record_sent_high_watermark(self, replica_id: int, high_watermark: int) -> None:
+        remote = self.remote_replicas.get(replica_id)
+        if remote is not None:
+            remote.last_sent_high_watermark = high_watermark
 
     @property
     def maximal_isr(self) -> tuple[int, ...]:
@@ -161,15 +214,19 @@ class Partition:
             return self.isr
         return self.isr + tuple(r for r in self.pending_isr if r not in self.isr)
 
-    def maybe_increment_high_watermark(self) -> bool:
+    def maybe_increment_high_watermark(self, now_ms: int) -> bool:
+        """Move the HW to the smallest log end offset over the maximal ISR and the replicas caught
+        up within ``replica.lag.time.max.ms``; True when it moved."""
         if not self.is_leader:
             return False
+        maximal_isr = self.maximal_isr
         end_offsets = [self.log.log_end_offset]
-        for broker_id in self.maximal_isr:
-            if broker_id == self.local_broker_id:
-                continue
-            remote = self.remote_replicas.get(broker_id)
-            end_offsets.append(remote.log_end_offset if remote is not None else -1)
+        for broker_id in maximal_isr:
+            if broker_id != self.local_broker_id and broker_id not in self.remote_replicas:
+                end_offsets.append(-1)  # an ISR member this leader has no record of: wait for it
+        for remote in self.remote_replicas.values():
+            if remote.broker_id in maximal_isr or remote.caught_up_within(now_ms, self.replica_lag_time_max_ms):
+                end_offsets.append(remote.log_end_offset)
         candidate = min(end_offsets)
         if candidate > self.high_watermark:
             self.high_watermark = candidate
@@ -190,12 +247,12 @@ class Partition:
             return self.isr + (replica_id,)
         return None
 
-    def isr_shrink_candidate(self, now_ms: int, lag_time_max_ms: int) -> tuple[int, ...] | None:
+    def isr_shrink_candidate(self, now_ms: int) -> tuple[int, ...] | None:
         """The ISR without followers not caught up within ``replica.lag.time.max.ms``."""
         if not self.is_leader or self.pending_isr is not None:
             return None
         lagging = [r for r in self.isr if r != self.local_broker_id
-                   and now_ms - self.remote_replicas[r].last_caught_up_time_ms > lag_time_max_ms]
+                   and not self.remote_replicas[r].caught_up_within(now_ms, self.replica_lag_time_max_ms)]
         if not lagging:
             return None
         return tuple(r for r in self.isr if r not in lagging)
@@ -204,7 +261,8 @@ class Partition:
         assert self.is_leader and self.pending_isr is None and self.local_broker_id in new_isr
         self.pending_isr = new_isr
 
-    def on_isr_committed(self, *, leader_epoch: int, isr: tuple[int, ...], partition_epoch: int) -> bool:
+    def on_isr_committed(self, *, leader_epoch: int, isr: tuple[int, ...], partition_epoch: int,
+                         now_ms: int) -> bool:
         """The controller accepted an ISR; True when the high watermark moved."""
         if leader_epoch != self.leader_epoch:
             return False  # an answer for an earlier leadership; its proposal died with it
@@ -214,7 +272,7 @@ class Partition:
         self.isr = tuple(isr)
         self.partition_epoch = partition_epoch
         self.pending_isr = None
-        return self.maybe_increment_high_watermark()
+        return self.maybe_increment_high_watermark(now_ms)
 
     def on_isr_refused(self) -> None:
         """The controller refused the proposal (a newer partition state exists): propose again later."""

@@ -54,7 +54,7 @@ def handle_produce(manager: "ReplicaManager", request_id: int, request: ProduceR
                     raise KafkaProtocolError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                              f"cannot append to internal topic {topic.name}")
                 partition = manager._leader_partition(topic_partition)
-                info = partition.append_records_to_leader(data.records, required_acks=request.acks)
+                info = partition.append_records_to_leader(data.records, required_acks=request.acks, now_ms=now_ms)
             except KafkaProtocolError as exc:
                 results[topic_partition] = _PendingPartition(-1, PartitionProduceResponse(
                     index=data.index, error_code=exc.error_code, error_message=str(exc)), done=True)

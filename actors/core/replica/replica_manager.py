@@ -8,7 +8,9 @@ deadline, ``LogEvent`` for a human.
 
 - Control requests (LeaderAndIsr, UpdateMetadata, StopReplica) come from the controller and are
   fenced by ``controller_epoch``; a LeaderAndIsr partition state is applied only when its leader
-  epoch is newer than the one this replica has.
+  epoch is newer than the one this replica has. StopReplica removes a partition and its log only
+  with ``delete_partitions``; without it the replica stops leading or following but keeps its
+  log, high watermark (checkpointed as before) and leader epoch.
 - Produce appends to the leader's log. acks=0/1 are answered at once; acks=all waits in the produce
   purgatory until the high watermark passes the appended offsets (or the request times out).
 - Fetch reads whole batches: consumers up to the high watermark, followers (``replica_id >= 0``) up
@@ -131,7 +133,8 @@ class ReplicaManager:
         topic, index = topic_partition
         return Partition(topic=topic, partition=index, local_broker_id=self.broker_id, log=log,
                          high_watermark=high_watermark,
-                         min_insync_replicas=config.get_int("min.insync.replicas", 1))
+                         min_insync_replicas=config.get_int("min.insync.replicas", 1),
+                         replica_lag_time_max_ms=self.replica_lag_time_max_ms)
 
     # -------------------------------------------------------------------------- control requests
     def _stale_control_request(self, request) -> ErrorCode | None:
@@ -174,9 +177,10 @@ class ReplicaManager:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         partition = self.partitions.get(topic_partition)
         if state.leader_epoch <= (NO_EPOCH if partition is None else partition.leader_epoch):
-            # Kafka 2.4 answers a leader epoch that is not newer with STALE_CONTROLLER_EPOCH. A
-            # refused state changes nothing: no log is created and the topic config it carries,
-            # which may be a stale one, is not applied.
+            # Kafka 2.4 (and every ZooKeeper-era release) answers a leader epoch that is not newer
+            # with STALE_CONTROLLER_EPOCH in the partition's error; FENCED_LEADER_EPOCH came with
+            # KIP-570 and for StopReplica only. A refused state changes nothing: no log is created
+            # and the topic config it carries, which may be a stale one, is not applied.
             return ErrorCode.STALE_CONTROLLER_EPOCH
         if partition is None:
             topic, index = topic_partition
@@ -230,17 +234,9 @@ class ReplicaManager:
         for topic in request.topics:
             for index in topic.partition_indexes:
                 topic_partition = (topic.name, index)
-                partition = self.partitions.pop(topic_partition, None)
                 effects.extend(self.fetcher_manager.remove([topic_partition]))
-                if topic.name == OFFSETS_TOPIC and partition is not None:
-                    effects.append(CoordinatorLeadershipChange(partition=index, leader_epoch=partition.leader_epoch,
-                                                               is_leader=False))
-                if partition is not None and request.delete_partitions:
-                    partition.log.delete()
-                    effects.append(LogEvent(level="info", message=(
-                        f"broker {self.broker_id} deleted its replica of {topic.name}-{index}")))
-                elif partition is not None:
-                    partition.log.flush()
+                effects.extend(self._stop_replica(topic_partition, delete=request.delete_partitions))
+                # Delayed requests on it are answered now rather than left to time out.
                 effects.extend(self._try_complete_delayed(topic_partition, now_ms))
                 errors.append(StopReplicaPartitionError(topic_name=topic.name, partition_index=index,
                                                         error_code=ErrorCode.NONE))
@@ -248,6 +244,32 @@ class ReplicaManager:
             self.checkpoint_high_watermarks()
         effects.append(Respond(request_id=request_id, response=StopReplicaResponse(
             error_code=ErrorCode.NONE, partition_errors=tuple(errors))))
+        return effects
+
+    def _stop_replica(self, topic_partition: TopicPartition, *, delete: bool) -> list[Effect]:
+        """Kafka's ``stopReplica``: with delete, the partition and its log go; without (controlled
+        shutdown, the first step of a reassignment or a deletion), the partition stays with its log,
+        high watermark and leader epoch, which keeps fencing older LeaderAndIsr states, and only
+        stops leading or following."""
+        partition = self.partitions.get(topic_partition)
+        if partition is None:
+            return []
+        effects: list[Effect] = []
+        topic, index = topic_partition
+        if topic == OFFSETS_TOPIC:
+            effects.append(CoordinatorLeadershipChange(partition=index, leader_epoch=partition.leader_epoch,
+                                                       is_leader=False))
+        if delete:
+            del self.partitions[topic_partition]
+            partition.log.delete()
+            effects.append(LogEvent(level="info", message=(
+                f"broker {self.broker_id} deleted its replica of {topic}-{index}")))
+        else:
+            partition.stop()
+            partition.log.flush()
+            effects.append(LogEvent(level="info", message=(
+                f"broker {self.broker_id} stopped its replica of {topic}-{index} at leader epoch "
+                f"{partition.leader_epoch}")))
         return effects
 
     # -------------------------------------------------------------------------- client requests

@@ -176,12 +176,19 @@ def maybe_expand_isr(manager: "ReplicaManager", topic_partition: tuple[str, int]
 
 
 def maybe_shrink_isrs(manager: "ReplicaManager", now_ms: int) -> list[Effect]:
+    """Kafka's ISR-expiration task. It also recomputes every led partition's high watermark: a
+    replica outside the ISR that stopped fetching holds it back only for
+    ``replica.lag.time.max.ms``, and Kafka lets it go at the next append or follower fetch, which
+    leaves an acks=all produce waiting when none comes."""
     proposals = {}
-    for topic_partition, partition in manager.partitions.items():
-        candidate = partition.isr_shrink_candidate(now_ms, manager.replica_lag_time_max_ms)
+    effects: list[Effect] = []
+    for topic_partition, partition in list(manager.partitions.items()):
+        if partition.maybe_increment_high_watermark(now_ms):
+            effects.extend(manager._try_complete_delayed(topic_partition, now_ms))
+        candidate = partition.isr_shrink_candidate(now_ms)
         if candidate is not None:
             proposals[topic_partition] = candidate
-    return propose_isr_changes(manager, proposals)
+    return effects + propose_isr_changes(manager, proposals)
 
 
 def on_alter_partition_response(manager: "ReplicaManager", request: AlterPartitionRequest, response,
@@ -209,6 +216,6 @@ def on_alter_partition_response(manager: "ReplicaManager", request: AlterPartiti
                     f"{ErrorCode(answer.error_code).name}")))
                 continue
             if partition.on_isr_committed(leader_epoch=answer.leader_epoch, isr=tuple(answer.isr),
-                                          partition_epoch=answer.partition_epoch):
+                                          partition_epoch=answer.partition_epoch, now_ms=now_ms):
                 effects.extend(manager._try_complete_delayed(topic_partition, now_ms))
     return effects
