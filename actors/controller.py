@@ -43,7 +43,7 @@ class ControllerActor:
         self.namespace = namespace
         self.actor_name = actor_name
         self.config = dict(config or {})
-        self._core = ControllerCore(store=MetadataStore(RayKeyValueStore(namespace)),
+        self._core = ControllerCore(store=MetadataStore(RayKeyValueStore(namespace), claimant=actor_name),
                                     config=KafkaConfig(self.config), now_ms=monotonic_ms(),
                                     random_source=random.Random())
         set_active_controller(namespace, actor_name, self._core.controller_epoch)

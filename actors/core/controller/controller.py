@@ -1,9 +1,10 @@
 """The controller: decides partition leadership and tells brokers, as Kafka 2.4's ``KafkaController``.
 
 Theory of operation. One ``ControllerCore`` is active per cluster. It claims a controller epoch
-from the metadata store when it starts (one more than any controller before it) and stamps it on
-every request it sends, so brokers ignore a paused controller that wakes up after a newer one
-took over. Inputs are events, each handled to completion:
+from the metadata store when it starts (the first controller gets 1, each later one an epoch no
+other controller got, as Kafka's do) and stamps it on every request it sends, so brokers ignore a
+paused controller that wakes up after a newer one took over. Inputs are events, each handled to
+completion:
 
 - broker lifecycle: registration (a new broker epoch; a broker that comes back with a new
   incarnation is handled as a failure followed by a startup, Kafka's "bounced broker"; another
