@@ -65,6 +65,9 @@ CONTROLLER_DEFAULTS = {
     "unclean.leader.election.enable": "false",
     "num.partitions": "1",
     "default.replication.factor": "1",
+    # Kafka's per-broker request queue is unbounded; ours holds at most this many waiting requests
+    # and at the limit drops them for a resync of the broker (see channel_queue.py).
+    "raykafka.controller.queue.size.max": "10000",
 }
 
 
