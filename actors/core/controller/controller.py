@@ -484,7 +484,8 @@ class ControllerCore:
         return self._guarded(None, None, step)
 
     def resync_broker(self, broker_id: int, now_ms: int) -> list[Effect]:
-        """A new send thread for ``broker_id``: send it the current state again; epochs make it harmless."""
+        """A new send thread for ``broker_id``, or one whose queue dropped requests at its limit:
+        send the broker its full state again, which supersedes anything lost; epochs make it harmless."""
         def step() -> list[Effect]:
             if broker_id not in self.context.brokers:
                 return []
