@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import ray
 from loguru import logger
+from ray.exceptions import ActorUnavailableError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.core.config import KafkaConfig
@@ -36,6 +37,12 @@ from actors.shell_support import CallNumbers, PendingRequests, monotonic_ms
 
 TICK_INTERVAL_S = 0.2
 SEND_THREAD_CHECK_INTERVAL_S = 1.0
+SEND_THREAD_CHECK_TIMEOUT_S = 10.0
+# A send thread that leaves this many checks in a row unanswered is taken for hung and replaced.
+# One that Ray reports dead, or whose worker has stopped, is replaced at once; but a slow answer
+# alone is no death: a new send thread can take longer than a check to start on a busy machine,
+# and replacing it then would only start another slow one.
+SEND_THREAD_UNANSWERED_CHECKS_MAX = 6
 
 
 def controller_actor_name(generation: int = 0) -> str:
@@ -57,6 +64,7 @@ class ControllerActor:
         self._pending = PendingRequests("controller")
         self._threads: dict[int, Any] = {}
         self._thread_epochs: dict[int, int] = {}
+        self._unanswered_checks: dict[int, int] = {}  # broker id -> checks its thread left unanswered
         self._thread_calls = CallNumbers()  # Ray may reorder an async actor's calls: number them
         self._started = False
         self._running: asyncio.Event | None = None
@@ -131,6 +139,7 @@ class ControllerActor:
             controller=ray.get_runtime_context().current_actor,
             queue_size_max=self._queue_size_max)
         self._thread_epochs[broker_id] = broker_epoch
+        self._unanswered_checks.pop(broker_id, None)
         self._thread_calls.reset(broker_id)
 
     def _remove_channel(self, broker_id: int) -> None:
@@ -144,15 +153,29 @@ class ControllerActor:
         while True:
             await asyncio.sleep(SEND_THREAD_CHECK_INTERVAL_S)
             for broker_id, thread in list(self._threads.items()):
-                try:
-                    await asyncio.wait_for(thread.status.remote(), timeout=10)
-                except Exception as exc:
-                    if self._threads.get(broker_id) is not thread:
-                        continue
-                    logger.warning("send thread for broker {} is gone ({}); recreating it",
-                                   broker_id, type(exc).__name__)
-                    self._add_channel(broker_id, self._thread_epochs.get(broker_id, -1))
-                    self._resync(broker_id)
+                reason = await self._check_send_thread(broker_id, thread)
+                if reason is None or self._threads.get(broker_id) is not thread:
+                    continue
+                logger.warning("send thread for broker {} is gone ({}); recreating it", broker_id, reason)
+                self._add_channel(broker_id, self._thread_epochs.get(broker_id, -1))
+                self._resync(broker_id)
+
+    async def _check_send_thread(self, broker_id: int, thread) -> str | None:
+        """Why ``thread`` must be replaced, or None while it is alive (or only slow so far)."""
+        try:
+            await asyncio.wait_for(thread.status.remote(), timeout=SEND_THREAD_CHECK_TIMEOUT_S)
+        except (asyncio.TimeoutError, ActorUnavailableError) as exc:
+            if self._threads.get(broker_id) is not thread:
+                return None
+            unanswered = self._unanswered_checks.get(broker_id, 0) + 1
+            self._unanswered_checks[broker_id] = unanswered
+            logger.info("send thread for broker {} left check {} of {} unanswered ({})", broker_id, unanswered,
+                        SEND_THREAD_UNANSWERED_CHECKS_MAX, type(exc).__name__)
+            return None if unanswered < SEND_THREAD_UNANSWERED_CHECKS_MAX else f"{unanswered} checks unanswered"
+        except Exception as exc:  # dead (RayActorError), or its worker stopped (SendThreadStopped)
+            return type(exc).__name__
+        self._unanswered_checks.pop(broker_id, None)
+        return None
 
     def _resync(self, broker_id: int) -> None:
         self._apply(self._core.resync_broker(broker_id, monotonic_ms()), full_state_for=broker_id)

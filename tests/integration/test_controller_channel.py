@@ -45,17 +45,24 @@ def in_step(cluster, broker_id: int, topics: list[str]) -> bool:
 
 
 def victim_queue(cluster):
+    """The victim's queue status; a thread too slow to answer (None) makes the caller's wait poll again."""
     status = cluster.controller_queue_sizes()[VICTIM]
     assert status is not None, f"broker {VICTIM}'s send thread did not answer"
     return status
 
 
+def all_drained(cluster):
+    """Every queue's status once each is empty, idle and has sent a request; else None."""
+    statuses = cluster.controller_queue_sizes()
+    drained = all(s is not None and s.queue_size == 0 and not s.in_flight and s.last_queue_time_ms >= 0
+                  for s in statuses.values())
+    return statuses if drained else None
+
+
 def test_queue_sizes_are_reported_per_broker_from_the_cluster(cluster):
     cluster.create_topic("observed", partitions=3, replication_factor=3)
-    wait_until(lambda: all(s is not None and s.queue_size == 0 and not s.in_flight and s.last_queue_time_ms >= 0
-                           for s in cluster.controller_queue_sizes().values()), WAIT_S,
-               "every send queue drained, each having sent at least one request")
-    statuses = cluster.controller_queue_sizes()
+    statuses = wait_until(lambda: all_drained(cluster), WAIT_S,
+                          "every send queue drained, each having sent at least one request")
     assert sorted(statuses) == sorted(cluster.broker_ids)
     assert all(s.broker_id == b and s.head_queue_time_ms == 0 and s.dropped_total == 0 for b, s in statuses.items())
     cluster.delete_topic("observed")
@@ -73,7 +80,7 @@ def test_a_flooded_send_queue_drops_its_backlog_and_its_broker_still_follows_the
         wait_until(lambda: victim_queue(cluster).dropped_total > 0, WAIT_S, f"broker {VICTIM}'s send queue to overflow")
         wait_until(lambda: victim_queue(cluster).head_queue_time_ms > 0, WAIT_S,
                    "the oldest waiting request to show its time in the queue")
-        status = victim_queue(cluster)
+        status = wait_until(lambda: victim_queue(cluster), WAIT_S, f"broker {VICTIM}'s queue status")
         assert status.in_flight, "the request in flight is kept through the overflow"
         assert 0 < status.queue_size <= QUEUE_SIZE_MAX, status
         assert status.resyncs_requested > 0, status
