@@ -5,9 +5,12 @@ which claims a new controller epoch, so a controller that Ray restarts after a k
 a higher epoch and the same cluster state. It then publishes itself as the active controller
 (brokers look it up there). The channel manager is here: one ``RequestSendThreadActor`` per
 registered broker, created and killed as the core says (``AddBrokerChannel`` /
-``RemoveBrokerChannel``), each fed the core's ``Send`` effects for its broker in order. A send
-thread that dies is replaced and its broker resynchronised. ``pause``/``resume`` hold every event
-(a long GC pause), which is how a test makes a zombie controller.
+``RemoveBrokerChannel``), each fed the core's ``Send`` effects for its broker in order, with a
+queue of at most ``raykafka.controller.queue.size.max`` waiting requests. A send thread that
+dies, or whose worker has stopped, is replaced and its broker resynchronised; a resync's batch is
+marked as the broker's full state, which lets the send thread's queue drop what it supersedes.
+``pause``/``resume`` hold every event (a long GC pause), which is how a test makes a zombie
+controller.
 """
 from __future__ import annotations
 
@@ -18,9 +21,11 @@ from typing import Any, Callable
 
 import ray
 from loguru import logger
+from ray.exceptions import ActorUnavailableError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.core.config import KafkaConfig
+from actors.core.controller.channel_queue import QUEUE_SIZE_MIN, ChannelQueueStatus
 from actors.core.controller.controller import ControllerCore
 from actors.core.controller.metadata_store import MetadataStore
 from actors.core.effects import (
@@ -32,6 +37,12 @@ from actors.shell_support import CallNumbers, PendingRequests, monotonic_ms
 
 TICK_INTERVAL_S = 0.2
 SEND_THREAD_CHECK_INTERVAL_S = 1.0
+SEND_THREAD_CHECK_TIMEOUT_S = 10.0
+# A send thread that leaves this many checks in a row unanswered is taken for hung and replaced.
+# One that Ray reports dead, or whose worker has stopped, is replaced at once; but a slow answer
+# alone is no death: a new send thread can take longer than a check to start on a busy machine,
+# and replacing it then would only start another slow one.
+SEND_THREAD_UNANSWERED_CHECKS_MAX = 6
 
 
 def controller_actor_name(generation: int = 0) -> str:
@@ -43,14 +54,17 @@ class ControllerActor:
         self.namespace = namespace
         self.actor_name = actor_name
         self.config = dict(config or {})
-        self._core = ControllerCore(store=MetadataStore(RayKeyValueStore(namespace)),
+        self._core = ControllerCore(store=MetadataStore(RayKeyValueStore(namespace), claimant=actor_name),
                                     config=KafkaConfig(self.config), now_ms=monotonic_ms(),
                                     random_source=random.Random())
         set_active_controller(namespace, actor_name, self._core.controller_epoch)
         logger.info("controller {} active with epoch {}", actor_name, self._core.controller_epoch)
+        # Read once here, so that an invalid value stops the controller from starting at all.
+        self._queue_size_max = self._core.config.get_int("raykafka.controller.queue.size.max", QUEUE_SIZE_MIN)
         self._pending = PendingRequests("controller")
         self._threads: dict[int, Any] = {}
         self._thread_epochs: dict[int, int] = {}
+        self._unanswered_checks: dict[int, int] = {}  # broker id -> checks its thread left unanswered
         self._thread_calls = CallNumbers()  # Ray may reorder an async actor's calls: number them
         self._started = False
         self._running: asyncio.Event | None = None
@@ -78,7 +92,8 @@ class ControllerActor:
         await self._running.wait()
         return await self._pending.call(handler, request, self._apply)
 
-    def _apply(self, effects: list) -> None:
+    def _apply(self, effects: list, full_state_for: int | None = None) -> None:
+        """Apply the core's effects; ``full_state_for`` names the broker whose resync they are."""
         sends: dict[int, list] = collections.defaultdict(list)
         for effect in effects:
             if isinstance(effect, Send):
@@ -86,7 +101,7 @@ class ControllerActor:
                 assert role == "broker", effect.destination
                 sends[int(broker_id)].append(effect.message)
                 continue
-            self._flush_sends(sends)  # keep Sends and channel changes in the core's order
+            self._flush_sends(sends, full_state_for)  # keep Sends and channel changes in the core's order
             if isinstance(effect, Respond):
                 self._pending.respond(effect)
             elif isinstance(effect, AddBrokerChannel):
@@ -101,15 +116,15 @@ class ControllerActor:
                 pass
             else:
                 raise AssertionError(f"controller shell cannot apply {effect!r}")
-        self._flush_sends(sends)
+        self._flush_sends(sends, full_state_for)
 
-    def _flush_sends(self, sends: dict[int, list]) -> None:
+    def _flush_sends(self, sends: dict[int, list], full_state_for: int | None) -> None:
         for broker_id, requests in sends.items():
             thread = self._threads.get(broker_id)
             if thread is None:
                 logger.debug("dropping {} requests for broker {} with no channel", len(requests), broker_id)
                 continue
-            thread.enqueue.remote(self._thread_calls.next(broker_id), requests)
+            thread.enqueue.remote(self._thread_calls.next(broker_id), requests, broker_id == full_state_for)
         sends.clear()
 
     # ------------------------------------------------------------------------ channel manager
@@ -121,8 +136,10 @@ class ControllerActor:
                                                                    scheduling_strategy=here).remote(
             broker_id=broker_id, broker_epoch=broker_epoch,
             broker_actor_name=self._core.context.brokers[broker_id].host, namespace=self.namespace,
-            controller=ray.get_runtime_context().current_actor)
+            controller=ray.get_runtime_context().current_actor,
+            queue_size_max=self._queue_size_max)
         self._thread_epochs[broker_id] = broker_epoch
+        self._unanswered_checks.pop(broker_id, None)
         self._thread_calls.reset(broker_id)
 
     def _remove_channel(self, broker_id: int) -> None:
@@ -132,19 +149,36 @@ class ControllerActor:
             ray.kill(thread, no_restart=True)
 
     async def _watch_send_threads(self) -> None:
-        """A dead send thread is replaced, and its broker sent the current state again."""
+        """A dead or stopped send thread is replaced, and its broker sent the current state again."""
         while True:
             await asyncio.sleep(SEND_THREAD_CHECK_INTERVAL_S)
             for broker_id, thread in list(self._threads.items()):
-                try:
-                    await asyncio.wait_for(thread.queue_size.remote(), timeout=10)
-                except Exception as exc:
-                    if self._threads.get(broker_id) is not thread:
-                        continue
-                    logger.warning("send thread for broker {} is gone ({}); recreating it",
-                                   broker_id, type(exc).__name__)
-                    self._add_channel(broker_id, self._thread_epochs.get(broker_id, -1))
-                    self._apply(self._core.resync_broker(broker_id, monotonic_ms()))
+                reason = await self._check_send_thread(broker_id, thread)
+                if reason is None or self._threads.get(broker_id) is not thread:
+                    continue
+                logger.warning("send thread for broker {} is gone ({}); recreating it", broker_id, reason)
+                self._add_channel(broker_id, self._thread_epochs.get(broker_id, -1))
+                self._resync(broker_id)
+
+    async def _check_send_thread(self, broker_id: int, thread) -> str | None:
+        """Why ``thread`` must be replaced, or None while it is alive (or only slow so far)."""
+        try:
+            await asyncio.wait_for(thread.status.remote(), timeout=SEND_THREAD_CHECK_TIMEOUT_S)
+        except (asyncio.TimeoutError, ActorUnavailableError) as exc:
+            if self._threads.get(broker_id) is not thread:
+                return None
+            unanswered = self._unanswered_checks.get(broker_id, 0) + 1
+            self._unanswered_checks[broker_id] = unanswered
+            logger.info("send thread for broker {} left check {} of {} unanswered ({})", broker_id, unanswered,
+                        SEND_THREAD_UNANSWERED_CHECKS_MAX, type(exc).__name__)
+            return None if unanswered < SEND_THREAD_UNANSWERED_CHECKS_MAX else f"{unanswered} checks unanswered"
+        except Exception as exc:  # dead (RayActorError), or its worker stopped (SendThreadStopped)
+            return type(exc).__name__
+        self._unanswered_checks.pop(broker_id, None)
+        return None
+
+    def _resync(self, broker_id: int) -> None:
+        self._apply(self._core.resync_broker(broker_id, monotonic_ms()), full_state_for=broker_id)
 
     async def _tick_forever(self) -> None:
         while True:
@@ -186,7 +220,10 @@ class ControllerActor:
         await self._event(lambda now_ms: self._core.on_broker_unreachable(broker_id, broker_epoch, now_ms))
 
     async def resync_broker(self, broker_id: int) -> None:
-        await self._event(lambda now_ms: self._core.resync_broker(broker_id, now_ms))
+        """A send thread dropped requests at its queue's limit: send its broker the full state."""
+        await self._ensure_started()
+        await self._running.wait()
+        self._resync(broker_id)
 
     # ---------------------------------------------------------------------------- observation
     async def ping(self) -> dict:
@@ -208,13 +245,15 @@ class ControllerActor:
         """The send-thread actor for ``broker_id`` (fault injection kills it)."""
         return self._threads.get(broker_id)
 
-    async def queue_sizes(self) -> dict[int, int]:
-        sizes = {}
+    async def queue_sizes(self) -> dict[int, ChannelQueueStatus | None]:
+        """Per broker, its send queue: waiting requests (Kafka's QueueSize) and queue times; None
+        for a send thread that did not answer (it is dead or stopped, and about to be replaced)."""
+        sizes: dict[int, ChannelQueueStatus | None] = {}
         for broker_id, thread in list(self._threads.items()):
             try:
-                sizes[broker_id] = await asyncio.wait_for(thread.queue_size.remote(), timeout=5)
+                sizes[broker_id] = await asyncio.wait_for(thread.status.remote(), timeout=5)
             except Exception:
-                sizes[broker_id] = -1
+                sizes[broker_id] = None
         return sizes
 
     # ------------------------------------------------------------------------ fault injection

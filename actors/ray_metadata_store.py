@@ -28,6 +28,12 @@ class RayKeyValueStore:
     def put(self, key: str, value: bytes) -> None:
         internal_kv._internal_kv_put(key, value, overwrite=True, namespace=self.namespace)
 
+    def put_if_absent(self, key: str, value: bytes) -> bool:
+        # With overwrite=False Ray writes only a missing key, atomically in the GCS, and returns
+        # whether the key already existed; so False here means this call created it.
+        existed = internal_kv._internal_kv_put(key, value, overwrite=False, namespace=self.namespace)
+        return not existed
+
     def delete(self, key: str) -> None:
         internal_kv._internal_kv_del(key, namespace=self.namespace)
 

@@ -24,6 +24,7 @@ from ray.exceptions import ActorDiedError, ActorUnavailableError
 from actors.broker import BrokerActorRemote, broker_actor_name, group_coordinator_actor_name
 from actors.group_coordinator import GroupCoordinatorRemote
 from actors.controller import ControllerActorRemote, controller_actor_name
+from actors.core.controller.channel_queue import ChannelQueueStatus
 from actors.core.errors import ErrorCode
 from actors.core.log.log import Log, LogConfig
 from actors.core.replica.replica_manager import partition_directory
@@ -198,6 +199,14 @@ class Cluster:
 
     def controller_epoch(self) -> int:
         return self._observe_controller("controller_epoch")
+
+    def controller_queue_sizes(self) -> dict[int, ChannelQueueStatus | None]:
+        """Per broker id, the controller's queue of control requests for it: ``queue_size`` (the
+        waiting requests, Kafka's QueueSize), ``head_queue_time_ms`` (how long the oldest has
+        waited), ``last_queue_time_ms`` (enqueue-to-send time of the last one sent, Kafka's
+        RequestQueueTimeMs), whether one is in flight, and how many were dropped at the queue's
+        limit. None for a send thread that is being replaced."""
+        return self._observe_controller("queue_sizes")
 
     def describe_cluster(self) -> dict:
         """The controller's view: its epoch and the live brokers with their epochs."""

@@ -75,7 +75,7 @@ class World:
     leader_epoch: int  # TOPIC-0's, at least 1
     partition_epoch: int
     replicas: tuple[int, ...]
-    controller_epoch: int  # at least 1: the controller was restarted once
+    controller_epoch: int  # at least 2: the first controller's is 1 and it was restarted once
     broker_epochs: dict[int, int]
     old_broker_epoch: int  # the leader's epoch before its restart
     old_incarnation_id: str  # the leader's process before its restart
@@ -177,8 +177,10 @@ def world(cluster) -> World:
         produce_acknowledged(cluster, leader_of, partition, b"before the restarts")
 
     # A genuine stale controller epoch: the controller restarts and claims a new one.
+    first_controller_epoch = cluster.controller_epoch()
     cluster.kill("controller", restart=True)
-    wait_until(lambda: cluster.describe_cluster()["controller_epoch"] >= 1, SETTLE_TIMEOUT_S, "a new controller")
+    wait_until(lambda: cluster.describe_cluster()["controller_epoch"] > first_controller_epoch, SETTLE_TIMEOUT_S,
+               "a new controller")
 
     # A genuine stale broker epoch, incarnation and leader epoch: TOPIC-0's leader restarts (the
     # controller sees the new incarnation, moves its leaderships away and back).
@@ -205,7 +207,7 @@ def world(cluster) -> World:
 
     p0 = partition_description(cluster, TOPIC, 0)
     described = cluster.describe_cluster()
-    assert p0.leader_epoch >= 1 and p0.partition_epoch >= 1 and described["controller_epoch"] >= 1
+    assert p0.leader_epoch >= 1 and p0.partition_epoch >= 1 and described["controller_epoch"] >= 2
     return World(
         cluster=cluster, brokers={b: cluster.broker(b) for b in cluster.broker_ids}, coordinators=coordinators,
         leader=leader, followers=tuple(r for r in p0.replicas if r != leader), leader_epoch=p0.leader_epoch,

@@ -1,6 +1,7 @@
 """The controller on a real 3-broker cluster decides leadership as Kafka's does: it survives its own
 kill with a higher epoch, replaces a killed send thread, moves a dead broker's leaderships, runs
-topic creation and deletion with Kafka's errors, and a zombie controller is fenced by epoch."""
+topic creation and deletion with Kafka's errors, a zombie controller is fenced by epoch, and
+controllers that start together on Ray's key-value store never share an epoch."""
 from __future__ import annotations
 
 import time
@@ -8,11 +9,13 @@ import time
 import pytest
 import ray
 
+from actors.core.controller.metadata_store import MetadataStore
 from actors.core.errors import ErrorCode
 from actors.core.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from actors.core.messages.leader_and_isr import (
     LeaderAndIsrPartitionState, LeaderAndIsrRequest, LeaderAndIsrTopicState,
 )
+from actors.ray_metadata_store import RayKeyValueStore
 from orchestration import KafkaError
 from orchestration.cluster import wait_until
 from tests.support.clusters import running_cluster
@@ -177,3 +180,52 @@ def test_zombie_controller_is_fenced_by_every_broker_and_changes_nothing(cluster
     assert {b: broker_view(cluster, b, "fenced") for b in cluster.broker_ids} == state_before
     assert cluster.controller_epoch() == new_epoch
     ray.kill(zombie, no_restart=True)
+
+
+# ------------------------------------------------------------------ epoch claims on Ray's store
+CLAIMS_PER_CLAIMANT = 25
+GATE_KEY = "/test/start-claiming"
+GATE_TIMEOUT_S = 60
+
+
+@ray.remote(num_cpus=0)
+class EpochClaimant:
+    """A process that becomes controller again and again on Ray's key-value store, as restarted
+    controllers do, each time with a new store client."""
+
+    def __init__(self, ray_namespace: str, name: str) -> None:
+        self.kv = RayKeyValueStore(ray_namespace)
+        self.name = name
+
+    def ready(self) -> bool:
+        return True
+
+    def claim(self, claims: int) -> list[int]:
+        # Every claimant waits at the same gate, so their claims overlap as much as they can.
+        deadline = time.monotonic() + GATE_TIMEOUT_S
+        while self.kv.get(GATE_KEY) is None:
+            assert time.monotonic() < deadline, f"{self.name}: the start gate never opened"
+            time.sleep(0.001)
+        return [MetadataStore(self.kv, claimant=self.name).claim_controller_epoch() for _ in range(claims)]
+
+
+def test_rays_key_value_store_creates_a_key_only_if_it_is_absent(ray_session):
+    kv = RayKeyValueStore(f"{ray_session}-put-if-absent")
+    assert kv.put_if_absent("/k", b"first") is True, "a missing key is created"
+    assert kv.put_if_absent("/k", b"second") is False, "an existing key is reported as taken"
+    assert kv.get("/k") == b"first", "and is not overwritten"
+
+
+def test_controllers_racing_on_rays_store_win_each_epoch_exactly_once(ray_session):
+    namespace = f"{ray_session}-epoch-race"
+    claimants = [EpochClaimant.remote(namespace, f"claimant-{i}") for i in range(2)]
+    ray.get([c.ready.remote() for c in claimants], timeout=GATE_TIMEOUT_S)
+    refs = [c.claim.remote(CLAIMS_PER_CLAIMANT) for c in claimants]
+    RayKeyValueStore(namespace).put(GATE_KEY, b"go")
+    won = ray.get(refs, timeout=GATE_TIMEOUT_S + 120)
+    every_win = sorted(epoch for epochs in won for epoch in epochs)
+    assert every_win == list(range(1, 2 * CLAIMS_PER_CLAIMANT + 1)), \
+        f"each epoch must be won by exactly one claimant; they won {won}"
+    assert MetadataStore(RayKeyValueStore(namespace)).stored_controller_epoch() == 2 * CLAIMS_PER_CLAIMANT
+    for claimant in claimants:
+        ray.kill(claimant, no_restart=True)

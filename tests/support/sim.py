@@ -436,7 +436,8 @@ class Simulation(Shells):
             for node in self._brokers() for tp, p in sorted(node.core.replica_manager.partitions.items()))
         leadership = tuple(sorted((tp, l.leader, l.leader_epoch, l.isr)
                                   for tp, l in self.controller.context.leadership.items()))
-        channels = tuple((n.name, len(n.queue)) for n in self.nodes.values() if isinstance(n, _ChannelNode))
+        channels = tuple((n.name, n.queue.queue_size + (n.queue.in_flight is not None))
+                         for n in self.nodes.values() if isinstance(n, _ChannelNode))
         client_calls = sum(1 for c in self.network.calls.values() if c.caller == CLIENT)
         return replicas, leadership, channels, client_calls, len(self.network.held())
 

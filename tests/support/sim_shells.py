@@ -13,11 +13,13 @@ actors/request_send_thread.py):
 - fetcher: ``Send`` to "leader" is a call to the leader broker by name (whichever incarnation is
   up), to "local" a call to its own broker incarnation; answers go to ``on_leader_response`` /
   ``on_local_response``.
-- controller: ``Send`` to ``broker:<id>`` joins that broker's channel queue (dropped if there is
-  no channel, as the shell does); a channel sends one request at a time, in order, retrying a
-  failed one every ``CHANNEL_RETRY_BACKOFF_MS`` until answered, and hands each answer back to the
-  controller as an event; ``AddBrokerChannel`` / ``RemoveBrokerChannel`` replace or drop the
-  channel with its queue.
+- controller: the ``Send``s of one controller step to ``broker:<id>`` join that broker's channel
+  queue as one batch (dropped if there is no channel, as the shell does); the queue is the send
+  thread's own pure ``ControllerChannelQueue``, with its limit and overflow policy, and a
+  resync it asks for is a controller event whose batch is marked as the broker's full state; a
+  channel sends one request at a time, in order, retrying a failed one every
+  ``CHANNEL_RETRY_BACKOFF_MS`` until answered, and hands each answer back to the controller as an
+  event; ``AddBrokerChannel`` / ``RemoveBrokerChannel`` replace or drop the channel with its queue.
 
 A node that goes down (``_take_down``) loses its messages, the calls it made, and fails every
 call made to it. Time passing fires call timeouts, then ticks (periodic and armed) in node-name
@@ -31,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from actors.core.controller.channel_queue import ControllerChannelQueue
 from actors.core.controller.controller import ControllerCore
 from actors.core.effects import (
     AddBrokerChannel, AddPartitionsToFetcher, ArmTimer, LogEvent, Metric, RemoveBrokerChannel,
@@ -106,8 +109,8 @@ class _FetcherNode(_Node):
 class _ChannelNode(_Node):
     broker_id: int = -1
     broker_epoch: int = -1
-    queue: collections.deque = field(default_factory=collections.deque)
-    in_flight: bool = False
+    queue: ControllerChannelQueue | None = None
+    sending: bool = False  # a call for the queue's request in flight is outstanding
     retry_at_ms: int = -1
 
 
@@ -213,6 +216,8 @@ class Shells:
             self._apply_controller(node, node.core.on_control_response(broker_id, request, response, self.now_ms))
         elif kind == "broker_unreachable":
             self._apply_controller(node, node.core.on_broker_unreachable(args[0], args[1], self.now_ms))
+        elif kind == "resync_broker":
+            self._apply_controller(node, node.core.resync_broker(args[0], self.now_ms), full_state_for=args[0])
         else:
             raise AssertionError(f"unknown event {kind}")
 
@@ -325,51 +330,74 @@ class Shells:
                        timeout_ms=FETCHER_CALL_TIMEOUT_MS, timeout_error=ErrorCode.REQUEST_TIMED_OUT)
 
     # --------------------------------------------------------------------------- controller
-    def _apply_controller(self, node: _ControllerNode, effects: list) -> None:
+    def _apply_controller(self, node: _ControllerNode, effects: list, full_state_for: int | None = None) -> None:
+        """Apply the controller's effects; ``full_state_for`` names the broker whose resync they are."""
+        sends: dict[int, list] = collections.defaultdict(list)
         for effect in effects:
-            if self._common_effect(node, effect):
-                continue
             if isinstance(effect, Send):
                 role, _, broker_id = effect.destination.partition(":")
                 assert role == "broker", effect
-                channel = self.nodes.get(f"channel:{broker_id}")
-                if channel is None:
-                    self._record(f"controller: no channel to broker {broker_id}; dropping {type(effect.message).__name__}")
-                    continue
-                channel.queue.append(effect.message)
-                self._pump_channel(channel)
-            elif isinstance(effect, AddBrokerChannel):
+                sends[int(broker_id)].append(effect.message)
+                continue
+            self._flush_sends(sends, full_state_for)  # keep Sends and channel changes in order
+            if self._common_effect(node, effect):
+                continue
+            if isinstance(effect, AddBrokerChannel):
                 old = self.nodes.get(f"channel:{effect.broker_id}")
                 if old is not None:
                     self._take_down(old)
                 name = f"channel:{effect.broker_id}"
-                self.nodes[name] = _ChannelNode(name=name, incarnation=self._next_incarnation(name), periodic=False,
-                                                broker_id=effect.broker_id, broker_epoch=effect.broker_epoch)
+                self.nodes[name] = _ChannelNode(
+                    name=name, incarnation=self._next_incarnation(name), periodic=False, broker_id=effect.broker_id,
+                    broker_epoch=effect.broker_epoch, queue=ControllerChannelQueue(
+                        broker_id=effect.broker_id, queue_size_max=self.channel_queue_size_max))
             elif isinstance(effect, RemoveBrokerChannel):
                 old = self.nodes.get(f"channel:{effect.broker_id}")
                 if old is not None:
                     self._take_down(old)
             else:
                 raise TypeError(f"controller shell cannot apply {effect!r}")
+        self._flush_sends(sends, full_state_for)
+
+    @property
+    def channel_queue_size_max(self) -> int:
+        return self.nodes[CONTROLLER].core.config.get_int("raykafka.controller.queue.size.max", 1)
+
+    def _flush_sends(self, sends: dict[int, list], full_state_for: int | None) -> None:
+        for broker_id, requests in sends.items():
+            channel = self.nodes.get(f"channel:{broker_id}")
+            if channel is None:
+                self._record(f"controller: no channel to broker {broker_id}; dropping "
+                             f"{', '.join(type(r).__name__ for r in requests)}")
+                continue
+            result = channel.queue.enqueue(requests, self.now_ms, full_state=broker_id == full_state_for)
+            if result.dropped:
+                self._record(f"{channel.name}: queue full, dropped {result.dropped} waiting requests")
+            if result.resync_needed:
+                self._post(channel, CONTROLLER, None, EVENT, ("resync_broker", broker_id))
+            self._pump_channel(channel)
+        sends.clear()
 
     def _pump_channel(self, channel: _ChannelNode) -> None:
         """The send thread: one request at a time, in order, retried until the broker answers."""
-        if channel.in_flight or not channel.queue or self.now_ms < channel.retry_at_ms:
+        if channel.sending or self.now_ms < channel.retry_at_ms:
             return
-        channel.in_flight = True
-        request = channel.queue[0]
-        self._call(channel, f"broker:{channel.broker_id}", None, request,
+        item = channel.queue.in_flight or channel.queue.take(self.now_ms)
+        if item is None:
+            return
+        channel.sending = True
+        self._call(channel, f"broker:{channel.broker_id}", None, item.request,
                    lambda response, c=channel: self._on_channel_answer(c, response),
                    timeout_ms=CHANNEL_CALL_TIMEOUT_MS, timeout_error=ErrorCode.REQUEST_TIMED_OUT)
 
     def _on_channel_answer(self, channel: _ChannelNode, response: Any) -> None:
-        channel.in_flight = False
+        channel.sending = False
         if isinstance(response, ErrorCode):
             channel.retry_at_ms = self.now_ms + CHANNEL_RETRY_BACKOFF_MS
             channel.timers.add(channel.retry_at_ms)
             return
-        request = channel.queue.popleft()
-        self._post(channel, CONTROLLER, None, EVENT, ("control_response", channel.broker_id, request, response))
+        item = channel.queue.complete()
+        self._post(channel, CONTROLLER, None, EVENT, ("control_response", channel.broker_id, item.request, response))
         self._pump_channel(channel)
 
     # ------------------------------------------------------------------------ node failure

@@ -819,6 +819,16 @@ def failover_cluster() -> ControllerDriver:
     return driver
 
 
+def test_the_first_controller_has_epoch_1_and_stamps_it_on_its_requests_as_kafkas_does():
+    driver = cluster(1, 2)
+    create(driver, "t", {0: [1, 2]})
+    assert driver.core.controller_epoch == 1
+    assert driver.core.describe_cluster()["controller_epoch"] == 1
+    assert {r.controller_epoch for b in (1, 2) for r in driver.requests_to(b)} == {1}
+    assert driver.stored().partition_states()[("t", 0)]["controller_epoch"] == 1
+    assert driver.new_controller().core.controller_epoch == 2
+
+
 def test_a_new_controller_takes_over_with_the_next_epoch_and_the_same_view():
     first = failover_cluster()
     second = first.new_controller()

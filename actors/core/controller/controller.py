@@ -1,9 +1,10 @@
 """The controller: decides partition leadership and tells brokers, as Kafka 2.4's ``KafkaController``.
 
 Theory of operation. One ``ControllerCore`` is active per cluster. It claims a controller epoch
-from the metadata store when it starts (one more than any controller before it) and stamps it on
-every request it sends, so brokers ignore a paused controller that wakes up after a newer one
-took over. Inputs are events, each handled to completion:
+from the metadata store when it starts (the first controller gets 1, each later one an epoch no
+other controller got, as Kafka's do) and stamps it on every request it sends, so brokers ignore a
+paused controller that wakes up after a newer one took over. Inputs are events, each handled to
+completion:
 
 - broker lifecycle: registration (a new broker epoch; a broker that comes back with a new
   incarnation is handled as a failure followed by a startup, Kafka's "bounced broker"; another
@@ -64,6 +65,9 @@ CONTROLLER_DEFAULTS = {
     "unclean.leader.election.enable": "false",
     "num.partitions": "1",
     "default.replication.factor": "1",
+    # Kafka's per-broker request queue is unbounded; ours holds at most this many waiting requests
+    # and at the limit drops them for a resync of the broker (see channel_queue.py).
+    "raykafka.controller.queue.size.max": "10000",
 }
 
 
@@ -480,7 +484,8 @@ class ControllerCore:
         return self._guarded(None, None, step)
 
     def resync_broker(self, broker_id: int, now_ms: int) -> list[Effect]:
-        """A new send thread for ``broker_id``: send it the current state again; epochs make it harmless."""
+        """A new send thread for ``broker_id``, or one whose queue dropped requests at its limit:
+        send the broker its full state again, which supersedes anything lost; epochs make it harmless."""
         def step() -> list[Effect]:
             if broker_id not in self.context.brokers:
                 return []

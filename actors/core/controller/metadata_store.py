@@ -8,10 +8,20 @@ key-value store (``actors/ray_metadata_store.py``); ``InMemoryMetadataStore`` se
 simulation. Reads and writes are synchronous: a controller step that changed state has persisted
 it before it sends any request that depends on it.
 
-Fencing. Every write checks that the stored controller epoch is still this controller's; a
-controller that finds a newer one (a zombie that woke up) gets ``STALE_CONTROLLER_EPOCH`` and must
-resign. Ray's key-value store has no compare-and-set, so the check and the write are two steps; the
-window is one store round trip, and brokers fence the zombie's requests by epoch regardless.
+Claiming the controller epoch. Kafka 2.4 increments ``/controller_epoch`` with a conditional
+ZooKeeper write, so two controllers can never both get the same epoch; the first controller gets
+epoch 1. Ray's key-value store has no compare-and-set, but it can create a key only if it is
+absent and say whether it was, so each epoch has its own claim key (``/controller_epochs/<n>``)
+that exactly one claimant creates. A claimant starts one past the epoch the hint key
+(``/controller_epoch``) names and, each time it finds the claim key taken, tries the next epoch,
+so claimants that start together get distinct epochs, every epoch is won once, and the claimed
+epochs are always 1..N with no gap. The hint is written after a win and may lag (a slower winner
+may write an older epoch last) or be missing (its claimant died): it only shortens the walk.
+
+Fencing. Every write checks that this controller's epoch is still the newest, that is, that the
+claim key of the next epoch is absent; a controller that finds it taken (a zombie that woke up)
+gets ``STALE_CONTROLLER_EPOCH`` and must resign. The check and the write are two steps; the window
+is one store round trip, and brokers fence the zombie's requests by epoch regardless.
 """
 from __future__ import annotations
 
@@ -20,7 +30,13 @@ from typing import Any, Protocol
 
 from actors.core.errors import ErrorCode, KafkaProtocolError
 
-CONTROLLER_EPOCH_KEY = "/controller_epoch"
+CONTROLLER_EPOCH_KEY = "/controller_epoch"  # a hint: an epoch already claimed, usually the newest
+CONTROLLER_EPOCH_CLAIM_PREFIX = "/controller_epochs/"
+# Kafka's KafkaController.InitialControllerEpoch: the epoch before the first controller's.
+INITIAL_CONTROLLER_EPOCH = 0
+# Claims a controller tries before it gives up: each lost one means another controller started at
+# that very moment, so this many in a row means something other than a race is wrong.
+CLAIM_ATTEMPTS_MAX = 1000
 CLUSTER_ID_KEY = "/cluster/id"
 BROKER_EPOCH_COUNTER_KEY = "/brokers/epoch_counter"
 BROKER_PREFIX = "/brokers/ids/"
@@ -29,9 +45,15 @@ PARTITION_STATE_PREFIX = "/brokers/partition_state/"
 DELETE_TOPIC_PREFIX = "/admin/delete_topics/"
 
 
+def controller_epoch_claim_key(epoch: int) -> str:
+    return f"{CONTROLLER_EPOCH_CLAIM_PREFIX}{epoch}"
+
+
 class KeyValueStore(Protocol):
     def get(self, key: str) -> bytes | None: ...
     def put(self, key: str, value: bytes) -> None: ...
+    def put_if_absent(self, key: str, value: bytes) -> bool:
+        """Create ``key`` only if it does not exist, atomically; True if this call created it."""
     def delete(self, key: str) -> None: ...
     def keys(self, prefix: str) -> list[str]: ...
 
@@ -46,6 +68,12 @@ class InMemoryKeyValueStore:
     def put(self, key: str, value: bytes) -> None:
         self.data[key] = bytes(value)
 
+    def put_if_absent(self, key: str, value: bytes) -> bool:
+        if key in self.data:
+            return False
+        self.data[key] = bytes(value)
+        return True
+
     def delete(self, key: str) -> None:
         self.data.pop(key, None)
 
@@ -56,9 +84,10 @@ class InMemoryKeyValueStore:
 class MetadataStore:
     """Typed access to the controller's keys, fenced by controller epoch."""
 
-    def __init__(self, kv: KeyValueStore) -> None:
+    def __init__(self, kv: KeyValueStore, claimant: str = "") -> None:
         self.kv = kv
-        self.controller_epoch = -1  # this controller's, once ``claim_controller_epoch`` ran
+        self.claimant = claimant  # who this controller is, recorded with its epoch's claim
+        self.controller_epoch = INITIAL_CONTROLLER_EPOCH  # this controller's once it claimed one (>= 1)
 
     # ------------------------------------------------------------------------------ raw JSON
     def _read(self, key: str) -> Any:
@@ -74,21 +103,43 @@ class MetadataStore:
         self.kv.delete(key)
 
     # ------------------------------------------------------------------------------ epochs
-    def stored_controller_epoch(self) -> int:
+    def _epoch_hint(self) -> int:
         value = self._read(CONTROLLER_EPOCH_KEY)
-        return -1 if value is None else int(value)
+        return INITIAL_CONTROLLER_EPOCH if value is None else int(value)
+
+    def _epoch_claimed(self, epoch: int) -> bool:
+        return self.kv.get(controller_epoch_claim_key(epoch)) is not None
+
+    def stored_controller_epoch(self) -> int:
+        """The newest claimed controller epoch (0 before the first controller)."""
+        epoch = self._epoch_hint()
+        for _ in range(CLAIM_ATTEMPTS_MAX):
+            if not self._epoch_claimed(epoch + 1):
+                return epoch
+            epoch += 1
+        raise KafkaProtocolError(ErrorCode.NOT_CONTROLLER, f"more than {CLAIM_ATTEMPTS_MAX} epochs past the hint")
 
     def claim_controller_epoch(self) -> int:
-        """Become the controller: one more than any controller before (Kafka's /controller_epoch)."""
-        self.controller_epoch = self.stored_controller_epoch() + 1
-        self.kv.put(CONTROLLER_EPOCH_KEY, json.dumps(self.controller_epoch).encode())
-        return self.controller_epoch
+        """Become the controller with the lowest epoch no one has claimed (Kafka's /controller_epoch)."""
+        epoch = self._epoch_hint()
+        claim = json.dumps({"claimant": self.claimant}).encode()
+        for _ in range(CLAIM_ATTEMPTS_MAX):
+            epoch += 1
+            if self.kv.put_if_absent(controller_epoch_claim_key(epoch), claim):
+                self.controller_epoch = epoch
+                self.kv.put(CONTROLLER_EPOCH_KEY, json.dumps(epoch).encode())
+                return epoch
+        raise KafkaProtocolError(ErrorCode.NOT_CONTROLLER,
+                                 f"lost {CLAIM_ATTEMPTS_MAX} controller epoch claims in a row, up to {epoch}")
 
     def check_still_controller(self) -> None:
-        stored = self.stored_controller_epoch()
-        if stored != self.controller_epoch:
+        """Raise ``STALE_CONTROLLER_EPOCH`` unless this store claimed the newest epoch."""
+        if self.controller_epoch <= INITIAL_CONTROLLER_EPOCH:
+            raise KafkaProtocolError(ErrorCode.STALE_CONTROLLER_EPOCH, "this store claimed no controller epoch")
+        if self._epoch_claimed(self.controller_epoch + 1):
             raise KafkaProtocolError(ErrorCode.STALE_CONTROLLER_EPOCH,
-                                     f"controller epoch {self.controller_epoch} superseded by {stored}")
+                                     f"controller epoch {self.controller_epoch} superseded by "
+                                     f"{self.stored_controller_epoch()}")
 
     def next_broker_epoch(self) -> int:
         """A broker epoch larger than every one handed out before (Kafka uses the znode's czxid)."""
