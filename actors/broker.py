@@ -20,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 import ray
 from loguru import logger
+from ray.exceptions import ActorUnavailableError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.core.config import KafkaConfig
@@ -48,6 +49,9 @@ from actors.transport import CONTROLLER_NODE, broker_node, shell_transport
 ZERO_COPY_THRESHOLD_BYTES = 100 * 1024
 TICK_INTERVAL_S = 0.05
 FETCHER_CHECK_INTERVAL_S = 1.0
+FETCHER_CHECK_TIMEOUT_S = 10.0
+# A fetcher that leaves this many checks in a row unanswered is taken for hung and replaced.
+FETCHER_UNANSWERED_CHECKS_MAX = 6
 CONTROLLER_CALL_TIMEOUT_S = 5.0
 CONTROLLER_METHODS = {
     BrokerRegistrationRequest: "handle_broker_registration",
@@ -192,19 +196,41 @@ class BrokerActor:
 
     async def _watch_fetchers(self) -> None:
         """Kafka's fetcher manager keeps its threads alive; a dead fetcher actor is replaced here and
-        its partitions handed over from where this broker's logs end now."""
+        its partitions handed over from where this broker's logs end now.
+
+        A fetcher Ray reports dead is replaced at once. A slow answer alone is no death: on a busy
+        machine a new fetcher can take longer than a check to start, and replacing it then would
+        only start another slow one (and leave the first fetching beside it). So a fetcher is taken
+        for hung only after ``FETCHER_UNANSWERED_CHECKS_MAX`` checks in a row go unanswered, and is
+        then killed before its replacement starts."""
+        unanswered: dict[tuple[int, int], int] = {}
         while True:
             await asyncio.sleep(FETCHER_CHECK_INTERVAL_S)
+            for key in set(unanswered) - set(self._fetchers):
+                del unanswered[key]
             for key, fetcher in list(self._fetchers.items()):
                 try:
-                    await asyncio.wait_for(fetcher.ping.remote(), timeout=10)
-                except Exception as exc:
+                    await asyncio.wait_for(fetcher.ping.remote(), timeout=FETCHER_CHECK_TIMEOUT_S)
+                    unanswered.pop(key, None)
+                    continue
+                except (asyncio.TimeoutError, ActorUnavailableError) as exc:
                     if self._fetchers.get(key) is not fetcher:
                         continue
-                    logger.warning("broker {}: fetcher {} is gone ({}); starting a new one",
-                                   self.broker_id, key, type(exc).__name__)
-                    self._start_fetcher(key)
-                    self._to_fetcher(key, "add_partitions", self._core.replica_manager.fetch_states_for(key))
+                    unanswered[key] = unanswered.get(key, 0) + 1
+                    if unanswered[key] < FETCHER_UNANSWERED_CHECKS_MAX:
+                        logger.info("broker {}: fetcher {} left check {} of {} unanswered ({})", self.broker_id,
+                                    key, unanswered[key], FETCHER_UNANSWERED_CHECKS_MAX, type(exc).__name__)
+                        continue
+                    reason = f"{unanswered[key]} checks unanswered"
+                    ray.kill(fetcher, no_restart=True)
+                except Exception as exc:  # dead (RayActorError)
+                    if self._fetchers.get(key) is not fetcher:
+                        continue
+                    reason = type(exc).__name__
+                unanswered.pop(key, None)
+                logger.warning("broker {}: fetcher {} is gone ({}); starting a new one", self.broker_id, key, reason)
+                self._start_fetcher(key)
+                self._to_fetcher(key, "add_partitions", self._core.replica_manager.fetch_states_for(key))
 
     async def _ask_controller(self, request) -> None:
         """One request to the active controller; its answer, or the failure, goes back to the core."""
