@@ -117,8 +117,8 @@ class GroupCoordinatorActor:
     # ------------------------------------------------------------- leadership of offsets partitions
     async def on_leadership_change(self, partition: int, leader_epoch: int, is_leader: bool) -> None:
         """The broker started or stopped leading an offsets partition (Kafka's onElection/onResignation)."""
-        if not self._epochs.accept(partition, leader_epoch):
-            return  # an older change that arrived late
+        if not self._epochs.accept(partition, leader_epoch, is_leader=is_leader):
+            return  # an older change that arrived late, or one already heard of
         if not is_leader:
             self._apply(self._core.on_resign(partition, monotonic_ms()))
             return
