@@ -1,17 +1,23 @@
 """A broker's metadata cache answers Metadata as Kafka 2.4's MetadataCache does: leader liveness
 comes from the live brokers of the newest UpdateMetadata, judged when the Metadata request is
 answered; a partition with a replica or ISR member that is not live answers REPLICA_NOT_AVAILABLE
-with the live ones listed; deleted partitions leave. Driven with hand-built UpdateMetadata
-requests, no Ray."""
+with the live ones listed; deleted partitions leave, and the broker tells its group coordinator
+which partitions exist and which were deleted. Driven with hand-built UpdateMetadata requests on
+the pure cache and BrokerCore, no Ray."""
 from __future__ import annotations
 
+from actors.core.config import KafkaConfig
+from actors.core.effects import CoordinatorMetadataUpdate, Send
 from actors.core.errors import ErrorCode
+from actors.core.log.storage import InMemoryStorage
+from actors.core.messages.broker_registration import BrokerRegistrationResponse
 from actors.core.messages._base import NO_EPOCH, NO_LEADER
 from actors.core.messages.metadata import MetadataRequest, MetadataResponse, MetadataResponsePartition, \
     MetadataResponseTopic
 from actors.core.messages.update_metadata import (
     UpdateMetadataBroker, UpdateMetadataPartitionState, UpdateMetadataRequest, UpdateMetadataTopicState,
 )
+from actors.core.replica.broker_core import BrokerCore
 from actors.core.replica.metadata_cache import LEADER_DURING_DELETE, MetadataCache
 
 
@@ -22,11 +28,11 @@ def state(partition=0, *, leader=1, leader_epoch=4, replicas=(1, 2, 3), isr=None
         offline_replicas=tuple(offline))
 
 
-def update(live=(1, 2, 3), topics=None) -> UpdateMetadataRequest:
+def update(live=(1, 2, 3), topics=None, broker_epoch=7) -> UpdateMetadataRequest:
     """An UpdateMetadata with ``live`` brokers and ``topics`` (name -> partition states); without
     topics it only says who is alive, as Kafka's controller does when a broker dies or returns."""
     return UpdateMetadataRequest(
-        controller_id=1, controller_epoch=1, broker_epoch=7,
+        controller_id=1, controller_epoch=1, broker_epoch=broker_epoch,
         topic_states=tuple(UpdateMetadataTopicState(topic_name=name, partition_states=tuple(states))
                            for name, states in (topics or {}).items()),
         live_brokers=tuple(UpdateMetadataBroker(id=b, host=f"raykafka-broker-{b}") for b in live))
@@ -143,3 +149,50 @@ def test_our_clients_route_to_the_leader_of_a_partition_that_answers_replica_not
         MetadataResponsePartition(partition_index=1, error_code=ErrorCode.LEADER_NOT_AVAILABLE),)),)))
     assert directory.leader_for("t", 0) == (1, 4)
     assert directory.leader_for("t", 1) == (NO_LEADER, NO_EPOCH)
+
+
+# --------------------------------------------------------------- what the broker tells its coordinator
+def registered_broker(broker_epoch: int) -> BrokerCore:
+    core = BrokerCore(broker_id=1, storage=InMemoryStorage(), config=KafkaConfig({}), host="raykafka-broker-1",
+                      incarnation_id="incarnation", cluster_id="cluster", now_ms=0)
+    registration = next(e.message for e in core.start(0) if isinstance(e, Send))
+    core.on_controller_response(registration, BrokerRegistrationResponse(broker_epoch=broker_epoch), 0)
+    return core
+
+
+def coordinator_updates(effects) -> list[CoordinatorMetadataUpdate]:
+    return [e for e in effects if isinstance(e, CoordinatorMetadataUpdate)]
+
+
+def test_the_broker_tells_its_coordinator_when_partitions_appear_or_are_deleted_and_only_then():
+    core = registered_broker(broker_epoch=7)
+    created = coordinator_updates(core.handle_update_metadata(1, update(topics={"t": [state(0), state(1)]}), 0))
+    assert created == [CoordinatorMetadataUpdate(version=(7, 1), partitions=(("t", 0), ("t", 1)))]
+    assert coordinator_updates(core.handle_update_metadata(2, update(live=(1, 2)), 0)) == [], \
+        "liveness alone changes no partition"
+    deleted = coordinator_updates(core.handle_update_metadata(3, update(topics={"t": [
+        state(0, leader=LEADER_DURING_DELETE), state(1, leader=LEADER_DURING_DELETE)]}), 0))
+    assert deleted == [CoordinatorMetadataUpdate(version=(7, 2), partitions=(),
+                                                 deleted_partitions=(("t", 0), ("t", 1)))]
+    again = coordinator_updates(core.handle_update_metadata(4, update(topics={"t": [
+        state(0, leader=LEADER_DURING_DELETE)]}), 0))
+    assert again == [CoordinatorMetadataUpdate(version=(7, 2), partitions=(), deleted_partitions=(("t", 0),))], \
+        "a repeated deletion is passed on (removing offsets twice is harmless), under the same view"
+    assert core.coordinator_metadata() == CoordinatorMetadataUpdate(version=(7, 2), partitions=())
+
+
+def test_a_stale_update_metadata_tells_the_coordinator_nothing():
+    core = registered_broker(broker_epoch=7)
+    stale = core.handle_update_metadata(1, update(topics={"t": [state(0, leader=LEADER_DURING_DELETE)]},
+                                                  broker_epoch=6), 0)
+    assert coordinator_updates(stale) == []
+
+
+def test_the_coordinators_view_is_ordered_across_broker_restarts_by_broker_epoch():
+    before = registered_broker(broker_epoch=7)
+    for request_id in range(5):
+        before.handle_update_metadata(request_id, update(topics={f"t{request_id}": [state(0)]}), 0)
+    after = registered_broker(broker_epoch=9)  # a new incarnation registers with a higher epoch
+    (first,) = coordinator_updates(after.handle_update_metadata(1, update(topics={"t": [state(0)]},
+                                                                          broker_epoch=9), 0))
+    assert first.version > before.coordinator_metadata().version
