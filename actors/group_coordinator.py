@@ -135,7 +135,8 @@ class GroupCoordinatorActor:
     async def on_metadata_update(self, update: CoordinatorMetadataUpdate) -> None:
         """The broker's metadata cache changed: the partitions that exist now, and those deleted."""
         if not isinstance(update, CoordinatorMetadataUpdate):
-            logger.warning("group coordinator {} ignored a metadata update it cannot read: {!r}", self.broker_id, update)
+            logger.warning("group coordinator {} ignored a metadata update it cannot read: {!r}",
+                           self.broker_id, update)
             return
         self._apply(self._core.on_metadata_update(update, monotonic_ms()))
 
