@@ -25,8 +25,8 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.core.config import KafkaConfig
 from actors.core.effects import (
-    AddPartitionsToFetcher, ArmTimer, CoordinatorLeadershipChange, LogEvent, RemovePartitionsFromFetcher,
-    Respond, Send,
+    AddPartitionsToFetcher, ArmTimer, CoordinatorLeadershipChange, CoordinatorMetadataUpdate, LogEvent,
+    RemovePartitionsFromFetcher, Respond, Send,
 )
 from actors.core.errors import ErrorCode
 from actors.core.log.record_batch import read_header
@@ -163,21 +163,25 @@ class BrokerActor:
                     self._to_fetcher(key, "remove_partitions", list(effect.partitions))
                     if effect.stop_fetcher:
                         ray.kill(self._fetchers.pop(key), no_restart=True)
-            elif isinstance(effect, CoordinatorLeadershipChange):
+            elif isinstance(effect, (CoordinatorLeadershipChange, CoordinatorMetadataUpdate)):
                 self._tell_coordinator(effect)
             elif isinstance(effect, LogEvent):
                 logger.log(effect.level.upper(), effect.message)
             else:
                 raise AssertionError(f"broker shell cannot apply {effect!r}")
 
-    def _tell_coordinator(self, change: CoordinatorLeadershipChange) -> None:
-        """The group coordinator fences these by leader epoch, so order and loss are harmless: a
-        coordinator that missed one asks this broker for its leaderships when it (re)starts."""
+    def _tell_coordinator(self, change: CoordinatorLeadershipChange | CoordinatorMetadataUpdate) -> None:
+        """The group coordinator fences leadership changes by leader epoch and metadata views by
+        version, so order and loss are harmless: a coordinator that missed one asks this broker for
+        its leaderships and its metadata when it (re)starts."""
         try:
             coordinator = ray.get_actor(group_coordinator_actor_name(self.broker_id), namespace=self.namespace)
         except ValueError:
             return
-        coordinator.on_leadership_change.remote(change.partition, change.leader_epoch, change.is_leader)
+        if isinstance(change, CoordinatorLeadershipChange):
+            coordinator.on_leadership_change.remote(change.partition, change.leader_epoch, change.is_leader)
+        else:
+            coordinator.on_metadata_update.remote(change)
 
     # ----------------------------------------------------------------------------- fetchers
     def _start_fetcher(self, key: tuple[int, int]) -> None:
@@ -306,6 +310,10 @@ class BrokerActor:
         """(partition, leader epoch) of each __consumer_offsets partition this broker leads."""
         return [(p.partition, p.leader_epoch) for (topic, _), p in self._core.replica_manager.partitions.items()
                 if topic == OFFSETS_TOPIC and p.is_leader]
+
+    async def coordinator_metadata(self) -> CoordinatorMetadataUpdate:
+        """The partitions this broker's metadata cache holds, for its group coordinator."""
+        return self._core.coordinator_metadata()
 
     async def read_log(self, topic: str, partition: int, offset: int, max_bytes: int) -> tuple[bytes, int, int]:
         """Whole batches from ``offset`` up to the log end (for the group coordinator's load):

@@ -6,12 +6,17 @@ when that changes (``on_leadership_change``, fenced by the partition's leader ep
 coordinator epoch); on an election it reads the partition from its broker and loads the groups
 (answering ``COORDINATOR_LOAD_IN_PROGRESS`` meanwhile), on a resignation it drops them. The
 core's writes (``OffsetsLogAppendRequest``) become acks=all Produce requests to its own broker,
-whose answers go back into the core. Created with ``max_restarts=-1``: after a kill, Ray runs the
-constructor again, which asks the broker which offsets partitions it leads and loads them.
+whose answers go back into the core. The broker also hands it its metadata cache's partitions
+(``on_metadata_update``): the view OffsetCommit is checked against, and the deleted partitions whose
+offsets the core removes. Created with ``max_restarts=-1``: after a kill, Ray runs the constructor
+again, and the broker watch's first look (at once) asks the broker for that view and for the
+offsets partitions it leads, and loads them; that watch is the one path that adopts the broker's
+leaderships, so a restart loads each partition once.
 """
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import os
 import random
@@ -20,7 +25,7 @@ import uuid
 import ray
 from loguru import logger
 
-from actors.core.effects import ArmTimer, LogEvent, Respond, Send
+from actors.core.effects import ArmTimer, CoordinatorMetadataUpdate, LogEvent, Respond, Send
 from actors.core.errors import ErrorCode
 from actors.core.group.coordinator import GroupCoordinatorCore
 from actors.core.group.coordinator_epochs import CoordinatorEpochs
@@ -49,10 +54,11 @@ class GroupCoordinatorActor:
         self._pending = PendingRequests(f"group coordinator {broker_id}")
         self._epochs = CoordinatorEpochs()
         self._tasks: set[asyncio.Task] = set()
+        self._loads: collections.Counter[int] = collections.Counter()  # loads begun per offsets partition
+        self._watch_rounds = 0
         # Ray runs an async actor's constructor inside its event loop, so tasks can start here.
         self._spawn(self._tick_forever())
         self._broker_incarnation: str | None = None
-        self._spawn(self._adopt_current_leaderships())
         self._spawn(self._watch_broker())
 
     # ------------------------------------------------------------------------- the shell
@@ -117,13 +123,22 @@ class GroupCoordinatorActor:
     # ------------------------------------------------------------- leadership of offsets partitions
     async def on_leadership_change(self, partition: int, leader_epoch: int, is_leader: bool) -> None:
         """The broker started or stopped leading an offsets partition (Kafka's onElection/onResignation)."""
-        if not self._epochs.accept(partition, leader_epoch):
-            return  # an older change that arrived late
+        if not self._epochs.accept(partition, leader_epoch, is_leader=is_leader):
+            return  # an older change that arrived late, or one already heard of
         if not is_leader:
             self._apply(self._core.on_resign(partition, monotonic_ms()))
             return
+        self._loads[partition] += 1
         self._apply(self._core.begin_loading(partition))
         await self._load(partition, leader_epoch)
+
+    async def on_metadata_update(self, update: CoordinatorMetadataUpdate) -> None:
+        """The broker's metadata cache changed: the partitions that exist now, and those deleted."""
+        if not isinstance(update, CoordinatorMetadataUpdate):
+            logger.warning("group coordinator {} ignored a metadata update it cannot read: {!r}",
+                           self.broker_id, update)
+            return
+        self._apply(self._core.on_metadata_update(update, monotonic_ms()))
 
     async def _load(self, partition: int, leader_epoch: int) -> None:
         records: list[tuple[bytes, bytes | None]] = []
@@ -145,8 +160,11 @@ class GroupCoordinatorActor:
         broker: if Ray says the broker is gone, or it came back as a new process, every loaded group
         is dropped (its partitions may lead elsewhere now) and the current leaderships adopted again."""
         failing_since: float | None = None
+        delay_s = 0.0  # the first look is at once: it adopts the broker's leaderships after a (re)start
         while True:
-            await asyncio.sleep(BROKER_WATCH_INTERVAL_S)
+            await asyncio.sleep(delay_s)
+            delay_s = BROKER_WATCH_INTERVAL_S
+            self._watch_rounds += 1
             try:
                 incarnation = (await asyncio.wait_for(self._broker().ping.remote(), 5))["incarnation_id"]
                 failing_since = None
@@ -177,12 +195,16 @@ class GroupCoordinatorActor:
         self._epochs.clear()
 
     async def _adopt_current_leaderships(self) -> None:
-        """After a (re)start: load every offsets partition the broker leads right now."""
+        """After a (re)start: take the broker's view of the partitions, then load every offsets
+        partition the broker leads right now."""
         try:
-            led = await self._broker().offsets_partitions_led.remote()
+            broker = self._broker()
+            metadata = await broker.coordinator_metadata.remote()
+            led = await broker.offsets_partitions_led.remote()
         except Exception as exc:
             logger.info("group coordinator {} found no broker yet ({!r}); it will be told", self.broker_id, exc)
             return
+        self._apply(self._core.on_metadata_update(metadata, monotonic_ms()))
         for partition, leader_epoch in led:
             await self.on_leadership_change(partition, leader_epoch, True)
 
@@ -217,7 +239,9 @@ class GroupCoordinatorActor:
 
     async def ping(self) -> dict:
         return {"broker_id": self.broker_id, "groups": len(self._core.groups),
-                "partitions": self._epochs.partitions(), "incarnation_id": self.incarnation_id, "pid": os.getpid()}
+                "partitions": self._epochs.partitions(), "incarnation_id": self.incarnation_id, "pid": os.getpid(),
+                "loads": dict(self._loads), "watch_rounds": self._watch_rounds,
+                "appends_in_flight": self._core.manager.appends_in_flight()}
 
 
 GroupCoordinatorRemote = ray.remote(GroupCoordinatorActor)

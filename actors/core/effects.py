@@ -20,6 +20,10 @@ between, so the core's view and the world's stay in step.
 - ``CoordinatorLeadershipChange``: this broker started or stopped leading a ``__consumer_offsets``
   partition; its group coordinator loads or drops that partition's groups (Kafka's
   ``onElection``/``onResignation``, fenced by the leader epoch, Kafka's coordinator epoch).
+- ``CoordinatorMetadataUpdate``: the partitions in this broker's metadata cache changed; its group
+  coordinator takes them as its view of the cluster (OffsetCommit for a partition outside it is
+  UNKNOWN_TOPIC_OR_PARTITION) and removes the deleted partitions' offsets (Kafka's
+  ``handleDeletedPartitions``).
 """
 from __future__ import annotations
 
@@ -92,4 +96,14 @@ class CoordinatorLeadershipChange:
     is_leader: bool
 
 
-Effect = Union[CoordinatorLeadershipChange, AddPartitionsToFetcher, RemovePartitionsFromFetcher, Respond, Send, ArmTimer, LogEvent, AddBrokerChannel, RemoveBrokerChannel, Metric]
+@effect
+class CoordinatorMetadataUpdate:
+    # (broker epoch, metadata cache partitions version): orders the updates of one broker, also
+    # across its restarts (a new incarnation registers with a higher broker epoch). The receiver
+    # ignores a view older than the one it has.
+    version: tuple[int, int]
+    partitions: tuple[tuple[str, int], ...]  # every partition in the cache, sorted
+    deleted_partitions: tuple[tuple[str, int], ...] = ()  # deleted by the UpdateMetadata that caused this
+
+
+Effect = Union[CoordinatorLeadershipChange, CoordinatorMetadataUpdate, AddPartitionsToFetcher, RemovePartitionsFromFetcher, Respond, Send, ArmTimer, LogEvent, AddBrokerChannel, RemoveBrokerChannel, Metric]

@@ -397,11 +397,11 @@ def join(w: World, *, group_id: str = GROUP, member_id: str | None = None, proto
 
 
 def commit(w: World, *, group_id: str = GROUP, generation_id: int | None = None, member_id: str | None = None,
-           metadata: str = "bad", partitions: tuple[int, ...] = (0,)) -> OffsetCommitRequest:
+           metadata: str = "bad", partitions: tuple[int, ...] = (0,), topic: str = TOPIC) -> OffsetCommitRequest:
     return OffsetCommitRequest(
         group_id=group_id, generation_id=w.generation_id if generation_id is None else generation_id,
         member_id=w.member_id if member_id is None else member_id,
-        topics=(OffsetCommitRequestTopic(name=TOPIC, partitions=tuple(
+        topics=(OffsetCommitRequestTopic(name=topic, partitions=tuple(
             OffsetCommitRequestPartition(partition_index=p, committed_offset=0, committed_metadata=metadata)
             for p in partitions)),))
 
@@ -768,6 +768,10 @@ CASES = [
     Case("OffsetCommit", "a commit larger than __consumer_offsets' max.message.bytes", coordinator,
          "handle_offset_commit", lambda w: commit(w, metadata="m" * 4000, partitions=tuple(range(PARTITIONS))),
          ErrorCode.INVALID_COMMIT_OFFSET_SIZE),
+    Case("OffsetCommit", "an unknown topic", coordinator, "handle_offset_commit",
+         lambda w: commit(w, topic="no-such-topic"), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    Case("OffsetCommit", "an unknown partition", coordinator, "handle_offset_commit",
+         lambda w: commit(w, partitions=(99,)), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
     Case("OffsetCommit", "to a broker that does not coordinate the group", wrong_coordinator,
          "handle_offset_commit", lambda w: commit(w), ErrorCode.NOT_COORDINATOR),
     Case("OffsetCommit", "group id None", coordinator, "handle_offset_commit",

@@ -1,7 +1,9 @@
 """Consumer groups on a real 3-broker cluster: three consumers split six partitions with no overlap
 and no gap; a consumer process that dies is expelled within session.timeout.ms and its partitions
 reassigned; committed offsets survive killing the coordinator actor and killing the broker that
-leads the group's __consumer_offsets partition, and the group is stable again afterwards."""
+leads the group's __consumer_offsets partition, and the group is stable again afterwards; a deleted
+topic's committed offsets leave the group and stay gone when its restarted coordinator reloads,
+which loads its offsets partitions once."""
 from __future__ import annotations
 
 import time
@@ -9,6 +11,7 @@ import time
 import pytest
 import ray
 
+from actors.broker import group_coordinator_actor_name
 from orchestration.client import BrokerDirectory
 from orchestration.cluster import wait_until
 from tests.support.clusters import running_cluster
@@ -122,3 +125,44 @@ def test_committed_offsets_survive_coordinator_and_offsets_leader_failures(clust
     wait_until(offsets_back, 60, "the same committed offsets from the new offsets leader")
     consumer.close()
     cluster.restart_broker(coordinator_id)
+
+
+def test_a_deleted_topics_offsets_leave_the_group_and_a_reloading_coordinator_does_not_bring_them_back(cluster):
+    cluster.create_topic("doomed", partitions=2, replication_factor=3)
+    cluster.create_topic("kept", partitions=1, replication_factor=3)
+    partitions = [("doomed", 0), ("doomed", 1), ("kept", 0)]
+    consumer = cluster.consumer({**GROUP_CONFIG, "group.id": "tidy-group"})
+    consumer.assign(partitions)
+    consumer.commit({("doomed", 0): 3, ("doomed", 1): 4, ("kept", 0): 5})
+    assert consumer.committed(partitions) == {("doomed", 0): 3, ("doomed", 1): 4, ("kept", 0): 5}
+    assert set(cluster.describe_group("tidy-group").offsets) == set(partitions)
+    consumer.close()
+
+    cluster.delete_topic("doomed")
+
+    def committed_offsets_shown():
+        return {tp: lag.committed_offset for tp, lag in cluster.describe_group("tidy-group").offsets.items()}
+    wait_until(lambda: committed_offsets_shown() == {("kept", 0): 5}, 60,
+               "the deleted topic's offsets to leave the group")
+    checker = cluster.consumer({**GROUP_CONFIG, "group.id": "tidy-group"})
+    assert checker.committed(partitions) == {("doomed", 0): None, ("doomed", 1): None, ("kept", 0): 5}
+
+    coordinator_id, _ = find_coordinator(cluster._new_directory(), "tidy-group")
+    coordinator = ray.get_actor(group_coordinator_actor_name(coordinator_id), namespace=cluster.namespace)
+    wait_until(lambda: ray.get(coordinator.ping.remote(), timeout=30)["appends_in_flight"] == 0, 30,
+               "the coordinator's tombstones to be acknowledged")
+    old_pid = ray.get(coordinator.ping.remote(), timeout=30)["pid"]
+    cluster.kill("group-coordinator", coordinator_id)  # Ray restarts it; it reloads its groups from the log
+    wait_until(lambda: ray.get(coordinator.ping.remote(), timeout=30)["pid"] != old_pid, 60,
+               "the coordinator to restart")
+    wait_until(lambda: committed_offsets_shown() == {("kept", 0): 5}, 60,
+               "the restarted coordinator to show the kept topic's offset and nothing of the deleted one")
+    assert checker.committed(partitions) == {("doomed", 0): None, ("doomed", 1): None, ("kept", 0): 5}
+    checker.close()
+
+    # Its broker watch has looked at least twice, so any second adoption of the broker's
+    # leaderships would have happened by now: each offsets partition it leads was loaded once.
+    wait_until(lambda: ray.get(coordinator.ping.remote(), timeout=30)["watch_rounds"] >= 2, 30,
+               "the restarted coordinator's broker watch to look twice")
+    state = ray.get(coordinator.ping.remote(), timeout=30)
+    assert state["loads"] and set(state["loads"].values()) == {1}, state

@@ -275,6 +275,8 @@ class Shells:
             elif type(effect).__name__ == "CoordinatorLeadershipChange":
                 # The simulation runs no group coordinator: note the hand-over and move on.
                 self._record(f"{node.name}: {effect}")
+            elif type(effect).__name__ == "CoordinatorMetadataUpdate":
+                pass  # the simulation runs no group coordinator to hand the cluster's partitions to
             elif isinstance(effect, RemovePartitionsFromFetcher):
                 key = (effect.leader_id, effect.fetcher_id)
                 fetcher = node.fetchers.get(key)

@@ -11,7 +11,7 @@ from concurrent.futures import Future
 
 import pytest
 
-from actors.core.effects import Respond, Send
+from actors.core.effects import CoordinatorMetadataUpdate, Respond, Send
 from actors.core.errors import ErrorCode
 from actors.core.group.consumer_protocol import decode_subscription
 from actors.core.group.coordinator import GroupCoordinatorCore
@@ -42,6 +42,9 @@ class CoreCoordinator:
                                                  "group.initial.rebalance.delay.ms": 0})
         self._pending: dict[int, Future] = {}
         self._ids = itertools.count(1)
+        # The broker's metadata cache holds TOPICS' partitions (commits for others are refused).
+        self._apply(self.core.on_metadata_update(CoordinatorMetadataUpdate(version=(0, 1), partitions=tuple(
+            (topic, index) for topic, count in TOPICS.items() for index in range(count))), 0))
         if owns_group:
             self.core.begin_loading(0)
             self._apply(self.core.on_become_leader(0, [], 0))

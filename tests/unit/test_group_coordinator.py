@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from actors.core.effects import ArmTimer, Respond, Send
+from actors.core.effects import ArmTimer, CoordinatorMetadataUpdate, Respond, Send
 from actors.core.errors import ErrorCode
 from actors.core.group import records as rec
 from actors.core.group.assignors import subscription_metadata
@@ -31,13 +31,16 @@ INITIAL_DELAY_MS = 50  # as GroupCoordinatorTest configures it
 # Members that join a new group during its initial delay extend it once more (InitialDelayedJoin).
 JOIN_WAIT_MS = 2 * INITIAL_DELAY_MS
 PROTOCOLS = (JoinGroupRequestProtocol(name="range", metadata=subscription_metadata("range", ["t"])),)
+# The partitions the coordinator's broker knows: OffsetCommit for any other is UNKNOWN_TOPIC_OR_PARTITION.
+KNOWN_PARTITIONS = tuple((topic, index) for topic in ("t", "u") for index in range(8))
 
 
 class Driver:
     """A GroupCoordinatorCore with a fake clock and a fake offsets log; ``answers`` maps request id
     to response. Appends are acknowledged at once unless ``auto_ack`` is False."""
 
-    def __init__(self, config: dict | None = None, now_ms: int = 0, own=range(PARTITIONS), auto_ack=True):
+    def __init__(self, config: dict | None = None, now_ms: int = 0, own=range(PARTITIONS), auto_ack=True,
+                 known_partitions=KNOWN_PARTITIONS):
         settings = {"offsets.topic.num.partitions": PARTITIONS,
                     "group.initial.rebalance.delay.ms": INITIAL_DELAY_MS, **(config or {})}
         self.now_ms = now_ms
@@ -49,6 +52,9 @@ class Driver:
         self.log: dict[int, list[tuple[bytes, bytes | None]]] = {p: [] for p in range(PARTITIONS)}
         self.auto_ack = auto_ack
         self._ids = itertools.count(1)
+        if known_partitions is not None:
+            self.apply(self.core.on_metadata_update(CoordinatorMetadataUpdate(
+                version=(0, 1), partitions=tuple(known_partitions)), now_ms))
         for partition in own:
             self.core.begin_loading(partition)
             self.apply(self.core.on_become_leader(partition, [], now_ms))

@@ -5,7 +5,9 @@ Theory of operation. One core per broker. It coordinates the groups whose ``__co
 partition (``abs(java_string_hash(group_id)) % offsets.topic.num.partitions``) this broker leads,
 and learns which those are from its shell: ``begin_loading(p)`` then ``on_become_leader(p,
 records, now_ms)`` when the broker becomes leader of partition ``p`` (the records are the
-partition's (key, value) pairs, in log order), ``on_resign(p)`` when it stops leading it.
+partition's (key, value) pairs, in log order), ``on_resign(p)`` when it stops leading it. It learns
+which partitions exist from its broker's metadata cache, through ``on_metadata_update`` (see
+``partition_view``).
 
 Inputs, each returning a list of effects the shell applies in order:
 
@@ -13,6 +15,13 @@ Inputs, each returning a list of effects the shell applies in order:
   Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups and DeleteGroups;
 - ``on_offsets_log_response(request, response_or_error, now_ms)``: the outcome of an append the
   core asked for;
+- ``on_metadata_update(update, now_ms)``: the partitions the broker's metadata cache holds, and
+  those an UpdateMetadata deleted. OffsetCommit for a partition not in the newest view answers
+  UNKNOWN_TOPIC_OR_PARTITION before the group is looked at (Kafka's KafkaApis checks its metadata
+  cache first). A deleted partition's offsets leave every cached group, with tombstones in
+  ``__consumer_offsets`` so that a reload does not bring them back (Kafka's
+  ``handleDeletedPartitions``); a deletion heard while a partition loads is also applied to the
+  groups that load brings in, which Kafka's coordinator misses;
 - ``tick(now_ms)``: the passage of time (delayed joins, heartbeat expiry, append timeouts, and
   every ``offsets.retention.check.interval.ms`` the expiry of offsets and of Empty groups).
 
@@ -33,12 +42,13 @@ import uuid
 from collections.abc import Iterable
 
 from actors.core.config import KafkaConfig
-from actors.core.effects import ArmTimer, Effect, LogEvent, Respond
+from actors.core.effects import ArmTimer, CoordinatorMetadataUpdate, Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode
 from actors.core.group.group_config import GroupConfig
 from actors.core.group.group_manager import GroupMetadataManager
 from actors.core.group.group_metadata import GroupMetadata, GroupState, OffsetAndMetadata
 from actors.core.group.membership import GroupMembership, join_error, sync_error
+from actors.core.group.partition_view import PartitionView
 from actors.core.group.messages import (
     DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse, OffsetsLogAppendRequest,
     OffsetsLogAppendResponse,
@@ -82,6 +92,11 @@ class GroupCoordinatorCore:
         self._incarnation_ms = now_ms
         self._next_cleanup_ms = now_ms + self.config.offsets_retention_check_interval_ms
         self._armed_deadline_ms: int | None = None
+        self.partition_view = PartitionView()
+        # Partitions deleted while some offsets partition was loading: the groups the load brings in
+        # lose their offsets too. Emptied whenever no partition is loading, so it holds at most the
+        # partitions deleted during one stretch of loading.
+        self._deleted_while_loading: set[TopicPartition] = set()
 
     # ------------------------------------------------------------------------------- plumbing
     def partition_for(self, group_id: str) -> int:
@@ -169,14 +184,19 @@ class GroupCoordinatorCore:
     # ---------------------------------------------------------------------------------- offsets
     def handle_offset_commit(self, request_id: int, request: OffsetCommitRequest, now_ms: int) -> list[Effect]:
         offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        unknown: set[TopicPartition] = set()
         for topic in request.topics:
             for partition in topic.partitions:
+                if not self.partition_view.contains((topic.name, partition.partition_index)):
+                    unknown.add((topic.name, partition.partition_index))
+                    continue
                 offsets[(topic.name, partition.partition_index)] = OffsetAndMetadata(
                     offset=partition.committed_offset, leader_epoch=partition.committed_leader_epoch,
                     metadata=partition.committed_metadata or "", commit_timestamp_ms=now_ms,
                     expire_timestamp_ms=None if request.retention_time_ms == -1 else now_ms + request.retention_time_ms)
 
         def answer(errors: dict[TopicPartition, ErrorCode]) -> list[Effect]:
+            errors = {**errors, **dict.fromkeys(unknown, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)}
             return [Respond(request_id=request_id, response=OffsetCommitResponse(topics=tuple(
                 OffsetCommitResponseTopic(name=topic.name, partitions=tuple(
                     OffsetCommitResponsePartition(partition_index=p.partition_index,
@@ -304,8 +324,13 @@ class GroupCoordinatorCore:
         """Immigration: load the partition's groups and offsets from its records (in log order) and
         start coordinating them; loaded members must heartbeat within their session timeouts."""
         loaded, effects = self.manager.load_partition(offsets_partition, records, now_ms)
+        if self._deleted_while_loading:
+            deleted = tuple(sorted(self._deleted_while_loading))
+            effects += self._remove_offsets_of(loaded, deleted, now_ms)
+            self._forget_deletions_unless_loading()
         for group in loaded:
-            effects += self.membership.on_group_loaded(group, now_ms)
+            if self.manager.get_group(group.group_id) is group:  # not killed by the deletions above
+                effects += self.membership.on_group_loaded(group, now_ms)
         return self._finish(effects, now_ms)
 
     def on_resign(self, offsets_partition: int, now_ms: int | None = None) -> list[Effect]:
@@ -313,11 +338,41 @@ class GroupCoordinatorCore:
         SyncGroups get NOT_COORDINATOR, and so do later requests."""
         effects: list[Effect] = []
         groups = self.manager.remove_partition(offsets_partition)
+        self._forget_deletions_unless_loading()
         for group in groups:
             effects += self.membership.on_group_unloaded(group, group.state_timestamp_ms if now_ms is None else now_ms)
         effects.append(LogEvent(level="info", message=f"unloaded {len(groups)} groups of "
                                                       f"__consumer_offsets-{offsets_partition}"))
         return effects if now_ms is None else self._finish(effects, now_ms)
+
+    # ------------------------------------------------------------------------------- the cluster
+    def on_metadata_update(self, update: CoordinatorMetadataUpdate, now_ms: int) -> list[Effect]:
+        """The broker's metadata cache changed (or this is the coordinator's first look at it)."""
+        deleted = self.partition_view.apply(update)
+        effects = self.handle_deleted_partitions(deleted, now_ms) if deleted else []
+        return self._finish(effects, now_ms)
+
+    def handle_deleted_partitions(self, deleted: tuple[TopicPartition, ...], now_ms: int) -> list[Effect]:
+        """Kafka's ``handleDeletedPartitions``: remove the partitions' offsets from every cached
+        group and tombstone them (Empty groups left without offsets die, as in any cleanup)."""
+        if self.manager.loading_partitions:
+            self._deleted_while_loading.update(deleted)
+        groups = [group for _, group in sorted(self.manager.groups.items())]
+        return self._remove_offsets_of(groups, deleted, now_ms)
+
+    def _remove_offsets_of(self, groups: list[GroupMetadata], deleted: tuple[TopicPartition, ...],
+                           now_ms: int) -> list[Effect]:
+        removed, effects = self.manager.cleanup_group_metadata(
+            groups, lambda group: group.remove_offsets(deleted), now_ms)
+        if removed:
+            named = ", ".join(f"{topic}-{index}" for topic, index in deleted[:10])
+            effects.append(LogEvent(level="info", message=f"removed {removed} offsets of deleted partitions "
+                                                          f"{named}{' ...' if len(deleted) > 10 else ''}"))
+        return effects
+
+    def _forget_deletions_unless_loading(self) -> None:
+        if not self.manager.loading_partitions:
+            self._deleted_while_loading.clear()
 
     def on_offsets_log_response(self, request: OffsetsLogAppendRequest,
                                 response: OffsetsLogAppendResponse | ErrorCode, now_ms: int) -> list[Effect]:

@@ -222,6 +222,9 @@ class GroupMetadataManager:
                 effects += pending.callback(ErrorCode.REQUEST_TIMED_OUT, -1, now_ms)
         return effects
 
+    def appends_in_flight(self) -> int:
+        return len(self._appends)
+
     def next_deadline_ms(self) -> int | None:
         while self._deadlines and self._deadlines[0][1] not in self._appends:
             heapq.heappop(self._deadlines)  # answered before its deadline

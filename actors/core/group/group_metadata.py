@@ -320,7 +320,12 @@ class GroupMetadata:
     def on_offset_commit_append(self, topic_partition: TopicPartition, committed: OffsetAndMetadata,
                                 log_offset: int) -> None:
         """The commit is in the log at ``log_offset`` (-1 if unknown); it wins unless a write
-        further down the log already did."""
+        further down the log already did. As Kafka's ``onOffsetCommitAppend``, it is applied only
+        while a commit of that partition is still pending: ``remove_offsets`` (its topic was
+        deleted, or the group) clears the pending commits, and the late answer must not bring the
+        offset back into the cache."""
+        if topic_partition not in self.pending_offset_commits:
+            return
         known = self.offset_log_positions.get(topic_partition)
         if known is None or log_offset < 0 or log_offset >= known:
             self.offsets[topic_partition] = committed

@@ -12,6 +12,12 @@ in arrival order, as soon as the epoch is known. The parking lot holds at most
 ``PARKED_CONTROL_REQUESTS_MAX``; past that a request is applied at once, unfenced by broker epoch
 (still fenced by controller and leader epochs), and the controller's resync after registration
 puts the broker right.
+
+The broker also keeps its group coordinator's view of the cluster's partitions current, as Kafka's
+``KafkaApis.handleUpdateMetadataRequest`` hands the partitions an UpdateMetadata deleted to its
+``GroupCoordinator``: an accepted UpdateMetadata that changed the set of partitions in the metadata
+cache, or deleted any, yields a ``CoordinatorMetadataUpdate``; ``coordinator_metadata`` answers a
+coordinator that (re)starts and asks.
 """
 from __future__ import annotations
 
@@ -19,12 +25,15 @@ from collections.abc import Callable
 from typing import Any
 
 from actors.core.config import KafkaConfig
-from actors.core.effects import Effect, LogEvent
+from actors.core.effects import CoordinatorMetadataUpdate, Effect, LogEvent, Respond
+from actors.core.errors import ErrorCode
 from actors.core.log.storage import Storage
 from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
+from actors.core.messages.update_metadata import UpdateMetadataRequest
 from actors.core.replica.broker_lifecycle import BrokerLifecycle
 from actors.core.replica.find_coordinator import CoordinatorFinder
+from actors.core.replica.metadata_cache import LEADER_DURING_DELETE
 from actors.core.replica.replica_manager import ReplicaManager
 
 
@@ -44,6 +53,9 @@ class BrokerCore:
                                          cluster_id=cluster_id, config=config, now_ms=now_ms)
         self._parked: list[tuple[Callable, int, Any]] = []
         self.coordinator_finder = CoordinatorFinder(self.replica_manager, coordinator_host)
+        # The version of the coordinator's view last handed out: (broker epoch, cache partitions
+        # version) at the time the set of partitions last changed.
+        self._coordinator_view_version = (-1, 0)
 
     # --------------------------------------------------------------------------- the lifecycle
     def start(self, now_ms: int) -> list[Effect]:
@@ -115,7 +127,28 @@ class BrokerCore:
         return self._control(self.replica_manager.handle_leader_and_isr, request_id, request, now_ms)
 
     def handle_update_metadata(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self._control(self.replica_manager.handle_update_metadata, request_id, request, now_ms)
+        return self._control(self._update_metadata, request_id, request, now_ms)
+
+    def _update_metadata(self, request_id: int, request: UpdateMetadataRequest, now_ms: int) -> list[Effect]:
+        cache = self.replica_manager.metadata_cache
+        version_before = cache.partitions_version
+        effects = self.replica_manager.handle_update_metadata(request_id, request, now_ms)
+        accepted = any(isinstance(e, Respond) and e.request_id == request_id and e.response.error_code == ErrorCode.NONE
+                       for e in effects)
+        # Every partition state marked for deletion counts, known here or not, as in Kafka.
+        deleted = tuple((topic.topic_name, state.partition_index) for topic in request.topic_states
+                        for state in topic.partition_states if state.leader == LEADER_DURING_DELETE)
+        if accepted and (deleted or cache.partitions_version != version_before):
+            if cache.partitions_version != version_before:
+                self._coordinator_view_version = (self.lifecycle.broker_epoch, cache.partitions_version)
+            effects.append(self.coordinator_metadata(deleted))
+        return effects
+
+    def coordinator_metadata(self, deleted: tuple[tuple[str, int], ...] = ()) -> CoordinatorMetadataUpdate:
+        """The group coordinator's view of the partitions: what the metadata cache holds now."""
+        return CoordinatorMetadataUpdate(version=self._coordinator_view_version,
+                                         partitions=self.replica_manager.metadata_cache.topic_partitions(),
+                                         deleted_partitions=deleted)
 
     def handle_stop_replica(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self._control(self.replica_manager.handle_stop_replica, request_id, request, now_ms)
