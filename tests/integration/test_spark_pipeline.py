@@ -1,18 +1,29 @@
 """The data pipeline on Spark against a real cluster: one local Ray, one RayDP session for the
 module; a DataFrame written to a topic reads back as exactly the acknowledged records at their
-offsets, and a refused record fails the job with its Kafka error."""
+offsets, a refused record fails the job with its Kafka error, and a small workload runs end to end
+(acknowledged = in the summary = consumed, and the checker finds nothing)."""
 from __future__ import annotations
 
 import pytest
 
 from orchestration.chaos.runner import FAST_FAILOVER_CONFIG
 from orchestration.errors import KafkaError
+from orchestration.history import read_history
+from orchestration.spark.jobs import record_id
+from orchestration.spark.pipeline import run_on
 from orchestration.spark.session import RayTarget, SparkOnRay, SparkSizing, check_java
 from orchestration.spark.topics import KAFKA_SOURCE_COLUMNS, read_topic, write_topic
+from orchestration.spark.workload import parse_workload
 from tests.support.clusters import running_cluster
 
 # Spark start-up alone takes minutes on a busy 2-core machine.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
+
+
+SMALL_WORKLOAD = {"name": "spark-small", "topics": 1, "partitionsPerTopic": 2, "messageSize": 64,
+                  "keyDistributor": "KEY_ROUND_ROBIN", "producersPerTopic": 2, "producerRate": 0,
+                  "subscriptionsPerTopic": 1, "consumerPerSubscription": 2, "recordCount": 400,
+                  "acks": "all", "min.insync.replicas": 2, "consumeTimeoutSeconds": 300}
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +92,23 @@ def test_a_refused_record_fails_the_job_with_its_kafka_error(spark, cluster, tar
         write_topic(frame, target, "spark-small", {"acks": "1"})
     assert caught.value.name in ("MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE")
 
+
+def test_a_small_workload_runs_end_to_end(spark_on_ray, spark, cluster, target, tmp_path):
+    workload = parse_workload(SMALL_WORKLOAD)
+    result = run_on(cluster, spark_on_ray, workload, tmp_path, show_progress=False)
+
+    events = list(read_history(tmp_path / "history.jsonl"))
+    acknowledged = {(e["value"]["partition"], e["value"]["offset"]): e["value"]["value"]
+                    for e in events if e["f"] == "send" and e["type"] == "ok"}
+    assert len(acknowledged) == 400, "every send of a fault-free run is acknowledged"
+    assert result.summary["produce"]["acknowledged"] == len(acknowledged)
+    assert result.consumed == len(acknowledged)
+    consumed = {row.value for row in spark.read.parquet(str(tmp_path / "consume.parquet")).select("value").collect()}
+    assert consumed == set(acknowledged.values())
+    assert result.report.valid and result.lost == 0, result.report.table()
+
+    topic = workload.topic_names()[0]
+    read = {(r.partition, r.offset): record_id(bytes(r.value)) for r in read_topic(spark, target, topic).collect()}
+    assert read == acknowledged
+    for name in ("summary.json", "throughput.png", "verdict.txt"):
+        assert (tmp_path / name).exists(), name
