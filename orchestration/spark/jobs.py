@@ -305,9 +305,16 @@ def run_consumer(target: RayTarget, task: ConsumerTask, progress_name: str) -> I
     yield from rows
 
 
+def task_slots(spark) -> int:
+    """Tasks the session runs at once, from its configuration (``defaultParallelism`` is lower
+    until every executor has registered)."""
+    conf = spark.sparkContext.getConf()
+    return int(conf.get("spark.executor.instances", "1")) * int(conf.get("spark.executor.cores", "1"))
+
+
 def run_tasks(spark, target: RayTarget, tasks: list, runner, progress_name: str) -> list[tuple]:
     """Run ``runner`` over ``tasks``, one Spark task each, all at once; returns what they yield."""
-    slots = spark.sparkContext.defaultParallelism
+    slots = task_slots(spark)
     if len(tasks) > slots:
         raise ValueError(f"{len(tasks)} clients need {len(tasks)} Spark task slots running at once, and the "
                          f"session has {slots}: start Spark with more (SparkSizing.task_slots)")

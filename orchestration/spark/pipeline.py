@@ -280,7 +280,7 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
                                                      if workload.producer_rate else " as fast as they go"))
             consumer_tasks = _consumer_tasks(workload, topics)
             # Consumers read while the load runs when there are task slots for both; else after it.
-            together = len(consumer_tasks) + workload.producers <= spark.spark.sparkContext.defaultParallelism
+            together = len(consumer_tasks) + workload.producers <= jobs.task_slots(spark.spark)
             load_thread, load_outcome = _run_in_thread(
                 jobs.run_tasks, spark.spark, target, _producer_tasks(workload, topics, producer_config),
                 jobs.run_producer, progress_name)

@@ -73,3 +73,11 @@ def test_a_file_that_is_not_a_mapping_is_refused(tmp_path):
 
 def test_omb_keys_raykafka_does_not_use_are_accepted():
     assert parse_workload({**GOOD, "payloadFile": "payload/payload-1Kb.data", "consumerBacklogSizeGB": 0}).name == "w"
+
+
+def test_load_run_refuses_a_bad_workload_before_starting_anything(tmp_path, capsys):
+    from orchestration.cli import main
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: bad\nrecordCount: 10\nkeyDistributor: ROUND\n")
+    assert main(["load", "run", str(path)]) == 2
+    assert "'keyDistributor' must be one of NO_KEY, KEY_ROUND_ROBIN, RANDOM_NANO" in capsys.readouterr().err
