@@ -6,8 +6,9 @@ Python processes (one per producer, each connected to the same Ray), alternating
 topic. Spark's Python workers run at Ray's worker niceness (15), so the plain processes run once at
 niceness 0 and once at 15. All run the very same producer loop
 (``orchestration.spark.jobs.run_producer``), so the difference at equal niceness is what Spark
-adds: scheduling the tasks, starting its Python workers, shipping the per-record results back. MB/s counts acknowledged value and key bytes from the first send to the
-last acknowledgement. Prints a table and saves JSON; asserts nothing.
+adds: scheduling the tasks, starting its Python workers, shipping the per-record results back.
+MB/s counts acknowledged value and key bytes from the first send to the last acknowledgement.
+Prints a table and saves JSON; asserts nothing.
 
     python benchmarks/spark_produce_throughput.py [--records 20000] [--producers 2] [--size 1024] [--rounds 2]
     (the figures in the README's Spark section: --records 60000 --rounds 4)
@@ -65,7 +66,8 @@ def _process_main(target, task, progress_name, queue, niceness) -> None:
 def run_python(target, tasks, progress_name, niceness: int = 0) -> list[tuple]:
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    processes = [context.Process(target=_process_main, args=(target, task, progress_name, queue, niceness)) for task in tasks]
+    processes = [context.Process(target=_process_main, args=(target, task, progress_name, queue, niceness))
+                 for task in tasks]
     for process in processes:
         process.start()
     rows, answered, deadline = [], 0, time.monotonic() + PROCESS_TIMEOUT_S
@@ -137,7 +139,8 @@ def main() -> None:
                     figures = {"driver": driver, "round": round_index, **_throughput(rows),
                                "wall_s": round(time.monotonic() - started, 2)}
                     results["runs"].append(figures)
-                    print(f"  {driver:>6} round {round_index}: {figures['records']} records in {figures['seconds']:.2f}s"
+                    print(f"  {driver:>6} round {round_index}: {figures['records']} records in "
+                          f"{figures['seconds']:.2f}s"
                           f" = {figures['mb_per_s']:.2f} MB/s ({figures['records_per_s']:,.0f} records/s); "
                           f"job wall time {figures['wall_s']:.1f}s; producers started {figures['start_skew_s']:.2f}s "
                           f"apart; each producer's own MB/s {figures['producer_mb_per_s']}", flush=True)
