@@ -247,6 +247,23 @@ def run_on(cluster, spark, workload: Workload, output_dir: str | Path, *, show_p
     return _run_jobs(workload, cluster, spark, topics, output, show_progress, out)
 
 
+def _describe_load(workload: Workload) -> str:
+    size = f"{workload.record_count} records" if workload.record_count else f"{workload.duration_s:.0f}s"
+    rate = f" at {workload.producer_rate:.0f} records/s" if workload.producer_rate else " as fast as they go"
+    return f"load job: {workload.producers} producer task(s), acks={workload.acks}, {size}{rate}"
+
+
+def _follow(thread: threading.Thread, display: _Display, phase: str, on_tick=None) -> None:
+    """Show progress until a job's thread ends; ``on_tick(counts)`` runs every display interval."""
+    while thread.is_alive():
+        counts = display.update(phase)
+        if on_tick is not None:
+            on_tick(counts)
+        thread.join(DISPLAY_INTERVAL_S)
+    display.update(phase)
+    display.done()
+
+
 def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> PipelineResult:
     import ray
 
@@ -274,10 +291,7 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
         sampler = Sampler(cluster, history, topics=topics, interval_s=1.0)
         sampler.start()
         try:
-            out(f"load job: {workload.producers} producer task(s), acks={workload.acks}, "
-                + (f"{workload.record_count} records" if workload.record_count else
-                   f"{workload.duration_s:.0f}s") + (f" at {workload.producer_rate:.0f} records/s"
-                                                     if workload.producer_rate else " as fast as they go"))
+            out(_describe_load(workload))
             consumer_tasks = _consumer_tasks(workload, topics)
             # Consumers read while the load runs when there are task slots for both; else after it.
             together = len(consumer_tasks) + workload.producers <= jobs.task_slots(spark.spark)
@@ -295,13 +309,12 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
 
             if together:
                 consume = start_consumers()
-            while load_thread.is_alive():
-                counts = display.update("load")
+
+            def run_schedule(counts: dict) -> None:
                 load_started = jobs.snapshot(progress)["load_started_at"]
                 schedule.maybe_run(counts, None if load_started is None else time.time() - load_started)
-                load_thread.join(DISPLAY_INTERVAL_S)
-            display.update("load")
-            display.done()
+
+            _follow(load_thread, display, "load", run_schedule)
             load_rows, load_events = jobs.split_results(_result(load_thread, load_outcome))
             if schedule.steps:
                 run.note(f"{len(schedule.steps)} fault step(s) never fired: the load ended first")
@@ -313,11 +326,7 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
             ray.get(progress.set_targets.remote(jobs.acknowledged_ends(load_rows),
                                                 time.time() + workload.consume_timeout_seconds), timeout=30)
             thread, outcome = consume or start_consumers()
-            while thread.is_alive():
-                display.update("consume")
-                thread.join(DISPLAY_INTERVAL_S)
-            display.update("consume")
-            display.done()
+            _follow(thread, display, "consume")
             consume_rows, consume_events = jobs.split_results(_result(thread, outcome))
             jobs.write_events(history, consume_events, wall_zero)
         finally:

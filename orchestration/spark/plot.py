@@ -45,8 +45,9 @@ def draw(path: str | Path, produce_windows: list[dict], consume_windows: list[di
     rate.set_ylabel("records/s")
     rate.legend(loc="upper right")
     lat = [w for w in produce_windows if w.get("p50_ms") is not None]
-    latency.plot([w["second"] for w in lat], [w["p50_ms"] for w in lat], label="publish p50", color="tab:orange", marker=".")
-    latency.plot([w["second"] for w in lat], [w["p99_ms"] for w in lat], label="publish p99", color="tab:red", marker=".")
+    seconds = [w["second"] for w in lat]
+    latency.plot(seconds, [w["p50_ms"] for w in lat], label="publish p50", color="tab:orange", marker=".")
+    latency.plot(seconds, [w["p99_ms"] for w in lat], label="publish p99", color="tab:red", marker=".")
     latency.set_ylabel("latency (ms)")
     if lat and max(w["p99_ms"] for w in lat) > 20 * max(1e-9, min(w["p50_ms"] for w in lat)):
         latency.set_yscale("log")

@@ -56,7 +56,8 @@ def summarize(load, consume, zero: float) -> dict:
     errors = {f"{r['outcome']}:{r['error']}": r["count"] for r in
               load.filter(F.col("outcome") != "ok").groupBy("outcome", "error").count().collect()}
     produce_windows = [
-        {"second": r["second"], "records": r["records"], "mb": r["bytes"] / MB, "p50_ms": r["q"][0], "p99_ms": r["q"][1]}
+        {"second": r["second"], "records": r["records"], "mb": r["bytes"] / MB,
+         "p50_ms": r["q"][0], "p99_ms": r["q"][1]}
         for r in acked.groupBy(F.floor(F.col("ack_time") - zero).alias("second")).agg(
             F.count("*").alias("records"), F.sum("bytes").alias("bytes"),
             F.percentile_approx("latency_ms", [0.5, 0.99], 1000).alias("q")).orderBy("second").collect()]

@@ -99,7 +99,8 @@ _NUMBERS = {
     "consumerPerSubscription": ("consumer_per_subscription", int, 1),
     "testDurationMinutes": ("test_duration_minutes", float, 0), "recordCount": ("record_count", int, 1),
     "brokers": ("brokers", int, 1), "replicationFactor": ("replication_factor", int, 1),
-    "min.insync.replicas": ("min_insync_replicas", int, 1), "consumeTimeoutSeconds": ("consume_timeout_seconds", float, 1),
+    "min.insync.replicas": ("min_insync_replicas", int, 1),
+    "consumeTimeoutSeconds": ("consume_timeout_seconds", float, 1),
 }
 _MAPPINGS = {"brokerConfig": "broker_config", "topicConfig": "topic_config", "producerConfig": "producer_config",
              "consumerConfig": "consumer_config"}
