@@ -29,6 +29,7 @@ from orchestration.spark.session import RayTarget
 EARLIEST, LATEST = -2, -1  # Spark's spelling of the two positions in offset JSON
 CREATE_TIME = 0
 READ_TIMEOUT_S = 120  # a range not read to its end by then fails the task
+SETTLE_TIMEOUT_S = 60  # how long a failed write waits for Spark to stop its other tasks
 READ_CONSUMER_DEFAULTS = {"max.partition.fetch.bytes": str(4 << 20), "fetch.max.bytes": str(16 << 20),
                           "max.poll.records": "100000", "fetch.max.wait.ms": "200",
                           "auto.offset.reset": "none"}
@@ -213,6 +214,7 @@ def write_topic(frame, target: RayTarget, topic: str | None = None, producer_con
         answers = frame.select(*selected).rdd.mapPartitions(
             lambda rows: produce_rows(target, rows, topic, config, collect_metadata)).collect()
     except Exception as exc:
+        wait_for_running_tasks(frame.sparkSession.sparkContext)
         translated = spark_failure_as_kafka_error(exc)
         if translated is exc:
             raise
@@ -220,6 +222,21 @@ def write_topic(frame, target: RayTarget, topic: str | None = None, producer_con
     summaries = [a for a in answers if a[0] == "summary"]
     acknowledged = [tuple(a[1:]) for a in answers if a[0] == "ack"] if collect_metadata else None
     return WriteResult(sum(s[1] for s in summaries), sum(s[2] for s in summaries), acknowledged)
+
+
+def wait_for_running_tasks(spark_context, timeout_s: float = SETTLE_TIMEOUT_S) -> bool:
+    """Wait until no executor runs a task (bounded); True if none does.
+
+    A failed job returns before Spark has killed its other tasks on the executors; killing a task
+    also ends the Python worker it ran in, and a worker already handed to the next job's task dies
+    under it ("Socket closed"). So a failed write returns only once its tasks are gone."""
+    tracker = spark_context._jsc.sc().statusTracker()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if sum(info.numRunningTasks() for info in tracker.getExecutorInfos()) == 0:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def spark_failure_as_kafka_error(exc: BaseException) -> BaseException:
