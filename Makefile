@@ -4,7 +4,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit integration chaos bench venv clean
+.PHONY: demo demo-no-spark test unit integration chaos bench venv clean
 
 venv: $(STAMP)
 
@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: $(STAMP)
+	$(VENV)/bin/raykafka load run benchmarks/workloads/demo-leader-kill.yaml --output load-results/demo
+
+demo-no-spark: $(STAMP)
 	$(VENV)/bin/raykafka demo
 
 test: $(STAMP)
@@ -34,6 +37,7 @@ bench: $(STAMP)
 	$(VPY) benchmarks/fetch_throughput.py
 	$(VPY) benchmarks/failover_time.py
 	$(VPY) benchmarks/replication_throughput.py
+	$(VPY) benchmarks/spark_produce_throughput.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,6 +1,10 @@
 """The ``raykafka`` command line.
 
-``raykafka demo`` starts a local cluster, creates a replicated topic, produces keyed records with
+``raykafka load run WORKLOAD.yaml`` runs a workload file through Spark on the raykafka cluster: a
+Spark load job, the workload's faults, a Spark consume job, the history checker, and the summary
+(``orchestration.spark.pipeline``); ``make demo`` runs it on ``benchmarks/workloads/demo-leader-kill.yaml``.
+
+``raykafka demo`` (no Spark) starts a local cluster, creates a replicated topic, produces keyed records with
 acks=all, kills a partition leader and watches the failover, produces more, reads every record back
 through a consumer group at the offset it was acknowledged with, and prints what happened.
 
@@ -107,6 +111,19 @@ def _chaos_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _draw_history(output, title: str) -> str:
+    """The run's rate and latency over time with its faults as bands, drawn from its history, as
+    ``raykafka load run`` draws its own."""
+    from orchestration.history import read_history
+    from orchestration.spark.plot import draw, fault_bands, windows_from_history
+    try:
+        produce, consume, faults = windows_from_history(read_history(output / "history.jsonl"))
+        end_s = max([w["second"] + 1 for w in produce + consume] or [1])
+        return draw(output / "throughput.png", produce, consume, fault_bands(faults, end_s), title)
+    except Exception as exc:  # the verdict stands without its picture
+        return f"not drawn ({exc!r})"
+
+
 def _chaos_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -128,7 +145,33 @@ def _chaos_run(args: argparse.Namespace) -> int:
     verdict = run_scenario(scenario, seed=args.seed, output_dir=output)
     print()
     print(verdict.table())
+    print(f"  picture: {_draw_history(Path(output), scenario.name)}")
     return 0 if verdict.passed else 1
+
+
+def _load_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from orchestration.spark.pipeline import run_workload
+    from orchestration.spark.session import JavaNotFoundError
+    from orchestration.spark.workload import WorkloadError, load_workload
+
+    try:
+        workload = load_workload(args.workload)
+    except WorkloadError as exc:
+        print(f"bad workload: {exc}", file=sys.stderr)
+        return 2
+    output = args.output or str(Path("load-results") / workload.name)
+    print(f"running workload {workload.name!r} from {args.workload}", flush=True)
+    try:
+        result = run_workload(workload, address=args.address, output_dir=output, num_cpus=args.num_cpus,
+                              show_progress=not args.no_progress, log_dir=args.log_dir,
+                              out=lambda line: print(line, flush=True))
+    except JavaNotFoundError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    print(f"\nverdict: {'PASS' if result.passed else 'FAIL'}: {result.lost} acknowledged records lost")
+    return 0 if result.passed else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,6 +198,17 @@ def main(argv: list[str] | None = None) -> int:
                            help="where history.jsonl, report.json and verdict.txt go "
                                 "(default: chaos-results/SCENARIO-seedN)")
     chaos_run.set_defaults(run=_chaos_run)
+    load = commands.add_parser("load", help="run a workload file through Spark (RayDP) on a raykafka cluster")
+    load_commands = load.add_subparsers(dest="load_command", required=True)
+    load_run = load_commands.add_parser("run", help="load job, faults, consume job, checker and summary")
+    load_run.add_argument("workload", help="a workload file (OpenMessaging Benchmark YAML plus raykafka's keys)")
+    load_run.add_argument("--address", default=None, help="an existing Ray cluster's address (default: a local Ray)")
+    load_run.add_argument("--output", default=None, help="where the history, summary.json, the Parquet results "
+                                                         "and the PNG go (default: load-results/WORKLOAD)")
+    load_run.add_argument("--num-cpus", type=int, default=None, help="CPUs for the local Ray it starts")
+    load_run.add_argument("--log-dir", default=None, help="keep broker logs here (default: a temporary directory)")
+    load_run.add_argument("--no-progress", action="store_true", help="no live progress line")
+    load_run.set_defaults(run=_load_run)
     parser.add_argument("--log-level", default="INFO", help="loguru level for progress lines (default: INFO)")
     args = parser.parse_args(argv)
     from loguru import logger

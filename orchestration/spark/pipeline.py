@@ -1,0 +1,383 @@
+"""``raykafka load run``: a workload file run end to end through Spark on the raykafka cluster.
+
+Theory of operation. ``run_workload`` connects to Ray (a local one, or the cluster at
+``address``), starts a raykafka cluster and Spark on it (printing Spark's start-up time), creates
+the topics, then runs the load job while the driver runs the workload's fault schedule and a live
+progress line, and the consume job reads every acknowledged record back (alongside the load when
+there are Spark task slots for both, else after it). Both jobs' per-record
+results become DataFrames (saved as Parquet) and their clients' histories go, with the faults and
+the invariant sampler's samples, into ``history.jsonl``, which ``orchestration.checker`` judges.
+The summary is computed with Spark, printed as Kafka's perf-test tools print theirs, saved as
+``summary.json`` and drawn as ``throughput.png``; ``verdict.txt`` holds the checker's report.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+from loguru import logger
+
+from orchestration.spark.workload import Workload
+
+# Sends are not retried, so a retried request cannot write a record twice (which the checker
+# would rightly call a duplicate); the producer's own defaults otherwise.
+LOAD_PRODUCER_DEFAULTS = {"linger.ms": "5", "retries": "0", "retry.backoff.ms": "100", "request.timeout.ms": "5000",
+                          "delivery.timeout.ms": "30000", "max.in.flight.requests.per.connection": "1"}
+DISPLAY_INTERVAL_S = 1.0
+LOCAL_RAY_START_ATTEMPTS = 3
+# A consumer task also stops by itself this long after its deadline should have come (a driver
+# that died cannot tell it to).
+CONSUMER_SAFETY_NET_S = 600
+
+
+@dataclass
+class PipelineResult:
+    workload: str
+    output_dir: str
+    spark_startup_s: float
+    summary: dict
+    report: Any  # orchestration.checker.Report
+    acknowledged: int
+    consumed: int
+    lost: int
+    recovery_s: float | None
+    png: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.report.valid and self.lost == 0
+
+
+class _Display:
+    """The live progress line: records sent, acknowledged, read, and the current rates."""
+
+    def __init__(self, progress, enabled: bool, stream=sys.stderr) -> None:
+        self.progress, self.enabled, self.stream = progress, enabled, stream
+        self._last = (time.monotonic(), 0, 0)
+
+    def update(self, phase: str) -> dict:
+        from orchestration.spark.jobs import snapshot
+        counts = snapshot(self.progress)["counts"]
+        now = time.monotonic()
+        then, acked_before, read_before = self._last
+        elapsed = max(1e-9, now - then)
+        ack_rate = (counts["acknowledged"] - acked_before) / elapsed
+        read_rate = (counts["read"] - read_before) / elapsed
+        self._last = (now, counts["acknowledged"], counts["read"])
+        if self.enabled:
+            self.stream.write(f"\r  [{phase}] sent {counts['sent']:>8,}  acknowledged {counts['acknowledged']:>8,} "
+                              f"({ack_rate:>7,.0f}/s)  failed {counts['failed']:>6,}  read {counts['read']:>8,} "
+                              f"({read_rate:>7,.0f}/s)   ")
+            self.stream.flush()
+        return counts
+
+    def done(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _producer_tasks(workload: Workload, topics: list[str], config: dict):
+    from orchestration.spark.jobs import ProducerTask
+    shares = workload.records_per_producer()
+    tasks = []
+    for t, topic in enumerate(topics):
+        for p in range(workload.producers_per_topic):
+            index = t * workload.producers_per_topic + p
+            tasks.append(ProducerTask(
+                process=f"producer-{topic}-{p}", topic=topic, records=shares[index] if shares else None,
+                duration_s=workload.duration_s, rate_per_s=workload.rate_per_producer(),
+                message_size=workload.message_size, key_distributor=workload.key_distributor,
+                partitions=workload.partitions_per_topic, config=config, seed=index))
+    return tasks
+
+
+def _consumer_tasks(workload: Workload, topics: list[str]):
+    from orchestration.spark.jobs import ConsumerTask
+    safety_net_s = (workload.duration_s or 0) + workload.consume_timeout_seconds + CONSUMER_SAFETY_NET_S
+    return [ConsumerTask(process=f"consumer-{topic}-sub{s}-{c}", subscription=f"{topic}-sub{s}", topic=topic,
+                         config=dict(workload.consumer_config), timeout_s=safety_net_s)
+            for topic in topics for s in range(workload.subscriptions_per_topic)
+            for c in range(workload.consumer_per_subscription)]
+
+
+def _run_in_thread(function, *args) -> tuple[threading.Thread, dict]:
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function(*args)
+        except BaseException as exc:  # handed to the driver's thread below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name="raykafka-spark-job", daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def _result(thread: threading.Thread, outcome: dict):
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+class _Schedule:
+    """The workload's fault steps, run by the driver while the load job runs (chaos schedule
+    semantics: ``at`` seconds since the load started, or ``after_acks``)."""
+
+    def __init__(self, workload: Workload, run, topic: str) -> None:
+        self.steps = list(workload.faults)
+        self.run, self.topic = run, topic
+        self.previous_target = None
+        self.kills: list[tuple[float, int]] = []  # (wall time, partition 0's leader killed)
+
+    def due(self, step: dict, counts: dict, elapsed_s: float) -> bool:
+        if "after_acks" in step:
+            return counts["acknowledged"] >= int(step["after_acks"])
+        return elapsed_s >= float(step["at"])
+
+    def maybe_run(self, counts: dict, elapsed_s: float | None) -> None:
+        from orchestration.chaos.schedule import _do, _wait
+        while self.steps and elapsed_s is not None and self.due(self.steps[0], counts, elapsed_s):
+            step = self.steps.pop(0)
+            leader_before = self.run.leader(self.topic)
+            fired_at = time.time()
+            self.previous_target = _do(self.run, self.topic, step, self.previous_target)
+            if step["do"] == "kill" and self.previous_target == leader_before:
+                self.kills.append((fired_at, leader_before))
+            self.run.note(f"fault: {step['do']} {self.previous_target} at {elapsed_s:.1f}s of load")
+            _wait(self.run, self.topic, step.get("wait_for", "none"), leader_before,
+                  {"leaders": set(), "isr_min": 99, "epoch": 0})
+
+
+def _recovery_s(load_rows: list[tuple], topic: str, kills: list[tuple[float, int]]) -> float | None:
+    """Seconds from the first leader kill until partition 0 of ``topic`` acknowledged a write again."""
+    if not kills:
+        return None
+    killed_at = kills[0][0]
+    # Sends invoked after the kill: an acknowledgement of an earlier one may be the dead leader's
+    # answer, read late.
+    later = [row[5] for row in load_rows if row[8] == "ok" and row[1] == topic and row[6] == 0 and row[4] > killed_at]
+    return round(min(later) - killed_at, 3) if later else None
+
+
+def _start_local_ray(num_cpus: int | None, namespace: str) -> None:
+    """A local Ray. Its start gives the raylet a fixed 30 s to register, which a busy machine can
+    miss; a second and third try usually succeed, so try up to LOCAL_RAY_START_ATTEMPTS times."""
+    import ray
+    for attempt in range(1, LOCAL_RAY_START_ATTEMPTS + 1):
+        try:
+            ray.init(address="local", num_cpus=num_cpus, namespace=namespace, include_dashboard=False,
+                     log_to_driver=False)
+            return
+        except Exception as exc:
+            if "timed out during startup" not in str(exc) or attempt == LOCAL_RAY_START_ATTEMPTS:
+                raise
+            logger.warning("local Ray did not start in time (attempt {}): trying again", attempt)
+            ray.shutdown()
+
+
+def run_workload(workload: Workload, *, address: str | None = None, output_dir: str | Path = "load-results",
+                 num_cpus: int | None = None, show_progress: bool = True, log_dir: str | None = None,
+                 spark_sizing=None, out=print) -> PipelineResult:
+    """Run ``workload`` end to end; see the module docstring. Shuts down what it started."""
+    import ray
+
+    from orchestration.spark.session import check_java
+    check_java()  # before anything starts: the fix is named at once
+    output = Path(output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    owns_ray = not ray.is_initialized()
+    if owns_ray:
+        namespace = f"raykafka-load-{uuid.uuid4().hex[:8]}"
+        if address:
+            ray.init(address=address, namespace=namespace, log_to_driver=False)
+        else:
+            _start_local_ray(num_cpus, namespace)
+    try:
+        return _run_on_ray(workload, output, show_progress, log_dir, spark_sizing, out)
+    finally:
+        if owns_ray:
+            ray.shutdown()
+
+
+def _run_on_ray(workload, output, show_progress, log_dir, spark_sizing, out) -> PipelineResult:
+    from orchestration.chaos.runner import FAST_FAILOVER_CONFIG
+    from orchestration.cluster import Cluster
+    from orchestration.spark.session import SparkOnRay
+    started = time.monotonic()
+    cluster = Cluster.start(brokers=workload.brokers, log_dir=log_dir,
+                            config={**FAST_FAILOVER_CONFIG, **workload.broker_config})
+    spark = None
+    try:
+        out(f"raykafka cluster: {workload.brokers} brokers up in {time.monotonic() - started:.1f}s "
+            f"(Ray namespace {cluster.namespace})")
+        spark = SparkOnRay.start("raykafka-load", spark_sizing)
+        out(f"Spark on Ray started in {spark.startup_s:.1f}s ({spark.sizing.num_executors} executor(s), "
+            f"{spark.sizing.task_slots} task slots each)")
+        return run_on(cluster, spark, workload, output, show_progress=show_progress, out=out)
+    finally:
+        if spark is not None:
+            spark.stop()
+        cluster.shutdown()
+
+
+def run_on(cluster, spark, workload: Workload, output_dir: str | Path, *, show_progress: bool = False,
+           out=print) -> PipelineResult:
+    """Run ``workload``'s topics, load, faults, consume job, checker and summary on a running
+    cluster and Spark session (``SparkOnRay``); writes the results under ``output_dir``."""
+    output = Path(output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    topics = workload.topic_names()
+    for topic in topics:
+        cluster.create_topic(topic, partitions=workload.partitions_per_topic,
+                             replication_factor=workload.replication_factor,
+                             config={"min.insync.replicas": str(workload.min_insync_replicas),
+                                     **workload.topic_config})
+    out(f"topics {', '.join(topics)}: {workload.partitions_per_topic} partitions, replication factor "
+        f"{workload.replication_factor}, min.insync.replicas={workload.min_insync_replicas}")
+    return _run_jobs(workload, cluster, spark, topics, output, show_progress, out)
+
+
+def _describe_load(workload: Workload) -> str:
+    size = f"{workload.record_count} records" if workload.record_count else f"{workload.duration_s:.0f}s"
+    rate = f" at {workload.producer_rate:.0f} records/s" if workload.producer_rate else " as fast as they go"
+    return f"load job: {workload.producers} producer task(s), acks={workload.acks}, {size}{rate}"
+
+
+def _follow(thread: threading.Thread, display: _Display, phase: str, on_tick=None) -> None:
+    """Show progress until a job's thread ends; ``on_tick(counts)`` runs every display interval."""
+    while thread.is_alive():
+        counts = display.update(phase)
+        if on_tick is not None:
+            on_tick(counts)
+        thread.join(DISPLAY_INTERVAL_S)
+    display.update(phase)
+    display.done()
+
+
+def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> PipelineResult:
+    import ray
+
+    from orchestration.chaos.runner import Run, Scenario
+    from orchestration.checker import check
+    from orchestration.faults import Faults
+    from orchestration.history import HistoryWriter, read_history
+    from orchestration.sampler import Sampler
+    from orchestration.spark import jobs
+    from orchestration.spark.session import RayTarget
+    target = RayTarget.of(cluster)
+    run_id = uuid.uuid4().hex[:8]
+    progress_name = jobs.progress_actor_name(run_id)
+    progress = jobs.JobProgress.options(name=progress_name, namespace=cluster.namespace).remote()
+    history_path = output / "history.jsonl"
+    history_path.unlink(missing_ok=True)
+    producer_config = {**LOAD_PRODUCER_DEFAULTS, **workload.producer_config, "acks": workload.acks}
+    display = _Display(progress, show_progress)
+    with HistoryWriter(history_path) as history:
+        wall_zero = time.time() - history.now()
+        faults = Faults(cluster, history)
+        run = Run(Scenario(name=workload.name, title=workload.name, criterion="", script=lambda r: None),
+                  cluster, faults, history, seed=0)
+        schedule = _Schedule(workload, run, topics[0])
+        sampler = Sampler(cluster, history, topics=topics, interval_s=1.0)
+        sampler.start()
+        try:
+            out(_describe_load(workload))
+            consumer_tasks = _consumer_tasks(workload, topics)
+            # Consumers read while the load runs when there are task slots for both; else after it.
+            together = len(consumer_tasks) + workload.producers <= jobs.task_slots(spark.spark)
+            load_thread, load_outcome = _run_in_thread(
+                jobs.run_tasks, spark.spark, target, _producer_tasks(workload, topics, producer_config),
+                jobs.run_producer, progress_name)
+            consume = None
+
+            def start_consumers():
+                out(f"consume job: {len(consumer_tasks)} consumer task(s) in "
+                    f"{workload.subscriptions_per_topic * len(topics)} group(s)"
+                    + (", reading while the load runs" if together else ""))
+                return _run_in_thread(jobs.run_tasks, spark.spark, target, consumer_tasks, jobs.run_consumer,
+                                      progress_name)
+
+            if together:
+                consume = start_consumers()
+
+            def run_schedule(counts: dict) -> None:
+                load_started = jobs.snapshot(progress)["load_started_at"]
+                schedule.maybe_run(counts, None if load_started is None else time.time() - load_started)
+
+            _follow(load_thread, display, "load", run_schedule)
+            load_rows, load_events = jobs.split_results(_result(load_thread, load_outcome))
+            if schedule.steps:
+                run.note(f"{len(schedule.steps)} fault step(s) never fired: the load ended first")
+            try:
+                faults.heal()
+            except Exception as exc:
+                run.note(f"healing the network failed: {exc!r}")
+            jobs.write_events(history, load_events, wall_zero)
+            ray.get(progress.set_targets.remote(jobs.acknowledged_ends(load_rows),
+                                                time.time() + workload.consume_timeout_seconds), timeout=30)
+            thread, outcome = consume or start_consumers()
+            _follow(thread, display, "consume")
+            consume_rows, consume_events = jobs.split_results(_result(thread, outcome))
+            jobs.write_events(history, consume_events, wall_zero)
+        finally:
+            sampler.stop()
+            ray.kill(progress)
+    report = check(read_history(history_path), unseen_is_anomaly=True)
+    return _summarize(workload, spark, output, load_rows, consume_rows, report, schedule, run, wall_zero,
+                      history_path, topics, out)
+
+
+def _summarize(workload, spark, output, load_rows, consume_rows, report, schedule, run, wall_zero,
+               history_path, topics, out) -> PipelineResult:
+    from orchestration.spark import plot
+    from orchestration.spark.summary import (
+        consume_schema, consumer_lines, load_schema, producer_line, save_summary, summarize,
+    )
+    session = spark.spark
+    load = session.createDataFrame(load_rows, load_schema())
+    consume = session.createDataFrame(consume_rows, consume_schema())
+    load.write.mode("overwrite").parquet(str(output / "load.parquet"))
+    consume.write.mode("overwrite").parquet(str(output / "consume.parquet"))
+    zero = min((row[4] for row in load_rows), default=wall_zero)
+    summary = summarize(load, consume, zero)
+    acknowledged = summary["produce"]["acknowledged"]
+    lost = report.counts.get("lost-write", 0) + report.counts.get("unseen", 0)
+    recovery_s = _recovery_s(load_rows, topics[0], schedule.kills)
+    summary.update({"workload": workload.name, "spark_startup_s": round(spark.startup_s, 2),
+                    "recovery_s": recovery_s, "checker": report.summary(), "notes": run.notes})
+    save_summary(summary, output / "summary.json")
+    (output / "verdict.txt").write_text(report.table() + "\n")
+    faults = [(f["time"] - (zero - wall_zero), f["name"],
+               f"{f['target']} " + " ".join(f"{k}={v}" for k, v in f.get("detail", {}).items()))
+              for f in report.faults]
+    end_s = max([w["second"] + 1 for w in summary["produce"]["windows"] + summary["consume"]["windows"]] or [1])
+    png = plot.draw(output / "throughput.png", summary["produce"]["windows"], summary["consume"]["windows"],
+                    plot.fault_bands(faults, end_s), f"{workload.name}: Spark-driven load on raykafka")
+    out("")
+    out(producer_line(summary))
+    for line in consumer_lines(summary):
+        out(line)
+    errors = summary["produce"]["errors"]
+    out("errors: " + (", ".join(f"{k}={v}" for k, v in sorted(errors.items())) if errors else "none"))
+    if recovery_s is not None:
+        out(f"partition 0 of {topics[0]} accepted writes again {recovery_s:.2f}s after its leader was killed")
+    consumed = summary["consume"]["acknowledged_read"]
+    out(f"acknowledged {acknowledged}, in the summary {acknowledged}, consumed {consumed} of them; "
+        f"lost acknowledged records: {lost}")
+    found = ", ".join(f"{k}={v}" for k, v in report.counts.items() if v) or "none"
+    out(f"checker: {'VALID' if report.valid else 'INVALID'} (anomalies: {found})")
+    for note in run.notes:
+        out(f"note: {note}")
+    out(f"history, summary.json, verdict.txt and the picture in {output}; PNG: {png}")
+    return PipelineResult(workload.name, str(output), spark.startup_s, summary, report, acknowledged, consumed,
+                          lost, recovery_s, png, list(run.notes))

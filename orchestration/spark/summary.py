@@ -1,0 +1,120 @@
+"""The run's summary, computed with Spark from the load and consume jobs' per-record DataFrames.
+
+Throughput (records/s and MB/s) overall and per one-second window, publish latency (send to
+acknowledgement) and end-to-end latency (send to first read, per subscription) at p50, p95, p99,
+p99.9 and max with ``percentile_approx``, and the errors by Kafka error name. ``producer_line``
+and ``consumer_lines`` print it as ``kafka-producer-perf-test`` and ``kafka-consumer-perf-test``
+print theirs; ``save_summary`` writes it as JSON; ``orchestration.spark.plot`` draws it.
+Times in the DataFrames are wall-clock seconds; windows count from ``zero`` (the load's start).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from orchestration.spark.jobs import CONSUME_COLUMNS, LOAD_COLUMNS
+
+QUANTILES = (0.5, 0.95, 0.99, 0.999)
+MB = 1024 * 1024
+
+
+def load_schema():
+    from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
+    kinds = {"producer": StringType(), "topic": StringType(), "value": StringType(), "bytes": LongType(),
+             "send_time": DoubleType(), "ack_time": DoubleType(), "partition": IntegerType(),
+             "offset": LongType(), "outcome": StringType(), "error": StringType()}
+    return StructType([StructField(name, kinds[name]) for name in LOAD_COLUMNS])
+
+
+def consume_schema():
+    from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
+    kinds = {"subscription": StringType(), "consumer": StringType(), "topic": StringType(),
+             "partition": IntegerType(), "offset": LongType(), "value": StringType(), "bytes": LongType(),
+             "read_time": DoubleType(), "create_time": DoubleType(), "consumer_started": DoubleType()}
+    return StructType([StructField(name, kinds[name]) for name in CONSUME_COLUMNS])
+
+
+def _latency(frame, column: str) -> dict:
+    from pyspark.sql import functions as F
+    row = frame.agg(F.count(column).alias("n"), F.avg(column).alias("avg"), F.max(column).alias("max"),
+                    F.percentile_approx(column, list(QUANTILES), 10000).alias("q")).first()
+    if not row["n"]:
+        return {"count": 0}
+    quantiles = dict(zip(("p50", "p95", "p99", "p99.9"), row["q"]))
+    return {"count": row["n"], "avg_ms": round(row["avg"], 3), "max_ms": round(row["max"], 3),
+            **{k: round(v, 3) for k, v in quantiles.items()}}
+
+
+def summarize(load, consume, zero: float) -> dict:
+    """The summary as a dict (JSON-ready) from the two jobs' DataFrames."""
+    from pyspark.sql import functions as F
+    load = load.withColumn("latency_ms", (F.col("ack_time") - F.col("send_time")) * 1000)
+    acked = load.filter(F.col("outcome") == "ok").cache()
+    totals = load.agg(F.count("*").alias("sent"), F.min("send_time").alias("first_send")).first()
+    acks = acked.agg(F.count("*").alias("n"), F.sum("bytes").alias("bytes"), F.max("ack_time").alias("last")).first()
+    produce_s = max(1e-9, (acks["last"] or 0) - (totals["first_send"] or 0)) if acks["n"] else 0.0
+    errors = {f"{r['outcome']}:{r['error']}": r["count"] for r in
+              load.filter(F.col("outcome") != "ok").groupBy("outcome", "error").count().collect()}
+    produce_windows = [
+        {"second": r["second"], "records": r["records"], "mb": r["bytes"] / MB,
+         "p50_ms": r["q"][0], "p99_ms": r["q"][1]}
+        for r in acked.groupBy(F.floor(F.col("ack_time") - zero).alias("second")).agg(
+            F.count("*").alias("records"), F.sum("bytes").alias("bytes"),
+            F.percentile_approx("latency_ms", [0.5, 0.99], 1000).alias("q")).orderBy("second").collect()]
+    first_reads = consume.groupBy("subscription", "topic", "partition", "offset", "value").agg(
+        F.min("read_time").alias("read_time"), F.first("bytes").alias("bytes"),
+        F.min("consumer_started").alias("consumer_started"))
+    # As kafka-consumer-perf-test, a subscription's time runs from its first consumer's start
+    # (joining the group included) to its last record.
+    per_subscription = {r["subscription"]: {"records": r["records"], "bytes": r["bytes"],
+                                            "seconds": round(max(1e-9, r["last"] - r["first"]), 3)}
+                        for r in first_reads.groupBy("subscription").agg(
+                            F.count("*").alias("records"), F.sum("bytes").alias("bytes"),
+                            F.min("consumer_started").alias("first"), F.max("read_time").alias("last")).collect()}
+    consume_windows = [{"second": r["second"], "records": r["records"], "mb": r["bytes"] / MB}
+                       for r in first_reads.groupBy(F.floor(F.col("read_time") - zero).alias("second")).agg(
+                           F.count("*").alias("records"), F.sum("bytes").alias("bytes")).orderBy("second").collect()]
+    end_to_end = first_reads.alias("c").join(acked.alias("a"), F.col("c.value") == F.col("a.value")).select(
+        ((F.col("c.read_time") - F.col("a.send_time")) * 1000).alias("e2e_ms"))
+    acknowledged_read = first_reads.join(acked.select("value"), "value", "left_semi").select("value").distinct().count()
+    return {
+        "produce": {"sent": totals["sent"], "acknowledged": acks["n"], "bytes": acks["bytes"] or 0,
+                    "seconds": round(produce_s, 3),
+                    "records_per_s": round(acks["n"] / produce_s, 1) if produce_s else 0.0,
+                    "mb_per_s": round((acks["bytes"] or 0) / MB / produce_s, 3) if produce_s else 0.0,
+                    "publish_latency": _latency(acked, "latency_ms"), "errors": errors, "windows": produce_windows},
+        "consume": {"subscriptions": {name: {**s, "records_per_s": round(s["records"] / s["seconds"], 1),
+                                             "mb_per_s": round(s["bytes"] / MB / s["seconds"], 3)}
+                                      for name, s in per_subscription.items()},
+                    "acknowledged_read": acknowledged_read,
+                    "end_to_end_latency": _latency(end_to_end, "e2e_ms"), "windows": consume_windows},
+    }
+
+
+def producer_line(summary: dict) -> str:
+    """As kafka-producer-perf-test ends: records, rate, MB/s, average and max latency, percentiles."""
+    p = summary["produce"]
+    latency = p["publish_latency"]
+    if not latency.get("count"):
+        return f"{p['sent']} records sent, none acknowledged."
+    return (f"{p['acknowledged']} records sent, {p['records_per_s']:.1f} records/sec ({p['mb_per_s']:.2f} MB/sec), "
+            f"{latency['avg_ms']:.2f} ms avg latency, {latency['max_ms']:.2f} ms max latency, "
+            f"{latency['p50']:.0f} ms 50th, {latency['p95']:.0f} ms 95th, {latency['p99']:.0f} ms 99th, "
+            f"{latency['p99.9']:.0f} ms 99.9th.")
+
+
+def consumer_lines(summary: dict) -> list[str]:
+    """As kafka-consumer-perf-test prints: a header, then one line per subscription."""
+    lines = ["subscription, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, seconds"]
+    for name, s in sorted(summary["consume"]["subscriptions"].items()):
+        lines.append(f"{name}, {s['bytes'] / MB:.4f}, {s['mb_per_s']:.4f}, {s['records']}, "
+                     f"{s['records_per_s']:.4f}, {s['seconds']:.3f}")
+    e2e = summary["consume"]["end_to_end_latency"]
+    if e2e.get("count"):
+        lines.append(f"end-to-end latency: {e2e['p50']:.0f} ms 50th, {e2e['p95']:.0f} ms 95th, {e2e['p99']:.0f} ms "
+                     f"99th, {e2e['p99.9']:.0f} ms 99.9th, {e2e['max_ms']:.0f} ms max")
+    return lines
+
+
+def save_summary(summary: dict, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(summary, indent=2, default=float))

@@ -1,0 +1,62 @@
+"""The Spark session's Java check and settings, without starting Spark: a missing or wrong Java is
+reported with the fix, and every JVM RayDP starts gets Java 17's --add-opens options."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestration.spark.session import (
+    JAVA17_OPTIONS, JavaNotFoundError, SparkSizing, check_java, spark_configs,
+)
+
+JDK17 = next((str(p) for p in sorted(Path("/usr/lib/jvm").glob("*17*")) if (p / "bin" / "java").exists()), None) \
+    if Path("/usr/lib/jvm").is_dir() else None
+
+
+def test_no_java_on_path_names_the_fix(tmp_path):
+    with pytest.raises(JavaNotFoundError) as caught:
+        check_java({"PATH": str(tmp_path)})
+    message = str(caught.value)
+    assert "Java 17" in message and "no 'java' on PATH" in message
+    assert "JAVA_HOME" in message
+
+
+def test_java_home_without_java_names_the_fix(tmp_path):
+    with pytest.raises(JavaNotFoundError, match=r"JAVA_HOME=.* has no bin/java.*To fix"):
+        check_java({"PATH": "", "JAVA_HOME": str(tmp_path)})
+
+
+def test_a_java_of_another_version_is_refused(tmp_path):
+    fake = tmp_path / "bin" / "java"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\necho \'openjdk version "25.0.1" 2025-10-21\' >&2\n')
+    fake.chmod(0o755)
+    with pytest.raises(JavaNotFoundError, match=r"is Java 25\. To fix"):
+        check_java({"PATH": "", "JAVA_HOME": str(tmp_path)})
+
+
+@pytest.mark.skipif(JDK17 is None, reason="no Java 17 installed under /usr/lib/jvm")
+def test_java_17_is_found():
+    assert check_java({"PATH": "", "JAVA_HOME": JDK17}) == os.path.join(JDK17, "bin", "java")
+
+
+def test_every_jvm_gets_the_java17_options_and_python_workers_this_interpreter():
+    configs = spark_configs(SparkSizing())
+    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions",
+                "spark.ray.raydp_app_master.extraJavaOptions"):
+        assert configs[key] == JAVA17_OPTIONS
+    for package in ("java.lang", "java.nio", "sun.nio.ch", "sun.util.calendar", "java.util.concurrent.atomic"):
+        assert f"--add-opens=java.base/{package}=ALL-UNNAMED" in JAVA17_OPTIONS
+    assert "-Djdk.reflect.useDirectMethodHandle=false" in JAVA17_OPTIONS
+    assert configs["spark.pyspark.python"] == sys.executable
+    assert configs["spark.task.maxFailures"] == "1"
+
+
+@pytest.mark.parametrize("cpus, executors", [(2, 1), (1, 1), (0.5, 1), (8, 4)])
+def test_sizing_fits_the_ray_cluster(cpus, executors):
+    sizing = SparkSizing.for_ray(cpus)
+    assert sizing.num_executors == executors
+    assert sizing.executor_cpus <= cpus
