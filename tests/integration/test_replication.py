@@ -12,6 +12,8 @@ import time
 import pytest
 import ray
 
+from actors.core.errors import ErrorCode
+from actors.core.messages.metadata import MetadataRequest
 from orchestration import KafkaError
 from orchestration.cluster import wait_until
 from tests.support.clusters import running_cluster
@@ -134,10 +136,11 @@ ONE_AT_A_TIME_PRODUCER = {"acks": "all", "retries": "0", "linger.ms": "2", "deli
                           "request.timeout.ms": "5000"}
 SEND_BOUND_S = 10 + 5 + 20  # delivery.timeout.ms + request.timeout.ms + slack for a busy machine
 # While the producer sends, another thread kills the leader, then each next leader as soon as the
-# controller names it, KILLS_PER_ROUND times per round. The last kill of a round usually finds the
+# controller names it, KILLS_PER_ROUND times per round. The last kill of a round often finds the
 # ISR shrunk to the leader alone (the brokers killed before it have not caught up yet), so the
 # partition has no leader (-1) until Ray has restarted that broker: a producer that learns of "no
-# leader" then must ask again later.
+# leader" then must ask again later. Whether it learns of it depends on timing, so a last round
+# makes sure: the brokers stay down until the live ones have told the producer there is no leader.
 ROUNDS = 2
 KILLS_PER_ROUND = 3
 ACKNOWLEDGED_PER_ROUND = 100  # sends acknowledged before each round of kills starts
@@ -163,6 +166,34 @@ def kill_leaders_in_a_row(cluster, topic: str, kills: int) -> list[int]:
         wait_until(lambda: cluster.describe_topic(topic)[0].leader_epoch > description.leader_epoch, 120,
                    f"the controller to act on the death of broker {description.leader}")
     return killed
+
+
+def metadata_names_no_leader(cluster, broker_id: int, topic: str) -> bool:
+    """Whether ``broker_id`` answers a client's Metadata request with no leader for partition 0."""
+    response = ray.get(cluster.broker(broker_id).handle_metadata.remote(MetadataRequest(topics=(topic,))), timeout=10)
+    return response.topics[0].error_code == ErrorCode.NONE and response.topics[0].partitions[0].leader_id < 0
+
+
+def leave_without_leader_until_the_producer_has_asked(cluster, topic: str, failures: dict) -> None:
+    """Stop both followers, then the leader, the ISR's last member (none restarts by itself);
+    start one follower again, which cannot lead (unclean election is off) but answers Metadata
+    with no leader; once the producer has failed sends since, start the others again."""
+    description = cluster.describe_topic(topic)[0]
+    followers = [r for r in description.replicas if r != description.leader]
+    for follower in followers:
+        cluster.kill("broker", follower, restart=False)
+    wait_until(lambda: cluster.describe_topic(topic)[0].isr == [description.leader], 120,
+               f"the ISR of {topic} to shrink to its leader {description.leader}")
+    cluster.kill("broker", description.leader, restart=False)
+    wait_until(lambda: cluster.describe_topic(topic)[0].leader < 0, 120, f"{topic} to have no leader")
+    cluster.restart_broker(followers[0])
+    wait_until(lambda: metadata_names_no_leader(cluster, followers[0], topic), 120,
+               f"broker {followers[0]} to answer Metadata for {topic} with no leader")
+    failed_before = sum(failures.values())
+    wait_until(lambda: sum(failures.values()) >= failed_before + 2, 120,
+               "two failed sends while the only live broker says there is no leader")
+    cluster.restart_broker(description.leader)
+    cluster.restart_broker(followers[1])
 
 
 def test_one_record_at_a_time_with_acks_all_keeps_going_across_leader_kills(cluster):
@@ -202,6 +233,9 @@ def test_one_record_at_a_time_with_acks_all_keeps_going_across_leader_kills(clus
                            f"{wanted} sends acknowledged before round {round_ + 1} of kills (the producer "
                            f"does not recover from round {round_}?)")
                 killed.extend(kill_leaders_in_a_row(cluster, topic, KILLS_PER_ROUND))
+            wait_until(lambda: led_with_isr_of_at_least(cluster, topic, 3), 120,
+                       f"{topic} led with a full ISR before the last round")
+            leave_without_leader_until_the_producer_has_asked(cluster, topic, failures)
         except BaseException as exc:  # reported by the test's thread
             killer_errors.append(exc)
 
