@@ -56,12 +56,14 @@ def test_ten_thousand_keyed_records_read_back_at_their_offsets_also_after_a_brok
 
     after = wait_until(restarted, RESTART_TIMEOUT_S, f"Ray to restart broker {victim} as a new incarnation")
     assert after["pid"] != before["pid"], "Ray restarted the broker in a new process"
-    # The restarted broker is told to lead again at a new epoch.
+    # The restarted broker is told to lead again at a new epoch, and serves it (a log end offset
+    # of -1 means the leader has not applied that leadership yet).
     def led_at_a_new_epoch():
         description = cluster.describe_topic("keyed")[0]
-        return description if description.leader_epoch >= 1 else None
+        return description if description.leader_epoch >= 1 and description.log_end_offset >= 0 else None
 
-    description = wait_until(led_at_a_new_epoch, RESTART_TIMEOUT_S, "partition 0 of 'keyed' led at a new leader epoch")
+    description = wait_until(led_at_a_new_epoch, RESTART_TIMEOUT_S,
+                             "partition 0 of 'keyed' led and served at a new leader epoch")
 
     assert_read_back(cluster, "keyed", 3, acknowledged)
     # The restarted broker leads again, at a new leader epoch, and appends after its old data.
