@@ -54,7 +54,9 @@ CONVERGE_TIMEOUT_S = 60
 POLL_INTERVAL_S = 0.05
 ROLES = ("broker", "controller", "request-send-thread", "replica-fetcher", "group-coordinator")
 DEFAULT_API_TIMEOUT_MS = 60000  # Kafka's default.api.timeout.ms: how long an admin call keeps retrying
-ADMIN_RETRY_BACKOFF_MS = 100  # Kafka's retry.backoff.ms; the backoff doubles up to ADMIN_RETRY_BACKOFF_MAX_MS
+# Kafka's retry.backoff.ms, doubling up to ADMIN_RETRY_BACKOFF_MAX_MS as KIP-580's clients do (2.4
+# keeps it fixed): a minute of retries then costs about sixty calls, not six hundred.
+ADMIN_RETRY_BACKOFF_MS = 100
 ADMIN_RETRY_BACKOFF_MAX_MS = 1000
 ADMIN_ATTEMPT_TIMEOUT_MIN_S = 1.0  # the shortest wait for one attempt's answer, even near the deadline
 # Kafka's NotControllerException is a RetriableException too; the core's ErrorCode.retriable leaves
