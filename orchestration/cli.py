@@ -77,10 +77,18 @@ def _demo(args: argparse.Namespace) -> int:
                                      "enable.auto.commit": "false"})
         consumer.subscribe([args.topic])
         seen = {}
+        # Read up to every partition's high watermark, not until as many records as were
+        # acknowledged: a retried send may have written a duplicate, which would end the read early.
+        wanted = {(args.topic, p) for p in range(args.partitions)}
+        ends = None
         deadline = time.monotonic() + 120
-        while len(seen) < len(acknowledged) and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
             for record in consumer.poll(timeout_ms=500):
                 seen[(record.partition, record.offset)] = (record.key, record.value)
+            if consumer.assignment() == wanted:
+                ends = ends or consumer.end_offsets(sorted(wanted))
+                if all(consumer.position(tp) >= end for tp, end in ends.items()):
+                    break
         consumer.commit()
         missing = [k for k, v in acknowledged.items() if seen.get(k) != v]
         print(f"consumer group 'demo-readers' read {len(seen)} records; "

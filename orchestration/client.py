@@ -4,16 +4,24 @@ Brokers are Ray actors named ``raykafka-broker-<id>`` in the cluster's Ray names
 knows a few bootstrap broker ids, asks any live one for Metadata, and routes partition requests to
 the leader the metadata names. A call to a dead or restarting broker surfaces as
 ``NETWORK_EXCEPTION`` (the request may or may not have run, as with a dropped TCP connection), a
-call that takes longer than ``request.timeout.ms`` as ``REQUEST_TIMED_OUT``.
+call that takes longer than ``request.timeout.ms`` as ``REQUEST_TIMED_OUT``, and an error the actor
+itself raised (Ray hands it over wrapped in a ``RayTaskError``) as the broker's own error code.
+
+``MetadataRefresher`` decides when a client asks for metadata again (Kafka's ``Metadata`` timing),
+and ``call_with_retries`` retries a call's retriable errors until a timeout (with tenacity).
 """
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
 
 import ray
-from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError
+import tenacity
+from loguru import logger
+from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayError, RayTaskError
 
 from actors.broker import broker_actor_name
 from actors.core.errors import ErrorCode
@@ -21,8 +29,33 @@ from actors.core.messages.metadata import MetadataRequest, MetadataResponse
 from orchestration.errors import KafkaError
 
 
+T = TypeVar("T")
+# How deep ``as_kafka_error`` looks into RayTaskErrors wrapping each other (an actor that re-raised
+# what an actor it called raised); deeper than any chain of calls raykafka makes.
+_CAUSE_DEPTH_MAX = 8
+
+
 def as_kafka_error(exc: BaseException) -> KafkaError:
-    """Map a failed Ray call to the error a Kafka client would see."""
+    """Map a failed Ray call to the error a Kafka client would see.
+
+    An exception the actor raised reaches the caller as a ``RayTaskError`` whose ``cause`` is that
+    exception. One that carries a Kafka error code (the core's ``KafkaProtocolError``, a client's
+    ``KafkaError``) is that error code, so a request the broker refused as ``INVALID_REQUEST`` is
+    seen as ``INVALID_REQUEST``; any other failure inside the actor (a bug, or a call the actor
+    made failing) is ``UNKNOWN_SERVER_ERROR``, as Kafka answers an unexpected exception in a
+    request handler."""
+    if isinstance(exc, RayTaskError):
+        cause: BaseException = exc
+        for _ in range(_CAUSE_DEPTH_MAX):
+            if not isinstance(cause, RayTaskError) or cause.cause is None or cause.cause is cause:
+                break
+            cause = cause.cause
+        if isinstance(cause, KafkaError):
+            return cause
+        error_code = getattr(cause, "error_code", None)
+        if isinstance(error_code, ErrorCode):
+            return KafkaError(error_code, str(getattr(cause, "message", "") or ""))
+        return KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"{type(cause).__name__}: {cause}")
     if isinstance(exc, KafkaError):
         return exc
     if isinstance(exc, GetTimeoutError):
@@ -30,6 +63,37 @@ def as_kafka_error(exc: BaseException) -> KafkaError:
     if isinstance(exc, RayActorError):
         return KafkaError(ErrorCode.NETWORK_EXCEPTION, f"broker unreachable: {type(exc).__name__}")
     return KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+def call_with_retries(attempt: Callable[[float], T], *, timeout_ms: float, what: str,
+                      retry_backoff_ms: float = 100, retry_backoff_max_ms: float = 1000,
+                      is_retriable: Callable[[KafkaError], bool] = lambda error: error.retriable) -> T:
+    """``attempt(deadline)`` until it returns, as Kafka's clients run a call: an error that
+    ``is_retriable`` accepts is retried after a backoff (``retry_backoff_ms``, doubling up to
+    ``retry_backoff_max_ms``) until ``timeout_ms`` has passed since the first attempt, and only then
+    raised (the last one); any other error is raised at once. ``deadline`` is on ``time.monotonic``'s
+    clock, for the attempt's own waits. A Ray failure an attempt lets through is mapped with
+    ``as_kafka_error`` first, so an actor restarting (``NETWORK_EXCEPTION``) is retried too."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    backoff = tenacity.wait_exponential(multiplier=retry_backoff_ms / 1000, min=retry_backoff_ms / 1000,
+                                        max=retry_backoff_max_ms / 1000)
+
+    def run_once() -> T:
+        try:
+            return attempt(deadline)
+        except RayError as exc:
+            raise as_kafka_error(exc) from exc
+
+    def log_retry(state: tenacity.RetryCallState) -> None:
+        logger.debug("{}: retrying after {}", what, state.outcome.exception())
+
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception(lambda exc: isinstance(exc, KafkaError) and is_retriable(exc)),
+        stop=tenacity.stop_after_delay(timeout_ms / 1000),
+        # The last wait ends at the deadline, so the last attempt is made then rather than skipped.
+        wait=lambda state: min(backoff(state), max(0.0, deadline - time.monotonic())),
+        before_sleep=log_retry, reraise=True)
+    return retrying(run_once)
 
 
 def as_future(ref: Any) -> Future:
@@ -50,6 +114,75 @@ def cancel_quietly(ref: Any) -> None:
             ray.cancel(ref)
     except Exception:  # already finished, its owner gone, or Ray shut down: nothing to cancel
         pass
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000
+
+
+class MetadataRefresher:
+    """When a client asks the cluster for metadata again: Kafka's ``Metadata`` update timing.
+
+    A refresh is due once something asked for one (``request_update``: a partition the client must
+    reach has no known leader, or an answer said the leader moved) or once the last successful
+    refresh is ``metadata.max.age.ms`` old; either way no sooner than ``retry.backoff.ms`` after the
+    last attempt, so a partition that has no leader for a while is asked about at that pace, never
+    in a busy loop, and never forgotten. ``update_if_due`` refreshes through the client's
+    ``BrokerDirectory`` when due; a failed refresh leaves the request standing for the next one.
+    Safe to share between a client's threads; a refresh runs outside the lock."""
+
+    def __init__(self, directory, *, retry_backoff_ms: float, metadata_max_age_ms: float,
+                 clock_ms: Callable[[], float] = monotonic_ms) -> None:
+        self._directory = directory
+        self._retry_backoff_ms = float(retry_backoff_ms)
+        self._metadata_max_age_ms = float(metadata_max_age_ms)
+        self._clock_ms = clock_ms
+        self._lock = threading.Lock()
+        self._update_requested = False
+        self._last_attempt_ms: float | None = None
+        # The directory fetched metadata when the client first needed it; the age counts from here.
+        self._last_success_ms = clock_ms()
+
+    def request_update(self) -> None:
+        with self._lock:
+            self._update_requested = True
+
+    def time_to_next_update_ms(self, now_ms: float | None = None) -> float:
+        now_ms = self._clock_ms() if now_ms is None else now_ms
+        with self._lock:
+            return self._time_to_next_update_ms(now_ms)
+
+    def _time_to_next_update_ms(self, now_ms: float) -> float:
+        to_expiry_ms = 0.0 if self._update_requested else self._last_success_ms + self._metadata_max_age_ms - now_ms
+        to_allowed_ms = (0.0 if self._last_attempt_ms is None
+                         else self._last_attempt_ms + self._retry_backoff_ms - now_ms)
+        return max(0.0, to_expiry_ms, to_allowed_ms)
+
+    def update_if_due(self) -> bool:
+        """Refresh metadata if it is due; True if a refresh succeeded. Never raises a KafkaError:
+        with no broker answering, the update stays requested and is tried again after the backoff."""
+        now_ms = self._clock_ms()
+        with self._lock:
+            if self._time_to_next_update_ms(now_ms) > 0:
+                return False
+            self._last_attempt_ms = now_ms
+        try:
+            self._directory.refresh_metadata()
+        except KafkaError as exc:
+            logger.debug("metadata refresh failed, retrying after retry.backoff.ms: {}", exc)
+            with self._lock:
+                self._update_requested = True
+            return False
+        with self._lock:
+            self._update_requested = False
+            self._last_success_ms = self._clock_ms()
+        return True
+
+    def refresh_now(self) -> bool:
+        """Request an update and make it now if the backoff allows (after an answer that says the
+        leader moved); otherwise it is made as soon as the backoff has passed."""
+        self.request_update()
+        return self.update_if_due()
 
 
 class BrokerDirectory:
@@ -88,7 +221,7 @@ class BrokerDirectory:
                 self.forget(broker_id)
                 if attempt == 1:
                     raise as_kafka_error(exc) from exc
-            except (RayActorError, GetTimeoutError) as exc:
+            except (RayActorError, GetTimeoutError, RayTaskError) as exc:
                 raise as_kafka_error(exc) from exc
         raise AssertionError("unreachable")
 

@@ -5,7 +5,11 @@ per leader broker, so the next batch of data travels while the caller works (Kaf
 pipelines the same way). A position with no committed start is reset with ListOffsets per
 ``auto.offset.reset``; a fetch answered ``OFFSET_OUT_OF_RANGE`` resets the same way, or raises
 ``KafkaError(OFFSET_OUT_OF_RANGE)`` when the policy is ``none``. Leadership errors refresh metadata
-and the fetch is retried against the new leader.
+and the fetch is retried against the new leader. As in Kafka's consumer, a partition whose leader
+is unknown (-1 in the metadata last read) makes the consumer ask for metadata again, no more often
+than every ``retry.backoff.ms``, and ``metadata.max.age.ms`` refreshes it anyway
+(``MetadataRefresher``); ``position``, ``seek_to_beginning``, ``seek_to_end`` and ``end_offsets``
+retry retriable errors (no leader, leadership moving) until ``default.api.timeout.ms``.
 
 Partitions come from ``assign`` (assign mode, as before) or, with a ``group.id``, from
 ``subscribe``: then each ``poll`` first keeps the group membership current (``ConsumerCoordinator``:
@@ -38,7 +42,7 @@ from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from actors.core.messages.list_offsets import (
     EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
 )
-from orchestration.client import BrokerDirectory, as_future, as_kafka_error
+from orchestration.client import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, call_with_retries
 from orchestration.consumer_coordinator import ConsumerCoordinator
 from orchestration.errors import KafkaError
 from orchestration.group_membership import monotonic_ms
@@ -102,6 +106,8 @@ class Consumer:
         self._request_timeout_ms = int(settings["request.timeout.ms"])
         self._retry_backoff_ms = int(settings["retry.backoff.ms"])
         self._directory = directory
+        self._metadata = MetadataRefresher(directory, retry_backoff_ms=self._retry_backoff_ms,
+                                           metadata_max_age_ms=int(settings["metadata.max.age.ms"]))
         self._positions: dict[tuple[str, int], int | None] = {}
         self._buffered: collections.deque[ConsumerRecord] = collections.deque()
         # Per Fetch awaiting its answer, keyed by the answer's future: (broker id, the call's
@@ -197,23 +203,24 @@ class Consumer:
 
     def seek_to_beginning(self, partitions=None) -> None:
         for tp in self._selected(partitions):
-            self._set_position(tp, self._list_offset(tp, EARLIEST_TIMESTAMP))
+            self._set_position(tp, self._list_offset_waiting(tp, EARLIEST_TIMESTAMP))
 
     def seek_to_end(self, partitions=None) -> None:
         for tp in self._selected(partitions):
-            self._set_position(tp, self._list_offset(tp, LATEST_TIMESTAMP))
+            self._set_position(tp, self._list_offset_waiting(tp, LATEST_TIMESTAMP))
 
     def position(self, partition) -> int:
         tp = self._assigned(partition)
         if tp in self._awaiting_committed:
             self._refresh_committed_positions(monotonic_ms() + self._api_timeout_ms, raise_on_timeout=True)
         if self._positions[tp] is None:
-            self._reset(tp)
+            self._reset(tp, waiting=True)
         # As in Kafka: the offset of the next record poll will return, not how far fetches reached.
         return next((r.offset for r in self._buffered if (r.topic, r.partition) == tp), self._positions[tp])
 
     def end_offsets(self, partitions) -> dict[tuple[str, int], int]:
-        return {_topic_partition(p): self._list_offset(_topic_partition(p), LATEST_TIMESTAMP) for p in partitions}
+        return {_topic_partition(p): self._list_offset_waiting(_topic_partition(p), LATEST_TIMESTAMP)
+                for p in partitions}
 
     def poll(self, timeout_ms: int = 0) -> list[ConsumerRecord]:
         if self._closed:
@@ -271,6 +278,7 @@ class Consumer:
 
     # ------------------------------------------------------------------------------- fetching
     def _send_fetches(self) -> None:
+        self._metadata.update_if_due()
         busy = {tp for _, _, offsets in self._in_flight.values() for tp in offsets}
         buffered = {(r.topic, r.partition) for r in self._buffered}
         by_leader: dict[int, dict[tuple[str, int], tuple[int, int]]] = collections.defaultdict(dict)
@@ -288,8 +296,12 @@ class Consumer:
             try:
                 leader, epoch = self._directory.leader_for(*tp)
             except KafkaError:
+                leader, epoch = -1, -1
+            if leader < 0:
+                # Kafka's Fetcher: no known leader, so ask for metadata again (once the backoff allows).
+                self._metadata.request_update()
                 continue
-            if leader < 0 or self._backoff_until.get(leader, 0) > now:
+            if self._backoff_until.get(leader, 0) > now:
                 continue
             by_leader[leader][tp] = (self._positions[tp], epoch)
         for leader, wanted in by_leader.items():
@@ -350,10 +362,8 @@ class Consumer:
         self._refresh_metadata_quietly()
 
     def _refresh_metadata_quietly(self) -> None:
-        try:
-            self._directory.refresh_metadata()
-        except KafkaError:
-            pass  # no broker answered; the next poll asks again
+        """Ask for metadata now, or as soon as retry.backoff.ms allows (the next poll's fetches)."""
+        self._metadata.refresh_now()
 
     # ---------------------------------------------------------------------------- group mode
     def _require_group(self, operation: str) -> ConsumerCoordinator:
@@ -432,16 +442,31 @@ class Consumer:
         return counts
 
     # -------------------------------------------------------------------------------- offsets
-    def _reset(self, tp: tuple[str, int]) -> None:
+    def _reset(self, tp: tuple[str, int], *, waiting: bool = False) -> None:
+        """Set a position per ``auto.offset.reset``: one attempt (poll's path: a retriable error
+        leaves the position unknown for the next poll), or ``waiting`` until default.api.timeout.ms."""
         if self._reset_policy == "none":
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"{tp[0]}-{tp[1]} has no position and "
                                                              "auto.offset.reset is none")
         timestamp = EARLIEST_TIMESTAMP if self._reset_policy == "earliest" else LATEST_TIMESTAMP
-        self._positions[tp] = self._list_offset(tp, timestamp)
+        self._positions[tp] = (self._list_offset_waiting(tp, timestamp) if waiting
+                               else self._list_offset(tp, timestamp))
+
+    def _list_offset_waiting(self, tp: tuple[str, int], timestamp: int) -> int:
+        """ListOffsets, retrying retriable errors until ``default.api.timeout.ms``, as Kafka's
+        consumer does for position(), beginningOffsets() and endOffsets()."""
+        return call_with_retries(lambda _deadline: self._list_offset(tp, timestamp), timeout_ms=self._api_timeout_ms,
+                                 retry_backoff_ms=self._retry_backoff_ms, what=f"ListOffsets {tp[0]}-{tp[1]}")
 
     def _list_offset(self, tp: tuple[str, int], timestamp: int) -> int:
-        leader, epoch = self._directory.leader_for(*tp)
+        self._metadata.update_if_due()
+        try:
+            leader, epoch = self._directory.leader_for(*tp)
+        except KafkaError:
+            self._metadata.request_update()  # a topic not in the metadata yet: ask again later
+            raise
         if leader < 0:
+            self._metadata.request_update()
             raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"{tp[0]}-{tp[1]}")
         request = ListOffsetsRequest(topics=(ListOffsetsTopic(name=tp[0], partitions=(
             ListOffsetsPartition(partition_index=tp[1], timestamp=timestamp, current_leader_epoch=epoch),)),))

@@ -15,6 +15,12 @@ cannot hold the producer forever; a batch still queued ``delivery.timeout.ms`` a
 expires, as in Kafka's accumulator. So every send completes, and ``flush`` returns, within about
 ``delivery.timeout.ms`` + ``request.timeout.ms``.
 
+Metadata is asked for again as Kafka's sender asks (``MetadataRefresher``): whenever a partition
+with queued batches has no known leader (it had none when metadata was last read, say during an
+election), after an answer that says the leader moved, and every ``metadata.max.age.ms`` anyway;
+never more often than every ``retry.backoff.ms``. A batch waits for its partition's leader no
+longer than ``delivery.timeout.ms``.
+
 With a ``HistoryWriter`` the producer records every send, Jepsen-style: ``invoke`` before the
 record is queued, then ``ok`` (acknowledged at an offset), ``fail`` (definitely not appended) or
 ``info`` (indeterminate). A batch remembers whether any attempt may have appended it
@@ -37,11 +43,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from ray.exceptions import ActorDiedError
+from ray.exceptions import ActorDiedError, RayTaskError
 
 from actors.core.errors import ErrorCode
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
-from orchestration.client import BrokerDirectory, as_future, as_kafka_error, cancel_quietly
+from orchestration.client import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, cancel_quietly
 from orchestration.errors import KafkaError
 from orchestration.history import HistoryWriter
 from orchestration.partitioner import StickyPartitioner
@@ -59,6 +65,7 @@ PRODUCER_DEFAULTS = {
     "max.in.flight.requests.per.connection": "5",
     "buffer.memory": "33554432",
     "max.block.ms": "60000",
+    "metadata.max.age.ms": "300000",
 }
 
 # Errors after which the leader the metadata names is probably wrong: ask for metadata again. A
@@ -140,6 +147,8 @@ class Producer:
         self._buffer_memory = int(settings["buffer.memory"])
         self._max_block_ms = int(settings["max.block.ms"])
         self._directory = directory
+        self._metadata = MetadataRefresher(directory, retry_backoff_ms=self._retry_backoff_ms,
+                                           metadata_max_age_ms=float(settings["metadata.max.age.ms"]))
         self._history = history
         self.process = process or f"producer-{next(_PROCESS_IDS)}"
         self._partitioner = StickyPartitioner()
@@ -266,10 +275,17 @@ class Producer:
     # --------------------------------------------------------------------------------- sender
     def _run(self) -> None:
         while True:
+            # Outside the lock: a refresh is a call to a broker, and send() must not wait for it.
+            self._metadata.update_if_due()
             with self._condition:
                 if self._closed and not self._unfinished:
                     return
-                ready, wait_ms, expired = self._drain_ready()
+                ready, wait_ms, expired, leaderless = self._drain_ready()
+                if leaderless:
+                    # Kafka's Sender: a partition with data and no known leader makes the client
+                    # ask for metadata again (at the next pass, once retry.backoff.ms allows).
+                    self._metadata.request_update()
+                    wait_ms = min(wait_ms, self._metadata.time_to_next_update_ms())
                 if not ready and not expired and not self._in_flight:
                     self._condition.wait(min(wait_ms, 100) / 1000)
                     continue
@@ -280,9 +296,10 @@ class Producer:
             self._send(ready)
             self._collect(timeout_s=0 if ready else min(wait_ms, 5) / 1000)
 
-    def _drain_ready(self) -> tuple[list, float, list]:
-        """Per partition, the ready batches to send now; how long until the next is due; and the
-        queued batches older than ``delivery.timeout.ms``, which the caller fails.
+    def _drain_ready(self) -> tuple[list, float, list, bool]:
+        """Per partition, the ready batches to send now; how long until the next is due; the
+        queued batches older than ``delivery.timeout.ms``, which the caller fails; and whether a
+        partition with queued batches has no known leader (the caller asks for metadata again).
 
         A partition whose head batch is ready sends it together with the batches queued behind it
         (up to ``max.request.size``): they travel as one records field, which the leader appends
@@ -292,7 +309,7 @@ class Producer:
         now = _now_ms()
         hurry = self._flushing > 0 or self._closed
         per_broker_in_flight = collections.Counter(request.broker_id for request in self._in_flight.values())
-        ready, wait_ms, expired = [], 100.0, []
+        ready, wait_ms, expired, leaderless = [], 100.0, [], False
         for key, queue in self._queues.items():
             while queue and now - queue[0].created_ms >= self._delivery_timeout_ms:
                 expired.append(queue.popleft())
@@ -300,6 +317,13 @@ class Producer:
                 continue
             batch = queue[0]
             wait_ms = min(wait_ms, batch.created_ms + self._delivery_timeout_ms - now)
+            # As Kafka's accumulator: any partition with data and no known leader counts, whether
+            # or not its batch is ready yet, so that the leader is known by the time it is.
+            leader = self._leader_or_none(*key)
+            if leader is None:
+                leaderless = True
+                wait_ms = min(wait_ms, self._retry_backoff_ms)
+                continue
             if batch.retry_after_ms > now:
                 wait_ms = min(wait_ms, batch.retry_after_ms - now)
                 continue
@@ -308,8 +332,7 @@ class Producer:
             if not (hurry or full or batch.payload is not None or due <= now):
                 wait_ms = min(wait_ms, due - now)
                 continue
-            leader = self._leader_or_none(*key)
-            if leader is None or per_broker_in_flight[leader] >= self._max_in_flight:
+            if per_broker_in_flight[leader] >= self._max_in_flight:
                 wait_ms = min(wait_ms, self._retry_backoff_ms)
                 continue
             group, size = [], 0
@@ -326,7 +349,7 @@ class Producer:
                 size += len(head.payload)
             ready.append((leader, group))
             per_broker_in_flight[leader] += 1
-        return ready, max(wait_ms, 0.0), expired
+        return ready, max(wait_ms, 0.0), expired, leaderless
 
     def _leader_or_none(self, topic: str, partition: int) -> int | None:
         try:
@@ -387,8 +410,11 @@ class Producer:
             except Exception as exc:  # a dead, restarting or failing broker: the call may have run
                 if isinstance(exc, ActorDiedError):
                     self._directory.forget(request.broker_id)
+                # An error the broker raised itself (RayTaskError) is its answer: one with an
+                # error code refused the request and appended nothing; UNKNOWN_SERVER_ERROR, a
+                # failure inside its handler, stays of unknown outcome (see OUTCOME_UNKNOWN_ERRORS).
                 for group in request.groups:
-                    self._fail_or_retry(group, as_kafka_error(exc), outcome_unknown=True)
+                    self._fail_or_retry(group, as_kafka_error(exc), outcome_unknown=not isinstance(exc, RayTaskError))
                 continue
             self._complete(request.groups, response)
 
@@ -407,10 +433,7 @@ class Producer:
         for request in abandoned:
             cancel_quietly(request.ref)
         # The leader may have been replaced meanwhile (a paused leader is fenced): ask again.
-        try:
-            self._directory.refresh_metadata()
-        except KafkaError:
-            pass  # every broker unreachable for now: the retry will ask again
+        self._metadata.refresh_now()
         for request in abandoned:
             error = KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"no answer from broker {request.broker_id} within "
                                                             f"request.timeout.ms={self._request_timeout_ms}")
@@ -446,10 +469,7 @@ class Producer:
                 batch.maybe_written = True
         now = _now_ms()
         if error.error_code in _METADATA_ERRORS:
-            try:
-                self._directory.refresh_metadata()
-            except KafkaError:
-                pass  # every broker unreachable for now: the retry will ask again
+            self._metadata.refresh_now()  # or, within retry.backoff.ms of the last, at the next pass
         # Requeue from the back of the group so the batches keep their order at the queue's front.
         for batch in reversed(batches):
             expired = now - batch.created_ms >= self._delivery_timeout_ms

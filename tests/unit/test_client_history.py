@@ -10,9 +10,9 @@ import time
 from concurrent.futures import Future
 
 import pytest
-from ray.exceptions import RayActorError
+from ray.exceptions import RayActorError, RayTaskError
 
-from actors.core.errors import ErrorCode
+from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages.produce import (
     PartitionProduceData, PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceData,
     TopicProduceResponse,
@@ -281,6 +281,12 @@ def test_not_leader_answered_after_the_append_is_indeterminate(history):
     (RayActorError(), ("info", "NETWORK_EXCEPTION")),
     (("ran", RayActorError()), ("info", "NETWORK_EXCEPTION")),
     (RuntimeError("the broker's handler raised"), ("info", "UNKNOWN_SERVER_ERROR")),
+    # The broker raised an error of its own (Ray wraps it): a request it refused wrote nothing,
+    # and a failure inside its handler may have written part of it.
+    (RayTaskError("handle_produce", "...", KafkaProtocolError(ErrorCode.INVALID_REQUEST, "not a ProduceRequest"))
+     .as_instanceof_cause(), ("fail", "INVALID_REQUEST")),
+    (RayTaskError("handle_produce", "...", RuntimeError("a bug")).as_instanceof_cause(),
+     ("info", "UNKNOWN_SERVER_ERROR")),
 ], ids=lambda case: _case_id(case))
 def test_a_single_attempt_is_classified_by_what_its_outcome_proves(history, answer, expected):
     broker = leading_broker()
