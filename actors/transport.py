@@ -12,7 +12,8 @@ them at most every ``RULES_REFRESH_S`` and judges each call on two legs:
   arrives; ``delay`` holds it back before it is sent.
 - the response leg (callee -> caller), judged again when the answer arrives (a cut made while a
   call was in flight catches its answer): ``cut``/``drop`` mean the request *ran* but the answer
-  is lost, which is the case that makes a write indeterminate; ``delay`` holds the answer back.
+  is lost, which is the case that makes a write indeterminate; ``delay`` holds the answer back,
+  and a cut made while it is held back catches it too.
 
 A lost message on a ``cut`` link surfaces as ``LinkDown`` after ``CUT_DETECT_S`` (a connection
 that fails to connect or resets, as Kafka's NetworkClient sees a partitioned peer); a ``drop``
@@ -163,6 +164,9 @@ class Transport:
             await self._lose(inbound.lost, timeout_s - (self._clock() - started), "answer", destination)
         if inbound.delay_s:
             await asyncio.sleep(inbound.delay_s)
+            # An answer held back on the wire is lost if the link is cut before it arrives.
+            if self.rules().leg(destination, self.node, self._rng).lost == "cut":
+                await self._lose("cut", timeout_s - (self._clock() - started), "answer", destination)
         return answer
 
     async def _lose(self, how: str, remaining_s: float, what: str, destination: str) -> None:

@@ -16,6 +16,9 @@ from orchestration.chaos.runner import Run, Scenario
 from orchestration.chaos.schedule import load_schedule
 
 SCHEDULES_DIR = Path(__file__).parent / "schedules"
+# How long story 1 holds B's answers to A back: long enough for the script to cut the link after
+# m2's acknowledgement, on a busy machine, before the answer carrying the new HW arrives.
+ANSWER_HOLD_MS = 4000
 POLICIES = ("high-watermark", "leader-epoch")
 
 
@@ -33,7 +36,13 @@ def kip101_story1(policy: str) -> Scenario:
         first = run.produce(topic, ["m1"])
         run.require(first == {"m1": 0}, "m1 acknowledged at offset 0", str(first))
         run.wait(lambda: run.broker_view(0, topic)["high_watermark"] == 1, "A to learn HW 1")
-        second = run.produce(topic, ["m2"])
+        # B answers a follower fetch as soon as its HW passes what that follower last saw (Kafka's
+        # DelayedFetch), so the answer that tells A the HW passed m2 leaves B at once. Holding
+        # B's answers to A back on the wire leaves time to cut the link before that one arrives;
+        # the answer that carries m2 itself arrives first (m2 is acknowledged only once A's next
+        # fetch asks past it).
+        run.faults.delay(1, 0, ANSWER_HOLD_MS)
+        second = run.produce(topic, ["m2"], request_timeout_ms=str(30_000))
         run.faults.partition([1], [0], one_way=True)  # B's answers to A are lost from now on
         run.require(second == {"m2": 1}, "m2 acknowledged at offset 1", str(second))
         view = run.broker_view(0, topic)

@@ -136,3 +136,21 @@ def test_a_cut_made_while_the_call_is_in_flight_catches_its_answer():
     current[0] = rules(LinkRule("x", "y", "cut"))  # some rule, so the seam is armed
     run(scenario())
     assert peer.received == 1
+
+
+def test_a_cut_made_while_an_answer_is_held_back_by_a_delay_catches_it():
+    """The answer left the callee and sits on a slow link; the link is cut before it arrives."""
+    delayed = rules(LinkRule("b", "a", "delay", delay_ms=300))
+    current = [delayed]
+    peer, transport = FakePeer(), transport_with(current)
+
+    async def scenario():
+        call = asyncio.ensure_future(transport.call("b", lambda: peer.handle(1), 5.0))
+        await asyncio.sleep(0.1)
+        assert peer.received == 1 and not call.done(), "the request ran; its answer is held back"
+        current[0] = NetworkRules(delayed.rules + (LinkRule("b", "a", "cut"),), 2)
+        transport._loaded_at = None  # as if the refresh interval had passed
+        with pytest.raises(LinkDown):
+            await call
+
+    run(scenario())
