@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
                                                          "and the PNG go (default: load-results/WORKLOAD)")
     load_run.add_argument("--num-cpus", type=int, default=None, help="CPUs for the local Ray it starts")
     load_run.add_argument("--log-dir", default=None, help="keep broker logs here (default: a temporary directory)")
-    load_run.add_argument("--no-progress", action="store_true", help="no live progress line")
+    load_run.add_argument("--no-progress", action="store_true", help="no live progress display")
     load_run.set_defaults(run=_load_run)
     parser.add_argument("--log-level", default="INFO", help="loguru level for progress lines (default: INFO)")
     args = parser.parse_args(argv)

@@ -12,7 +12,6 @@ The summary is computed with Spark, printed as Kafka's perf-test tools print the
 """
 from __future__ import annotations
 
-import sys
 import threading
 import time
 import uuid
@@ -21,8 +20,6 @@ from pathlib import Path
 from typing import Any
 
 
-from loguru import logger
-
 from orchestration.spark.workload import Workload
 
 # Sends are not retried, so a retried request cannot write a record twice (which the checker
@@ -30,7 +27,6 @@ from orchestration.spark.workload import Workload
 LOAD_PRODUCER_DEFAULTS = {"linger.ms": "5", "retries": "0", "retry.backoff.ms": "100", "request.timeout.ms": "5000",
                           "delivery.timeout.ms": "30000", "max.in.flight.requests.per.connection": "1"}
 DISPLAY_INTERVAL_S = 1.0
-LOCAL_RAY_START_ATTEMPTS = 3
 # A consumer task also stops by itself this long after its deadline should have come (a driver
 # that died cannot tell it to).
 CONSUMER_SAFETY_NET_S = 600
@@ -56,13 +52,30 @@ class PipelineResult:
 
 
 class _Display:
-    """The live progress line: records sent, acknowledged, read, and the current rates."""
+    """The live progress display (rich): records sent, acknowledged, failed and read, the current
+    rates, and a bar per phase: the load's toward its record count (none for a timed load), the
+    consume job's toward the records acknowledged."""
 
-    def __init__(self, progress, enabled: bool, stream=sys.stderr) -> None:
-        self.progress, self.enabled, self.stream = progress, enabled, stream
+    def __init__(self, progress, enabled: bool, console=None) -> None:
+        self.progress, self.enabled = progress, enabled
         self._last = (time.monotonic(), 0, 0)
+        self._bar = None
+        self._task = None
+        self._phase = ""
+        if enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            self._bar = Progress(TextColumn("[bold]{task.description:>7}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[detail]}"), TimeElapsedColumn(),
+                                 console=console or Console(stderr=True), refresh_per_second=2)
 
-    def update(self, phase: str) -> dict:
+    def start(self, phase: str, total: int | None) -> None:
+        self._phase = phase
+        if self._bar is not None:
+            self._bar.start()
+            self._task = self._bar.add_task(phase, total=total, detail="")
+
+    def update(self) -> dict:
         from orchestration.spark.jobs import snapshot
         counts = snapshot(self.progress)["counts"]
         now = time.monotonic()
@@ -71,17 +84,17 @@ class _Display:
         ack_rate = (counts["acknowledged"] - acked_before) / elapsed
         read_rate = (counts["read"] - read_before) / elapsed
         self._last = (now, counts["acknowledged"], counts["read"])
-        if self.enabled:
-            self.stream.write(f"\r  [{phase}] sent {counts['sent']:>8,}  acknowledged {counts['acknowledged']:>8,} "
-                              f"({ack_rate:>7,.0f}/s)  failed {counts['failed']:>6,}  read {counts['read']:>8,} "
-                              f"({read_rate:>7,.0f}/s)   ")
-            self.stream.flush()
+        if self._task is not None:
+            done = counts["acknowledged"] + counts["failed"] if self._phase == "load" else counts["read"]
+            self._bar.update(self._task, completed=done, detail=(
+                f"sent {counts['sent']:,}  acknowledged {counts['acknowledged']:,} ({ack_rate:,.0f}/s)  "
+                f"failed {counts['failed']:,}  read {counts['read']:,} ({read_rate:,.0f}/s)"))
         return counts
 
     def done(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
+        if self._bar is not None:
+            self._bar.stop()
+            self._task = None
 
 
 def _producer_tasks(workload: Workload, topics: list[str], config: dict):
@@ -169,22 +182,6 @@ def _recovery_s(load_rows: list[tuple], topic: str, kills: list[tuple[float, int
     return round(min(later) - killed_at, 3) if later else None
 
 
-def _start_local_ray(num_cpus: int | None, namespace: str) -> None:
-    """A local Ray. Its start gives the raylet a fixed 30 s to register, which a busy machine can
-    miss; a second and third try usually succeed, so try up to LOCAL_RAY_START_ATTEMPTS times."""
-    import ray
-    for attempt in range(1, LOCAL_RAY_START_ATTEMPTS + 1):
-        try:
-            ray.init(address="local", num_cpus=num_cpus, namespace=namespace, include_dashboard=False,
-                     log_to_driver=False)
-            return
-        except Exception as exc:
-            if "timed out during startup" not in str(exc) or attempt == LOCAL_RAY_START_ATTEMPTS:
-                raise
-            logger.warning("local Ray did not start in time (attempt {}): trying again", attempt)
-            ray.shutdown()
-
-
 def run_workload(workload: Workload, *, address: str | None = None, output_dir: str | Path = "load-results",
                  num_cpus: int | None = None, show_progress: bool = True, log_dir: str | None = None,
                  spark_sizing=None, out=print) -> PipelineResult:
@@ -201,7 +198,8 @@ def run_workload(workload: Workload, *, address: str | None = None, output_dir: 
         if address:
             ray.init(address=address, namespace=namespace, log_to_driver=False)
         else:
-            _start_local_ray(num_cpus, namespace)
+            from orchestration.ray_runtime import start_local_ray
+            start_local_ray(num_cpus=num_cpus, namespace=namespace)
     try:
         return _run_on_ray(workload, output, show_progress, log_dir, spark_sizing, out)
     finally:
@@ -253,15 +251,18 @@ def _describe_load(workload: Workload) -> str:
     return f"load job: {workload.producers} producer task(s), acks={workload.acks}, {size}{rate}"
 
 
-def _follow(thread: threading.Thread, display: _Display, phase: str, on_tick=None) -> None:
+def _follow(thread: threading.Thread, display: _Display, phase: str, total: int | None, on_tick=None) -> None:
     """Show progress until a job's thread ends; ``on_tick(counts)`` runs every display interval."""
-    while thread.is_alive():
-        counts = display.update(phase)
-        if on_tick is not None:
-            on_tick(counts)
-        thread.join(DISPLAY_INTERVAL_S)
-    display.update(phase)
-    display.done()
+    display.start(phase, total)
+    try:
+        while thread.is_alive():
+            counts = display.update()
+            if on_tick is not None:
+                on_tick(counts)
+            thread.join(DISPLAY_INTERVAL_S)
+        display.update()
+    finally:
+        display.done()
 
 
 def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> PipelineResult:
@@ -314,7 +315,7 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
                 load_started = jobs.snapshot(progress)["load_started_at"]
                 schedule.maybe_run(counts, None if load_started is None else time.time() - load_started)
 
-            _follow(load_thread, display, "load", run_schedule)
+            _follow(load_thread, display, "load", workload.record_count, run_schedule)
             load_rows, load_events = jobs.split_results(_result(load_thread, load_outcome))
             if schedule.steps:
                 run.note(f"{len(schedule.steps)} fault step(s) never fired: the load ended first")
@@ -326,7 +327,8 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
             ray.get(progress.set_targets.remote(jobs.acknowledged_ends(load_rows),
                                                 time.time() + workload.consume_timeout_seconds), timeout=30)
             thread, outcome = consume or start_consumers()
-            _follow(thread, display, "consume")
+            acknowledged = sum(1 for row in load_rows if row[8] == "ok")
+            _follow(thread, display, "consume", acknowledged * workload.subscriptions_per_topic)
             consume_rows, consume_events = jobs.split_results(_result(thread, outcome))
             jobs.write_events(history, consume_events, wall_zero)
         finally:
