@@ -52,49 +52,52 @@ class PipelineResult:
 
 
 class _Display:
-    """The live progress display (rich): records sent, acknowledged, failed and read, the current
-    rates, and a bar per phase: the load's toward its record count (none for a timed load), the
-    consume job's toward the records acknowledged."""
+    """The live progress display (rich), a bar per phase: the load's counts acknowledged and failed
+    records toward its record count (no total for a timed load), the consume job's counts records
+    read toward those acknowledged; beside it the counts and the current rate (the phase's mean
+    rate once it ends)."""
 
     def __init__(self, progress, enabled: bool, console=None) -> None:
-        self.progress, self.enabled = progress, enabled
-        self._last = (time.monotonic(), 0, 0)
+        self.progress, self.enabled, self.console = progress, enabled, console
         self._bar = None
         self._task = None
         self._phase = ""
-        if enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-            self._bar = Progress(TextColumn("[bold]{task.description:>7}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[detail]}"), TimeElapsedColumn(),
-                                 console=console or Console(stderr=True), refresh_per_second=2)
+        self._started = self._last = (time.monotonic(), 0)
+
+    def _counted(self, counts: dict) -> int:
+        return counts["acknowledged"] + counts["failed"] if self._phase == "load" else counts["read"]
 
     def start(self, phase: str, total: int | None) -> None:
+        from orchestration.spark.jobs import snapshot
         self._phase = phase
-        if self._bar is not None:
+        self._started = self._last = (time.monotonic(), self._counted(snapshot(self.progress)["counts"]))
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            self._bar = Progress(TextColumn("[bold]{task.description:>7}"), BarColumn(bar_width=20),
+                                 MofNCompleteColumn(), TextColumn("{task.fields[detail]}"), TimeElapsedColumn(),
+                                 console=self.console or Console(stderr=True), refresh_per_second=2)
             self._bar.start()
             self._task = self._bar.add_task(phase, total=total, detail="")
 
-    def update(self) -> dict:
+    def update(self, final: bool = False) -> dict:
         from orchestration.spark.jobs import snapshot
         counts = snapshot(self.progress)["counts"]
-        now = time.monotonic()
-        then, acked_before, read_before = self._last
-        elapsed = max(1e-9, now - then)
-        ack_rate = (counts["acknowledged"] - acked_before) / elapsed
-        read_rate = (counts["read"] - read_before) / elapsed
-        self._last = (now, counts["acknowledged"], counts["read"])
+        now, counted = time.monotonic(), self._counted(counts)
+        then, counted_before = self._started if final else self._last
+        rate = (counted - counted_before) / max(1e-9, now - then)
+        self._last = (now, counted)
         if self._task is not None:
-            done = counts["acknowledged"] + counts["failed"] if self._phase == "load" else counts["read"]
-            self._bar.update(self._task, completed=done, detail=(
-                f"sent {counts['sent']:,}  acknowledged {counts['acknowledged']:,} ({ack_rate:,.0f}/s)  "
-                f"failed {counts['failed']:,}  read {counts['read']:,} ({read_rate:,.0f}/s)"))
+            detail = (f"sent {counts['sent']:,} acked {counts['acknowledged']:,} failed {counts['failed']:,}"
+                      if self._phase == "load" else f"read {counts['read']:,}")
+            self._bar.update(self._task, completed=counted,
+                             detail=f"{detail}  {rate:,.0f}/s{' mean' if final else ''}")
         return counts
 
     def done(self) -> None:
         if self._bar is not None:
             self._bar.stop()
-            self._task = None
+            self._bar = self._task = None
 
 
 def _producer_tasks(workload: Workload, topics: list[str], config: dict):
@@ -260,7 +263,7 @@ def _follow(thread: threading.Thread, display: _Display, phase: str, total: int 
             if on_tick is not None:
                 on_tick(counts)
             thread.join(DISPLAY_INTERVAL_S)
-        display.update()
+        display.update(final=True)
     finally:
         display.done()
 
