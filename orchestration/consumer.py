@@ -45,7 +45,7 @@ from actors.core.messages.list_offsets import (
 from orchestration.client import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, call_with_retries
 from orchestration.consumer_coordinator import ConsumerCoordinator
 from orchestration.errors import KafkaError
-from orchestration.group_membership import monotonic_ms
+from orchestration.group_member import monotonic_ms
 from orchestration.history import HistoryWriter, topic_partition_key
 from orchestration.records import ConsumerRecord, read_records
 

@@ -23,7 +23,7 @@ from actors.core.messages.join_group import JoinGroupResponse
 from orchestration.consumer import Consumer
 from orchestration.consumer_coordinator import CommitFailedError, parse_assignors
 from orchestration.errors import KafkaError
-from orchestration.group_membership import MemberState
+from orchestration.group_member import MemberState
 
 GROUP = "orders"
 TOPICS = {"t": 3, "u": 1}
