@@ -26,11 +26,11 @@ from loguru import logger
 
 from actors.core.messages.describe_groups import DescribeGroupsRequest
 from orchestration.chaos.runner import Run, Scenario
-from orchestration.client import BrokerDirectory
-from orchestration.consumer import Consumer
-from orchestration.consumer_coordinator import CommitFailedError
+from orchestration.clients.broker_directory import BrokerDirectory
+from orchestration.clients.consumer import Consumer
+from orchestration.clients.consumer_coordinator import CommitFailedError
 from orchestration.errors import KafkaError
-from orchestration.groups import find_coordinator
+from orchestration.admin.groups import find_coordinator
 
 SESSION_TIMEOUT_MS = 6000
 # What every group member here runs with; max.poll.interval.ms (the rebalance timeout) is lowered

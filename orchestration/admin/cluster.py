@@ -43,12 +43,12 @@ from actors.core.messages.create_topics import (
 from actors.core.messages.delete_topics import DeleteTopicsRequest
 from actors.core.messages.elect_leaders import ElectLeadersRequest, TopicPartitions
 from actors.ray_metadata_store import RayKeyValueStore, active_controller
-from orchestration.client import BrokerDirectory, call_with_retries
-from orchestration.consumer import Consumer
+from orchestration.clients.broker_directory import BrokerDirectory, call_with_retries
+from orchestration.clients.consumer import Consumer
 from orchestration.errors import KafkaError
-from orchestration.groups import GroupDescription, describe_group, list_groups
-from orchestration.history import HistoryWriter
-from orchestration.producer import Producer
+from orchestration.admin.groups import GroupDescription, describe_group, list_groups
+from orchestration.chaos.history import HistoryWriter
+from orchestration.clients.producer import Producer
 
 BROKER_START_TIMEOUT_S = 120
 CONVERGE_TIMEOUT_S = 60
@@ -124,7 +124,7 @@ class Cluster:
         """Start a controller and ``brokers`` brokers; returns once every broker has registered.
 
         ``broker_resources`` pins brokers to Ray nodes by custom resource (see
-        ``orchestration.ray_nodes``); a pinned broker whose node is gone waits for it to return."""
+        ``orchestration.admin.ray_nodes``); a pinned broker whose node is gone waits for it to return."""
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         owns_ray = not ray.is_initialized()

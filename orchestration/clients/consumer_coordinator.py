@@ -39,10 +39,10 @@ from actors.core.messages.offset_commit import (
 )
 from actors.core.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 from orchestration.errors import KafkaError
-from orchestration.group_member import (
+from orchestration.clients.group_member import (
     NO_GENERATION, CoordinatorChannel, Generation, InFlight, MembershipConfig, monotonic_ms,
 )
-from orchestration.group_membership import GroupMembership
+from orchestration.clients.group_membership import GroupMembership
 
 TopicPartition = tuple[str, int]
 OffsetAndEpoch = tuple[int, int]

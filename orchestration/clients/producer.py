@@ -47,11 +47,11 @@ from ray.exceptions import ActorDiedError, RayTaskError
 
 from actors.core.errors import ErrorCode
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
-from orchestration.client import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, cancel_quietly
+from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, cancel_quietly
 from orchestration.errors import KafkaError
-from orchestration.history import HistoryWriter
-from orchestration.partitioner import StickyPartitioner
-from orchestration.records import BatchBuilder, RecordMetadata, estimate_record_size
+from orchestration.chaos.history import HistoryWriter
+from orchestration.clients.partitioner import StickyPartitioner
+from orchestration.clients.records import BatchBuilder, RecordMetadata, estimate_record_size
 
 PRODUCER_DEFAULTS = {
     "acks": "1",

@@ -46,8 +46,8 @@ from actors.core.messages.join_group import UNKNOWN_GENERATION_ID, UNKNOWN_MEMBE
 from actors.core.messages.leave_group import LeaveGroupRequest, MemberIdentity
 from actors.core.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 from orchestration.errors import KafkaError
-from orchestration.group_heartbeat import HeartbeatThread
-from orchestration.group_member import (
+from orchestration.clients.group_heartbeat import HeartbeatThread
+from orchestration.clients.group_member import (
     COORDINATOR_GONE, MEMBER_STATE_TRANSITIONS, NO_GENERATION, Coordinator, CoordinatorChannel, Generation, InFlight,
     MembershipConfig, MembershipHooks, MemberState, monotonic_ms,
 )
