@@ -14,7 +14,7 @@ import importlib
 
 _EXPORTS = {
     "Cluster": "orchestration.admin.cluster",
-    "PartitionDescription": "orchestration.admin.cluster",
+    "PartitionDescription": "orchestration.admin.admin_client",
     "CommitFailedError": "orchestration.clients.consumer_coordinator",
     "Consumer": "orchestration.clients.consumer",
     "KafkaError": "orchestration.errors",

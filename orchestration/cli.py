@@ -41,7 +41,7 @@ def _print_partitions(cluster, topic: str) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     from orchestration import Cluster
-    from orchestration.admin.cluster import wait_until
+    from orchestration.admin.wait import wait_until
 
     print(f"starting a local raykafka cluster with {args.brokers} brokers ...", flush=True)
     started = time.monotonic()

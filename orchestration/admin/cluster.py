@@ -8,94 +8,41 @@ register with the controller, which decides every partition's leadership. Client
 ``producer`` and ``consumer`` find brokers by name in the cluster's Ray namespace, so a Ray task
 elsewhere can build its own with the same namespace.
 
-Admin calls (describing, creating and deleting topics, describing and listing groups, preferred
-leader elections, describing the cluster) behave as Kafka's AdminClient: each retries Kafka's
-retriable errors (no coordinator yet, a coordinator loading, leadership or controllership moving,
-a request timing out, an actor restarting) with backoff until its ``timeout_ms`` (default
-``default.api.timeout.ms``, 60 s) has passed, and only then raises the last error; any other error
-(``TOPIC_ALREADY_EXISTS``, ``INVALID_PARTITIONS``, ...) is raised at once. All go through
-``Cluster._admin_call``.
+The admin calls (topics, groups, elections, descriptions) come from ``AdminClient``
+(admin_client.py), which ``Cluster`` extends with the actors it started.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
-import time
 import uuid
-from dataclasses import dataclass
 
 import ray
 from loguru import logger
-from ray.exceptions import RayError
 
 from actors.broker import BrokerActorRemote, broker_actor_name, group_coordinator_actor_name
 from actors.group_coordinator import GroupCoordinatorRemote
 from actors.controller import ControllerActorRemote, controller_actor_name
-from actors.core.controller.channel_queue import ChannelQueueStatus
 from actors.core.errors import ErrorCode
-from actors.core.log.log import Log, LogConfig
+from actors.core.log.log import Log
+from actors.core.log.log_config import LogConfig
 from actors.core.replica.replica_manager import partition_directory
 from actors.file_storage import FileStorage
-from actors.core.messages.create_topics import (
-    CreatableReplicaAssignment, CreatableTopic, CreateableTopicConfig, CreateTopicsRequest,
-)
-from actors.core.messages.delete_topics import DeleteTopicsRequest
-from actors.core.messages.elect_leaders import ElectLeadersRequest, TopicPartitions
-from actors.ray_metadata_store import RayKeyValueStore, active_controller
-from orchestration.clients.broker_directory import BrokerDirectory, call_with_retries
+from actors.ray_metadata_store import RayKeyValueStore
+from orchestration.admin.admin_client import AdminClient
+from orchestration.admin.wait import wait_until
+from orchestration.clients.broker_directory import BrokerDirectory
 from orchestration.clients.consumer import Consumer
 from orchestration.errors import KafkaError
-from orchestration.admin.groups import GroupDescription, describe_group, list_groups
 from orchestration.chaos.history import HistoryWriter
 from orchestration.clients.producer import Producer
 
 BROKER_START_TIMEOUT_S = 120
-CONVERGE_TIMEOUT_S = 60
-POLL_INTERVAL_S = 0.05
 ROLES = ("broker", "controller", "request-send-thread", "replica-fetcher", "group-coordinator")
-DEFAULT_API_TIMEOUT_MS = 60000  # Kafka's default.api.timeout.ms: how long an admin call keeps retrying
-# Kafka's retry.backoff.ms, doubling up to ADMIN_RETRY_BACKOFF_MAX_MS as KIP-580's clients do (2.4
-# keeps it fixed): a minute of retries then costs about sixty calls, not six hundred.
-ADMIN_RETRY_BACKOFF_MS = 100
-ADMIN_RETRY_BACKOFF_MAX_MS = 1000
-ADMIN_ATTEMPT_TIMEOUT_MIN_S = 1.0  # the shortest wait for one attempt's answer, even near the deadline
-# Kafka's NotControllerException is a RetriableException too; the core's ErrorCode.retriable leaves
-# it out because only an admin client retries it.
-ADMIN_RETRIABLE = frozenset({ErrorCode.NOT_CONTROLLER})
 
 
-def wait_until(condition, timeout_s: float, what: str):
-    """Poll ``condition`` until it returns something truthy; bounded by ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    last_error = None
-    while time.monotonic() < deadline:
-        try:
-            result = condition()
-            if result:
-                return result
-        except Exception as exc:  # an actor restarting: keep polling
-            last_error = exc
-        time.sleep(POLL_INTERVAL_S)
-    raise TimeoutError(f"timed out after {timeout_s}s waiting for {what}"
-                       + (f" (last error: {last_error!r})" if last_error else ""))
-
-
-@dataclass(frozen=True)
-class PartitionDescription:
-    topic: str
-    partition: int
-    leader: int
-    replicas: list[int]
-    isr: list[int]
-    leader_epoch: int
-    partition_epoch: int
-    high_watermark: int
-    log_end_offset: int
-    log_start_offset: int
-
-
-class Cluster:
+class Cluster(AdminClient):
     def __init__(self, *, namespace: str, broker_ids: list[int], log_dir: str, config: dict[str, str],
                  owns_ray: bool, owns_log_dir: bool, broker_resources: dict[int, dict[str, float]] | None = None,
                  controller_resources: dict[str, float] | None = None) -> None:
@@ -192,206 +139,6 @@ class Cluster:
             raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {broker_id}")
         return self._brokers[broker_id]
 
-    def controller(self):
-        """The active controller's actor handle (as published in the metadata store)."""
-        found = active_controller(self.namespace)
-        if found is None:
-            raise KafkaError(ErrorCode.NOT_CONTROLLER, "no active controller")
-        try:
-            return ray.get_actor(found["actor_name"], namespace=self.namespace)
-        except ValueError as exc:  # gone, and its successor has not published itself yet
-            raise KafkaError(ErrorCode.NOT_CONTROLLER, f"no controller actor {found['actor_name']!r}") from exc
-
-    # ------------------------------------------------------------------------------- admin calls
-    def _admin_call(self, what: str, attempt, timeout_ms: int | None, *, final: frozenset = frozenset()):
-        """Run an admin call as Kafka's AdminClient does: ``attempt(deadline)`` again after every
-        retriable error (Kafka's ``RetriableException`` list, plus ``NOT_CONTROLLER``) until
-        ``timeout_ms`` (default ``default.api.timeout.ms``) has passed, then the last error is raised;
-        any other error, and any in ``final`` (what this call takes as the answer, not as a
-        passing state), is raised at once. The one retry loop of every admin method."""
-        def is_retriable(error: KafkaError) -> bool:
-            return error.error_code not in final and (error.retriable or error.error_code in ADMIN_RETRIABLE)
-        return call_with_retries(attempt, timeout_ms=DEFAULT_API_TIMEOUT_MS if timeout_ms is None else timeout_ms,
-                                 what=what, retry_backoff_ms=ADMIN_RETRY_BACKOFF_MS,
-                                 retry_backoff_max_ms=ADMIN_RETRY_BACKOFF_MAX_MS, is_retriable=is_retriable)
-
-    def _ask_controller(self, method: str, *args, deadline: float | None = None):
-        """One call to the active controller, waiting for its answer until ``deadline``
-        (``time.monotonic``; at least ADMIN_ATTEMPT_TIMEOUT_MIN_S), else 60 s."""
-        return ray.get(getattr(self.controller(), method).remote(*args), timeout=_attempt_timeout_s(deadline))
-
-    def _observe_controller(self, method: str, *args, timeout_ms: int | None = None):
-        """A read-only question to the controller, asked again while it restarts or moves (a
-        read has no effect, so repeating it is safe)."""
-        return self._admin_call(f"controller {method}", lambda deadline: self._ask_controller(
-            method, *args, deadline=deadline), timeout_ms)
-
-    def controller_epoch(self, *, timeout_ms: int | None = None) -> int:
-        return self._observe_controller("controller_epoch", timeout_ms=timeout_ms)
-
-    def controller_queue_sizes(self, *, timeout_ms: int | None = None) -> dict[int, ChannelQueueStatus | None]:
-        """Per broker id, the controller's queue of control requests for it: ``queue_size`` (the
-        waiting requests, Kafka's QueueSize), ``head_queue_time_ms`` (how long the oldest has
-        waited), ``last_queue_time_ms`` (enqueue-to-send time of the last one sent, Kafka's
-        RequestQueueTimeMs), whether one is in flight, and how many were dropped at the queue's
-        limit. None for a send thread that is being replaced."""
-        return self._observe_controller("queue_sizes", timeout_ms=timeout_ms)
-
-    def describe_cluster(self, *, timeout_ms: int | None = None) -> dict:
-        """The controller's view: its epoch and the live brokers with their epochs."""
-        return self._observe_controller("describe_cluster", timeout_ms=timeout_ms)
-
-    # -------------------------------------------------------------------------------- topics
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     config: dict | None = None, assignment: list[list[int]] | None = None, *,
-                     timeout_ms: int | None = None) -> None:
-        """CreateTopics through the controller, retried within ``timeout_ms`` (default
-        ``default.api.timeout.ms``); then waits (up to CONVERGE_TIMEOUT_S) until every partition's
-        leader serves it.
-
-        ``assignment`` lists each partition's replicas (the first is the preferred leader) and
-        replaces ``partitions`` and ``replication_factor``, as kafka-topics' --replica-assignment.
-
-        A retry after an attempt whose fate is unknown (it timed out, or the controller died or
-        restarted while it ran) may find the topic that attempt created. Kafka 2.4's AdminClient
-        then reports ``TopicExistsException`` for a topic its own call made; here
-        ``TOPIC_ALREADY_EXISTS`` after such an attempt counts as success when the topic has the
-        partitions and replicas asked for (whoever made it, the caller gets the topic it asked
-        for), and is raised otherwise. With no such attempt before it, it is raised at once."""
-        explicit = tuple(CreatableReplicaAssignment(partition_index=i, broker_ids=tuple(replicas))
-                         for i, replicas in enumerate(assignment or ()))
-        request = CreateTopicsRequest(topics=(CreatableTopic(
-            name=name, num_partitions=-1 if explicit else partitions,
-            replication_factor=-1 if explicit else replication_factor, assignments=explicit,
-            configs=tuple(CreateableTopicConfig(name=str(k), value=str(v)) for k, v in (config or {}).items())),))
-        fate_unknown = False  # set once an attempt may have created the topic
-
-        def attempt(deadline: float) -> None:
-            nonlocal fate_unknown
-            try:
-                result = self._ask_controller("handle_create_topics", request, deadline=deadline).topics[0]
-            except RayError:
-                fate_unknown = True  # timed out, or the controller went away while it ran
-                raise
-            if result.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and fate_unknown and self._has_layout(
-                    name, partitions, replication_factor, assignment, deadline):
-                logger.info("topic {!r} exists as asked: an earlier attempt of this call created it", name)
-                return
-            if result.error_code != ErrorCode.NONE:
-                raise KafkaError(result.error_code, result.error_message or name)
-
-        self._admin_call(f"CreateTopics {name}", attempt, timeout_ms)
-        wait_until(lambda: all(p.leader >= 0 and p.log_end_offset >= 0 for p in self.describe_topic(name)),
-                   CONVERGE_TIMEOUT_S, f"every partition of {name!r} to have a serving leader")
-        self.directory.refresh_metadata()
-
-    def _has_layout(self, name: str, partitions: int, replication_factor: int,
-                    assignment: list[list[int]] | None, deadline: float) -> bool:
-        """Whether topic ``name`` has the partitions and replicas a create_topic asked for."""
-        described = sorted(self.describe_topic(name, timeout_ms=_remaining_ms(deadline)), key=lambda p: p.partition)
-        if assignment:
-            return [list(p.replicas) for p in described] == [list(r) for r in assignment]
-        return len(described) == partitions and all(len(p.replicas) == replication_factor for p in described)
-
-    def delete_topic(self, name: str, *, timeout_ms: int | None = None) -> None:
-        """DeleteTopics through the controller, retried within ``timeout_ms``; then waits (up to
-        CONVERGE_TIMEOUT_S) until the topic is gone everywhere. ``UNKNOWN_TOPIC_OR_PARTITION`` is
-        raised at once, unless an earlier attempt of this call may have deleted the topic (see
-        ``create_topic``: Kafka 2.4 would report it)."""
-        fate_unknown = False
-
-        def attempt(deadline: float) -> None:
-            nonlocal fate_unknown
-            try:
-                result = self._ask_controller("handle_delete_topics", DeleteTopicsRequest(topic_names=(name,)),
-                                              deadline=deadline).responses[0]
-            except RayError:
-                fate_unknown = True
-                raise
-            if result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and fate_unknown:
-                return  # an earlier attempt's deletion finished meanwhile
-            if result.error_code != ErrorCode.NONE:
-                raise KafkaError(result.error_code, result.error_message or name)
-
-        self._admin_call(f"DeleteTopics {name}", attempt, timeout_ms, final=frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}))
-        wait_until(lambda: name not in self.topics(), CONVERGE_TIMEOUT_S, f"topic {name!r} to be deleted")
-
-    def topics(self, *, timeout_ms: int | None = None) -> list[str]:
-        return self.describe_cluster(timeout_ms=timeout_ms)["topics"]
-
-    def describe_topic(self, name: str, *, timeout_ms: int | None = None) -> list[PartitionDescription]:
-        """Leader, replicas, ISR and epochs as the controller knows them; HW and LEO from the leader.
-        A topic the controller does not know is ``UNKNOWN_TOPIC_OR_PARTITION`` at once."""
-        return self._admin_call(f"describe topic {name}", lambda deadline: self._describe_topic_once(name, deadline),
-                                timeout_ms, final=frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}))
-
-    def _describe_topic_once(self, name: str, deadline: float) -> list[PartitionDescription]:
-        described = self._ask_controller("describe_topic", name, deadline=deadline)
-        if described is None:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r}")
-        positions = {}
-        for leader in sorted({p["leader"] for p in described if p["leader"] >= 0}):
-            try:
-                for entry in ray.get(self.broker(leader).describe_partitions.remote(), timeout=10):
-                    if entry["topic"] == name and entry["is_leader"]:
-                        positions[entry["partition"]] = entry
-            except Exception as exc:  # a dead leader: report what the controller knows
-                logger.debug("broker {} did not describe {}: {!r}", leader, name, exc)
-        result = []
-        for p in described:
-            seen = positions.get(p["partition"], {})
-            if seen.get("leader_epoch", p["leader_epoch"]) != p["leader_epoch"]:
-                seen = {}  # the broker has not applied this leadership yet
-            result.append(PartitionDescription(
-                topic=name, partition=p["partition"], leader=p["leader"], replicas=p["replicas"],
-                isr=p["isr"], leader_epoch=p["leader_epoch"], partition_epoch=p["partition_epoch"],
-                high_watermark=seen.get("high_watermark", -1), log_end_offset=seen.get("log_end_offset", -1),
-                log_start_offset=seen.get("log_start_offset", -1)))
-        return result
-
-    def replica_digests(self, topic: str, partition: int, end_offset: int) -> dict[int, list]:
-        """Per live replica, (base offset, last offset, CRC) of each batch below ``end_offset``."""
-        digests = {}
-        for broker_id in next(p.replicas for p in self.describe_topic(topic) if p.partition == partition):
-            try:
-                digests[broker_id] = ray.get(self.broker(broker_id).replica_digest.remote(
-                    topic, partition, end_offset), timeout=60)
-            except Exception as exc:
-                logger.debug("broker {} gave no digest: {!r}", broker_id, exc)
-        return digests
-
-    def describe_group(self, group_id: str, *, timeout_ms: int | None = None) -> GroupDescription:
-        """State, protocol, generation, members with assignments, and per partition the committed
-        offset, the log end offset (high watermark) and the lag. Asked again while the group has
-        no coordinator yet (``__consumer_offsets`` being created), its coordinator loads or moves."""
-        return self._admin_call(f"describe group {group_id}", lambda deadline: describe_group(
-            self._new_directory(), group_id, deadline=deadline), timeout_ms)
-
-    def list_groups(self, *, timeout_ms: int | None = None) -> list[tuple[str, str]]:
-        """(group id, state) of every group the coordinators know."""
-        return self._admin_call("list groups", lambda deadline: list_groups(
-            self._new_directory(), self.broker_ids, deadline=deadline), timeout_ms)
-
-    def elect_preferred_leaders(self, topic: str | None = None, *,
-                                timeout_ms: int | None = None) -> dict[tuple[str, int], str]:
-        """Preferred-replica election; per partition, Kafka's outcome name (NONE, ELECTION_NOT_NEEDED, ...)."""
-        deadline = time.monotonic() + (DEFAULT_API_TIMEOUT_MS if timeout_ms is None else timeout_ms) / 1000
-        wanted = None
-        if topic is not None:
-            wanted = (TopicPartitions(topic=topic, partitions=tuple(
-                p.partition for p in self.describe_topic(topic, timeout_ms=_remaining_ms(deadline)))),)
-        request = ElectLeadersRequest(topic_partitions=wanted)
-
-        def attempt(attempt_deadline: float):
-            response = self._ask_controller("handle_elect_leaders", request, deadline=attempt_deadline)
-            if response.error_code != ErrorCode.NONE:
-                raise KafkaError(response.error_code, "ElectLeaders")
-            return response
-
-        response = self._admin_call("ElectLeaders", attempt, _remaining_ms(deadline))
-        return {(r.topic, p.partition_id): ErrorCode(p.error_code).name
-                for r in response.replica_election_results for p in r.partition_result}
-
     # ------------------------------------------------------------------------------- clients
     def producer(self, config: dict | None = None, *, history: HistoryWriter | None = None,
                  process: str | None = None) -> Producer:
@@ -406,9 +153,6 @@ class Cluster:
         consumer = Consumer(self._new_directory(), config, history=history, process=process)
         self._clients.append(consumer)
         return consumer
-
-    def _new_directory(self) -> BrokerDirectory:
-        return BrokerDirectory(namespace=self.namespace, bootstrap_broker_ids=self.broker_ids)
 
     # -------------------------------------------------------------------------------- faults
     def kill(self, role: str, broker_id: int | None = None, restart: bool = True) -> None:
@@ -530,18 +274,6 @@ class Cluster:
 
     def __exit__(self, *exc) -> None:
         self.shutdown()
-
-
-def _remaining_ms(deadline: float) -> int:
-    return max(0, int((deadline - time.monotonic()) * 1000))
-
-
-def _attempt_timeout_s(deadline: float | None) -> float:
-    """How long one attempt waits for its answer: until ``deadline``, but never less than
-    ADMIN_ATTEMPT_TIMEOUT_MIN_S (an attempt made at the deadline still gets its chance)."""
-    if deadline is None:
-        return DEFAULT_API_TIMEOUT_MS / 1000
-    return max(ADMIN_ATTEMPT_TIMEOUT_MIN_S, deadline - time.monotonic())
 
 
 def _actor_gone(name: str, namespace: str) -> bool:

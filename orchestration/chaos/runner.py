@@ -235,7 +235,7 @@ class Run:
 
     # ------------------------------------------------------------------------------ waiting
     def wait(self, condition: Callable[[], Any], what: str, timeout_s: float = WAIT_TIMEOUT_S) -> Any:
-        from orchestration.admin.cluster import wait_until
+        from orchestration.admin.wait import wait_until
         return wait_until(condition, timeout_s, what)
 
     def wait_isr(self, topic: str, size: int, partition: int = 0, timeout_s: float = WAIT_TIMEOUT_S) -> None:

@@ -10,7 +10,7 @@ import pytest
 import ray
 
 from actors.transport import CONTROLLER_NODE
-from orchestration.admin.cluster import wait_until
+from orchestration.admin.wait import wait_until
 from orchestration.chaos.faults import Faults
 from tests.support.clusters import running_cluster
 

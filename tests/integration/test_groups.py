@@ -13,7 +13,7 @@ import ray
 
 from actors.broker import group_coordinator_actor_name
 from orchestration.clients.broker_directory import BrokerDirectory
-from orchestration.admin.cluster import wait_until
+from orchestration.admin.wait import wait_until
 from tests.support.clusters import running_cluster
 from orchestration.clients.consumer import Consumer
 from orchestration.admin.groups import find_coordinator

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from orchestration.chaos.checker import INVARIANT_KINDS, check
-from orchestration.admin.cluster import wait_until
+from orchestration.admin.wait import wait_until
 from orchestration.chaos.history import HistoryWriter, read_history
 from orchestration.chaos.sampler import Sampler
 

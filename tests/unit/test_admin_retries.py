@@ -18,7 +18,8 @@ from actors.core.messages.list_groups import ListedGroup, ListGroupsResponse
 from actors.core.messages.offset_fetch import OffsetFetchResponse
 from orchestration.admin import groups
 from orchestration.clients.broker_directory import as_kafka_error
-from orchestration.admin.cluster import Cluster, PartitionDescription
+from orchestration.admin.admin_client import PartitionDescription
+from orchestration.admin.cluster import Cluster
 from orchestration.errors import KafkaError
 
 TOPIC = "t"

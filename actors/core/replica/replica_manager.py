@@ -35,7 +35,8 @@ from actors.core.log.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
 )
-from actors.core.log.log import Log, LogConfig
+from actors.core.log.log import Log
+from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import Storage
 from actors.core.messages._base import NO_EPOCH
 from actors.core.messages.fetch import FetchRequest
