@@ -22,21 +22,21 @@ import ray
 from loguru import logger
 
 from actors.broker import BrokerActorRemote, broker_actor_name, group_coordinator_actor_name
-from actors.group_coordinator import GroupCoordinatorRemote
 from actors.controller import ControllerActorRemote, controller_actor_name
 from actors.core.errors import ErrorCode
 from actors.core.log.log import Log
 from actors.core.log.log_config import LogConfig
 from actors.core.replica.replica_manager import partition_directory
 from actors.file_storage import FileStorage
+from actors.group_coordinator import GroupCoordinatorRemote
 from actors.ray_metadata_store import RayKeyValueStore
 from orchestration.admin.admin_client import AdminClient
 from orchestration.admin.wait import wait_until
+from orchestration.chaos.history import HistoryWriter
 from orchestration.clients.broker_directory import BrokerDirectory
 from orchestration.clients.consumer import Consumer
-from orchestration.errors import KafkaError
-from orchestration.chaos.history import HistoryWriter
 from orchestration.clients.producer import Producer
+from orchestration.errors import KafkaError
 
 BROKER_START_TIMEOUT_S = 120
 ROLES = ("broker", "controller", "request-send-thread", "replica-fetcher", "group-coordinator")

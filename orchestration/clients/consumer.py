@@ -42,12 +42,12 @@ from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from actors.core.messages.list_offsets import (
     EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
 )
+from orchestration.chaos.history import HistoryWriter, topic_partition_key
 from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, call_with_retries
 from orchestration.clients.consumer_coordinator import ConsumerCoordinator
-from orchestration.errors import KafkaError
 from orchestration.clients.group_member import monotonic_ms
-from orchestration.chaos.history import HistoryWriter, topic_partition_key
 from orchestration.clients.records import ConsumerRecord, read_records
+from orchestration.errors import KafkaError
 
 CONSUMER_DEFAULTS = {
     "auto.offset.reset": "latest",

@@ -45,12 +45,12 @@ from actors.core.messages.find_coordinator import FindCoordinatorRequest
 from actors.core.messages.join_group import UNKNOWN_GENERATION_ID, UNKNOWN_MEMBER_ID, JoinGroupRequest
 from actors.core.messages.leave_group import LeaveGroupRequest, MemberIdentity
 from actors.core.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
-from orchestration.errors import KafkaError
 from orchestration.clients.group_heartbeat import HeartbeatThread
 from orchestration.clients.group_member import (
     COORDINATOR_GONE, MEMBER_STATE_TRANSITIONS, NO_GENERATION, Coordinator, CoordinatorChannel, Generation, InFlight,
     MembershipConfig, MembershipHooks, MemberState, monotonic_ms,
 )
+from orchestration.errors import KafkaError
 
 # Bounds on the loops below; each pass sends a request or waits for one, so a caller's deadline
 # ends them long before these limits in practice. At a limit the call returns False ("not yet"),

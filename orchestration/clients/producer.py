@@ -45,12 +45,12 @@ from ray.exceptions import ActorDiedError, RayTaskError
 
 from actors.core.errors import ErrorCode
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
-from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, cancel_quietly
-from orchestration.errors import KafkaError
 from orchestration.chaos.history import HistoryWriter
+from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, cancel_quietly
 from orchestration.clients.partitioner import StickyPartitioner
 from orchestration.clients.producer_batch import OUTCOME_UNKNOWN_ERRORS, InFlightRequest, ProducerBatch
 from orchestration.clients.records import BatchBuilder, RecordMetadata, estimate_record_size
+from orchestration.errors import KafkaError
 
 PRODUCER_DEFAULTS = {
     "acks": "1",
