@@ -57,7 +57,7 @@ from actors.core.replica.broker_core import BrokerCore
 from actors.core.replica.fetcher import FetcherCore
 from actors.records import next_offset_after, read_records
 from tests.support.core_driver import make_batch
-from tests.support.sim_network import EVENT, Message, MessageFilter, Network
+from tests.support.sim_network import Message, MessageFilter, Network
 from tests.support.sim_shells import (
     CLIENT, CONTROLLER, FETCHER_REPLACEMENT_DELAY_MS, Shells, TopicPartition, Truncation, _ChannelNode,
     _ControllerNode, _Node,
@@ -338,7 +338,7 @@ class Simulation(Shells):
         self._take_down(node)
         channel = self.nodes.get(f"channel:{broker_id}")
         if notify_controller and channel is not None:
-            self._post(channel, CONTROLLER, None, EVENT, ("broker_unreachable", broker_id, channel.broker_epoch))
+            channel.driver.on_broker_died()  # Ray's word that the actor died, as its send thread hears it
         self._check_invariants()
 
     def restart(self, broker_id: int, *, lose_unflushed: bool = False, lose_disk: bool = False,

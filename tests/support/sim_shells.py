@@ -33,7 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.core.controller.channel_queue import ControllerChannelQueue
+from actors.core.controller.send_thread import (
+    BrokerUnreachable, ControlResponse, RequestSendThreadCore, ResyncBroker,
+)
 from actors.core.controller.controller import ControllerCore
 from actors.core.effects import (
     AddBrokerChannel, AddPartitionsToFetcher, ArmTimer, LogEvent, Metric, RemoveBrokerChannel,
@@ -49,7 +51,10 @@ from actors.core.messages import (
 from actors.core.replica.broker_core import BrokerCore
 from actors.core.replica.fetcher import FetcherCore
 from actors.core.replica.follower_messages import FollowerAppendRequest, FollowerTruncateRequest
+from actors.drivers.fetcher import FetcherDriver
+from actors.drivers.send_thread import RequestSendThreadDriver
 from tests.support.sim_network import EVENT, REQUEST, RESPONSE, Message
+from tests.support.sim_seams import SimClock, SimLog, SimTransport
 
 TopicPartition = tuple[str, int]
 
@@ -59,9 +64,6 @@ CLUSTER_ID = "sim"
 # The shells' own call timeouts (actors/broker.py, actors/replica_fetcher.py,
 # actors/request_send_thread.py) and what a timed-out call turns into there.
 BROKER_TO_CONTROLLER_TIMEOUT_MS = 5_000
-FETCHER_CALL_TIMEOUT_MS = 30_000
-CHANNEL_CALL_TIMEOUT_MS = 30_000
-CHANNEL_RETRY_BACKOFF_MS = 100  # the send thread's backoff starts at 50 ms and grows to 1 s
 FETCHER_REPLACEMENT_DELAY_MS = 1_000  # the broker shell checks its fetchers once a second
 
 BROKER_HANDLERS = {
@@ -102,16 +104,22 @@ class _FetcherNode(_Node):
     broker_id: int = -1
     key: tuple[int, int] = (-1, -1)
     broker_incarnation: int = -1
-    core: FetcherCore | None = None
+    driver: FetcherDriver | None = None
+
+    @property
+    def core(self) -> FetcherCore:
+        return self.driver.core
 
 
 @dataclass(eq=False)
 class _ChannelNode(_Node):
     broker_id: int = -1
     broker_epoch: int = -1
-    queue: ControllerChannelQueue | None = None
-    sending: bool = False  # a call for the queue's request in flight is outstanding
-    retry_at_ms: int = -1
+    driver: RequestSendThreadDriver | None = None
+
+    @property
+    def queue(self):
+        return self.driver.core.queue
 
 
 @dataclass(eq=False)
@@ -144,6 +152,20 @@ class Shells:
 
     def _latency(self) -> int:
         return self.rng.randint(*self.latency_ms)
+
+    def record(self, what: str) -> None:
+        self._record(what)
+
+    def call(self, caller: _Node, destination: str, destination_incarnation: int | None, request: Any,
+             on_reply: Callable[[Any], None], *, timeout_ms: int, timeout_error: ErrorCode) -> None:
+        self._call(caller, destination, destination_incarnation, request, on_reply, timeout_ms=timeout_ms,
+                   timeout_error=timeout_error)
+
+    def post_event(self, source: _Node, destination: str, destination_incarnation: int | None, event: Any) -> None:
+        self._post(source, destination, destination_incarnation, EVENT, event)
+
+    def _seams(self, node: _Node, route) -> tuple[SimTransport, SimClock, SimLog]:
+        return SimTransport(self, node, route), SimClock(self, node), SimLog(self, node)
 
     def _record(self, what: str) -> None:
         self.trace.append(f"[step {self.step_count} t={self.now_ms}ms] {what}")
@@ -205,21 +227,24 @@ class Shells:
         else:
             raise TypeError(f"{node.name} takes no requests: {message.describe()}")
 
-    def _on_event(self, node: _Node, payload: tuple) -> None:
-        kind, *args = payload
-        if kind == "add_partitions":
-            self._apply_fetcher(node, node.core.add_partitions(args[0], self.now_ms))
-        elif kind == "remove_partitions":
-            self._apply_fetcher(node, node.core.remove_partitions(args[0], self.now_ms))
-        elif kind == "control_response":
-            broker_id, request, response = args
-            self._apply_controller(node, node.core.on_control_response(broker_id, request, response, self.now_ms))
-        elif kind == "broker_unreachable":
-            self._apply_controller(node, node.core.on_broker_unreachable(args[0], args[1], self.now_ms))
-        elif kind == "resync_broker":
-            self._apply_controller(node, node.core.resync_broker(args[0], self.now_ms), full_state_for=args[0])
+    def _on_event(self, node: _Node, payload: Any) -> None:
+        if isinstance(payload, ControlResponse):
+            self._apply_controller(node, node.core.on_control_response(
+                payload.broker_id, payload.request, payload.response, self.now_ms))
+        elif isinstance(payload, BrokerUnreachable):
+            self._apply_controller(node, node.core.on_broker_unreachable(
+                payload.broker_id, payload.broker_epoch, self.now_ms))
+        elif isinstance(payload, ResyncBroker):
+            self._apply_controller(node, node.core.resync_broker(payload.broker_id, self.now_ms),
+                                   full_state_for=payload.broker_id)
         else:
-            raise AssertionError(f"unknown event {kind}")
+            kind, argument = payload
+            if kind == "add_partitions":
+                node.driver.add_partitions(argument)
+            elif kind == "remove_partitions":
+                node.driver.remove_partitions(argument)
+            else:
+                raise AssertionError(f"unknown event {kind}")
 
     def _respond(self, node: _Node, effect: Respond) -> None:
         call_id = node.obligations.pop(effect.request_id, None)
@@ -308,28 +333,14 @@ class Shells:
         name = f"fetcher:{broker.broker_id}:{leader_id}:{fetcher_id}"
         fetcher = _FetcherNode(name=name, incarnation=self._next_incarnation(name), broker_id=broker.broker_id,
                                key=key, broker_incarnation=broker.incarnation)
-        fetcher.core = FetcherCore(broker_id=broker.broker_id, leader_id=leader_id, fetcher_id=fetcher_id,
-                                   config=self.kafka_config, now_ms=self.now_ms)
+        routes = {"leader": (f"broker:{leader_id}", None),  # by name, as ray.get_actor
+                  "local": (broker.name, broker.incarnation)}
+        fetcher.driver = FetcherDriver(FetcherCore(broker_id=broker.broker_id, leader_id=leader_id,
+                                                   fetcher_id=fetcher_id, config=self.kafka_config, now_ms=self.now_ms),
+                                       *self._seams(fetcher, routes.__getitem__))
         broker.fetchers[key] = fetcher
         self.nodes[name] = fetcher
         return fetcher
-
-    def _apply_fetcher(self, node: _FetcherNode, effects: list) -> None:
-        for effect in effects:
-            if self._common_effect(node, effect):
-                continue
-            assert isinstance(effect, Send), f"fetcher shell cannot apply {effect!r}"
-            request = effect.message
-            if effect.destination == "leader":
-                destination, incarnation = f"broker:{node.key[0]}", None  # by name, as ray.get_actor
-                answer = node.core.on_leader_response
-            else:
-                assert effect.destination == "local", effect
-                destination, incarnation = f"broker:{node.broker_id}", node.broker_incarnation
-                answer = node.core.on_local_response
-            self._call(node, destination, incarnation, request,
-                       lambda response, n=node, r=request, a=answer: self._apply_fetcher(n, a(r, response, self.now_ms)),
-                       timeout_ms=FETCHER_CALL_TIMEOUT_MS, timeout_error=ErrorCode.REQUEST_TIMED_OUT)
 
     # --------------------------------------------------------------------------- controller
     def _apply_controller(self, node: _ControllerNode, effects: list, full_state_for: int | None = None) -> None:
@@ -349,10 +360,14 @@ class Shells:
                 if old is not None:
                     self._take_down(old)
                 name = f"channel:{effect.broker_id}"
-                self.nodes[name] = _ChannelNode(
-                    name=name, incarnation=self._next_incarnation(name), periodic=False, broker_id=effect.broker_id,
-                    broker_epoch=effect.broker_epoch, queue=ControllerChannelQueue(
-                        broker_id=effect.broker_id, queue_size_max=self.channel_queue_size_max))
+                channel = _ChannelNode(name=name, incarnation=self._next_incarnation(name), periodic=False,
+                                       broker_id=effect.broker_id, broker_epoch=effect.broker_epoch)
+                routes = {"broker": (f"broker:{effect.broker_id}", None), "controller": (CONTROLLER, None)}
+                channel.driver = RequestSendThreadDriver(
+                    RequestSendThreadCore(broker_id=effect.broker_id, broker_epoch=effect.broker_epoch,
+                                          queue_size_max=self.channel_queue_size_max),
+                    *self._seams(channel, routes.__getitem__))
+                self.nodes[name] = channel
             elif isinstance(effect, RemoveBrokerChannel):
                 old = self.nodes.get(f"channel:{effect.broker_id}")
                 if old is not None:
@@ -372,35 +387,8 @@ class Shells:
                 self._record(f"controller: no channel to broker {broker_id}; dropping "
                              f"{', '.join(type(r).__name__ for r in requests)}")
                 continue
-            result = channel.queue.enqueue(requests, self.now_ms, full_state=broker_id == full_state_for)
-            if result.dropped:
-                self._record(f"{channel.name}: queue full, dropped {result.dropped} waiting requests")
-            if result.resync_needed:
-                self._post(channel, CONTROLLER, None, EVENT, ("resync_broker", broker_id))
-            self._pump_channel(channel)
+            channel.driver.enqueue(requests, full_state=broker_id == full_state_for)
         sends.clear()
-
-    def _pump_channel(self, channel: _ChannelNode) -> None:
-        """The send thread: one request at a time, in order, retried until the broker answers."""
-        if channel.sending or self.now_ms < channel.retry_at_ms:
-            return
-        item = channel.queue.in_flight or channel.queue.take(self.now_ms)
-        if item is None:
-            return
-        channel.sending = True
-        self._call(channel, f"broker:{channel.broker_id}", None, item.request,
-                   lambda response, c=channel: self._on_channel_answer(c, response),
-                   timeout_ms=CHANNEL_CALL_TIMEOUT_MS, timeout_error=ErrorCode.REQUEST_TIMED_OUT)
-
-    def _on_channel_answer(self, channel: _ChannelNode, response: Any) -> None:
-        channel.sending = False
-        if isinstance(response, ErrorCode):
-            channel.retry_at_ms = self.now_ms + CHANNEL_RETRY_BACKOFF_MS
-            channel.timers.add(channel.retry_at_ms)
-            return
-        item = channel.queue.complete()
-        self._post(channel, CONTROLLER, None, EVENT, ("control_response", channel.broker_id, item.request, response))
-        self._pump_channel(channel)
 
     # ------------------------------------------------------------------------ node failure
     def _take_down(self, node: _Node) -> None:
@@ -447,12 +435,10 @@ class Shells:
             node.timers -= due
             if isinstance(node, _BrokerNode):
                 self._tick_broker(node)
-            elif isinstance(node, _FetcherNode):
-                self._apply_fetcher(node, node.core.tick(self.now_ms))
+            elif isinstance(node, (_FetcherNode, _ChannelNode)):
+                node.driver.on_wakeup()
             elif isinstance(node, _ControllerNode):
                 self._apply_controller(node, node.core.tick(self.now_ms))
-            elif isinstance(node, _ChannelNode):
-                self._pump_channel(node)
 
     def _tick_broker(self, node: _BrokerNode) -> None:
         for key, due_ms in list(node.replace_fetchers.items()):
