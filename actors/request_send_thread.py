@@ -23,10 +23,10 @@ from loguru import logger
 from ray.exceptions import ActorDiedError
 
 from actors.core.controller.channel_queue import QUEUE_SIZE_MAX_DEFAULT, ChannelQueueStatus
-from actors.core.controller.send_thread import BrokerUnreachable, ControlResponse, RequestSendThreadCore, ResyncBroker
+from actors.core.controller.send_thread import RequestSendThreadCore
 from actors.drivers.request_types import handler_name
 from actors.drivers.send_thread import RequestSendThreadDriver
-from actors.ray_seams import RayClock, RayEventLog, RayTransport, tick_forever
+from actors.ray_seams import RayClock, RayEventLog, RayTransport
 from actors.shell_support import OrderedInbox
 from actors.transport import CONTROLLER_NODE, broker_node, shell_transport
 
@@ -48,14 +48,7 @@ class _Transport(RayTransport):
 
     def tell(self, destination: str, event) -> None:
         assert destination == "controller", destination
-        controller = self._actor._controller
-        if isinstance(event, ControlResponse):
-            controller.on_control_response.remote(event.broker_id, event.request, event.response)
-        elif isinstance(event, ResyncBroker):
-            controller.resync_broker.remote(event.broker_id)
-        else:
-            assert isinstance(event, BrokerUnreachable), event
-            controller.on_broker_unreachable.remote(event.broker_id, event.broker_epoch)
+        self._actor._controller.on_event.remote(event)
 
 
 class RequestSendThreadActor:

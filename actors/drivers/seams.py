@@ -14,6 +14,8 @@ Nothing here imports Ray or asyncio, so the simulator runs exactly the code that
   sends a one-way event; the events one caller tells one destination arrive in the order told.
   ``start`` and ``stop`` create and end a child actor (a broker's fetchers, a controller's send
   threads); stopping one cancels its calls and loses what was told to it and not yet taken.
+  ``pack`` gives a record payload the form it travels in (Ray: a large one as a shared-memory
+  array, or for a follower's fetcher an object ref it hands on unread; the simulator: as it is).
 - ``Clock``: ``now_ms`` and ``wake_at(deadline_ms)``: the host calls the driver's ``on_wakeup``
   no later than about that deadline. Every host also calls ``on_wakeup`` on a short period of its
   own, so a lost wake-up only delays.
@@ -41,6 +43,8 @@ class Transport(Protocol):
     def start(self, destination: str, **arguments: Any) -> None: ...
 
     def stop(self, destination: str) -> None: ...
+
+    def pack(self, records: bytes, *, for_replica: bool) -> Any: ...
 
 
 class Clock(Protocol):

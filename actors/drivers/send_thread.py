@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from actors.core.controller.channel_queue import ChannelQueueStatus
-from actors.core.controller.send_thread import RequestSendThreadCore
+from actors.core.controller.send_thread import ControlBatch, RequestSendThreadCore
 from actors.core.effects import Send
 from actors.drivers.base import Driver
 from actors.drivers.seams import Clock, EventLog, Transport
@@ -31,6 +31,10 @@ class RequestSendThreadDriver(Driver):
         """Queue one batch; returns the number of requests waiting after (Kafka's QueueSize)."""
         self.apply(self.core.enqueue(requests, self.now_ms(), full_state=full_state))
         return self.core.queue.queue_size
+
+    def on_event(self, batch: ControlBatch) -> None:
+        assert isinstance(batch, ControlBatch), f"{self.name} takes no {batch!r}"
+        self.enqueue(batch.requests, full_state=batch.full_state)
 
     def on_broker_died(self) -> None:
         self.apply(self.core.on_broker_died(self.now_ms()))

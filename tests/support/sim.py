@@ -58,9 +58,8 @@ from actors.core.replica.fetcher import FetcherCore
 from actors.records import next_offset_after, read_records
 from tests.support.core_driver import make_batch
 from tests.support.sim_network import Message, MessageFilter, Network
-from tests.support.sim_shells import (
-    CLIENT, CONTROLLER, FETCHER_REPLACEMENT_DELAY_MS, Shells, TopicPartition, Truncation, _ChannelNode,
-    _ControllerNode, _Node,
+from tests.support.sim_nodes import (
+    CLIENT, CONTROLLER, FETCHER_REPLACEMENT_DELAY_MS, Nodes, TopicPartition, Truncation, _ChannelNode, _Node,
 )
 
 __all__ = ["Election", "IsrJoin", "ProduceResult", "Simulation", "SimulationInvariantError", "SimulationStalled",
@@ -129,7 +128,7 @@ class Election:
     clean: bool
 
 
-class Simulation(Shells):
+class Simulation(Nodes):
     """A cluster of the real cores on a fake clock and a seeded network (see the module docstring)."""
 
     def __init__(self, brokers: Iterable[int] = (0, 1, 2), config: dict | None = None, seed: int = 0, *,
@@ -160,13 +159,12 @@ class Simulation(Shells):
         self._leader_high_watermarks: dict[tuple, int] = {}
         self._controller_view: dict[TopicPartition, tuple[int, int, tuple[int, ...]]] = {}
         self.kv = InMemoryKeyValueStore()
-        controller = _ControllerNode(name=CONTROLLER, incarnation=self._next_incarnation(CONTROLLER))
-        controller.core = ControllerCore(store=MetadataStore(self.kv), config=self.kafka_config, now_ms=0,
-                                         random_source=random.Random(seed))
-        self.nodes[CONTROLLER] = controller
+        self.metadata_store = MetadataStore(self.kv)
+        self.controller_random = random.Random(seed)
+        self._start_controller()
         self.nodes[CLIENT] = _Node(name=CLIENT, incarnation=self._next_incarnation(CLIENT), periodic=False)
         if start:
-            self._apply_controller(controller, controller.core.start(self.now_ms))
+            self.nodes[CONTROLLER].driver.start()
             for broker_id in self.broker_ids:
                 self._start_broker(broker_id)
             self.run_until(lambda: all(self.is_registered(b) for b in self.broker_ids), limit_ms=10_000,
@@ -321,7 +319,7 @@ class Simulation(Shells):
         self.acknowledged += [(result.topic, result.partition, o, v) for o, v in zip(result.offsets, result.values)]
 
     def _client_call(self, destination: str, request: Any, on_reply: Callable[[Any], None], *, timeout_ms: int) -> None:
-        self._call(self.nodes[CLIENT], destination, None, request, on_reply, timeout_ms=timeout_ms,
+        self.call(self.nodes[CLIENT], destination, None, request, on_reply, timeout_ms=timeout_ms,
                    timeout_error=ErrorCode.REQUEST_TIMED_OUT)
 
     # ================================================================================ faults
@@ -333,8 +331,8 @@ class Simulation(Shells):
         node = self.nodes.get(f"broker:{broker_id}")
         assert node is not None, f"broker {broker_id} is already down"
         if clean:
-            node.core.shutdown()
-        self._record(f"kill broker {broker_id}{' (clean)' if clean else ''}")
+            node.driver.shutdown()
+        self.record(f"kill broker {broker_id}{' (clean)' if clean else ''}")
         self._take_down(node)
         channel = self.nodes.get(f"channel:{broker_id}")
         if notify_controller and channel is not None:
@@ -352,7 +350,7 @@ class Simulation(Shells):
             self.storages[broker_id] = InMemoryStorage()
         elif lose_unflushed:
             self.storages[broker_id].simulate_crash()
-        self._record(f"restart broker {broker_id} (lose_unflushed={lose_unflushed}, lose_disk={lose_disk})")
+        self.record(f"restart broker {broker_id} (lose_unflushed={lose_unflushed}, lose_disk={lose_disk})")
         self._start_broker(broker_id)
         self._check_invariants()
 
@@ -448,7 +446,7 @@ class Simulation(Shells):
         if due:
             message = self.network.take(self.rng.choice(due))
             self.step_count += 1
-            self._record(f"deliver {message.describe()}")
+            self.record(f"deliver {message.describe()}")
             self._deliver(message)
             self._check_invariants()
             return True

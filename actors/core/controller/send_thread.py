@@ -41,6 +41,13 @@ event = dataclass(frozen=True, slots=True, kw_only=True)
 
 
 @event
+class ControlBatch:
+    """What one controller step sends this thread's broker, in order; ``full_state`` marks a resync."""
+    requests: tuple[Any, ...]
+    full_state: bool = False
+
+
+@event
 class ControlResponse:
     """The broker answered a control request (the queue item's callback, in Kafka)."""
     broker_id: int
