@@ -247,6 +247,15 @@ class BrokerActor:
         return await self._call("handle_stop_replica", request)
 
     # ------------------------------------------------------------------ for the group coordinator
+    async def coordinator_request(self, request):
+        """A call from this broker's group coordinator: a write, a read of a load, or a look at us."""
+        if self._driver.stopped:
+            raise RuntimeError(f"broker {self.broker_id} is shut down")
+        await self._running.wait()
+        answer = asyncio.get_running_loop().create_future()
+        self._driver.serve_coordinator(request, lambda response: answer.done() or answer.set_result(response))
+        return await answer
+
     async def offsets_partitions_led(self) -> list[tuple[int, int]]:
         """(partition, leader epoch) of each __consumer_offsets partition this broker leads."""
         await self._running.wait()

@@ -14,6 +14,9 @@ answered by ``Respond``, at once or from a purgatory). The core's other effects:
 - ``CoordinatorLeadershipChange`` / ``CoordinatorMetadataUpdate``: told to this broker's group
   coordinator, which fences them by leader epoch and by version, so order and loss are harmless.
 
+The group coordinator's own calls (its writes to ``__consumer_offsets``, the reads of a load, the
+look at this broker's incarnation and leaderships) come in through ``serve_coordinator``.
+
 Fetch answers carry record payloads; the transport's ``pack`` may turn a large one into a form
 that travels without a copy (a shared-memory object for Ray), chosen per answer here, not by the
 core. ``shutdown`` is a clean stop: fetchers stopped, logs flushed and checkpointed.
@@ -28,6 +31,10 @@ from actors.core.effects import (
     Send,
 )
 from actors.core.errors import ErrorCode
+from actors.core.group.messages import (
+    GROUP_METADATA_TOPIC_NAME, BrokerStateRequest, BrokerStateResponse, InternalProduceRequest, OffsetsLogReadRequest,
+    OffsetsLogReadResponse,
+)
 from actors.core.messages.fetch import FetchRequest, FetchResponse
 from actors.core.replica.broker_core import BrokerCore
 from actors.drivers.base import Driver
@@ -62,6 +69,22 @@ class BrokerDriver(Driver):
             self.request(self.core.handle_fetch, request, lambda response: respond(self._pack(response, for_replica)))
             return
         self.request(getattr(self.core, api), request, respond)
+
+    def serve_coordinator(self, request: Any, respond: Reply) -> None:
+        """A call from this broker's group coordinator (see ``actors.core.group.messages``)."""
+        if isinstance(request, InternalProduceRequest):
+            self.handle("handle_internal_produce", request.produce, respond)
+        elif isinstance(request, OffsetsLogReadRequest):
+            records, next_offset, log_end_offset = self.core.read_log(
+                GROUP_METADATA_TOPIC_NAME, request.partition, request.offset, request.max_bytes)
+            respond(OffsetsLogReadResponse(records=records, next_offset=next_offset, log_end_offset=log_end_offset))
+        else:
+            assert isinstance(request, BrokerStateRequest), f"{self.name} serves its coordinator no {request!r}"
+            leaderships = request.include_leaderships
+            respond(BrokerStateResponse(
+                incarnation_id=self.core.lifecycle.incarnation_id,
+                metadata=self.core.coordinator_metadata() if leaderships else None,
+                offsets_partitions_led=tuple(self.core.offsets_partitions_led()) if leaderships else ()))
 
     def on_wakeup(self) -> None:
         if not self.stopped:

@@ -57,6 +57,7 @@ from actors.core.replica.broker_core import BrokerCore
 from actors.core.replica.fetcher import FetcherCore
 from actors.records import next_offset_after, read_records
 from tests.support.core_driver import make_batch
+from tests.support.sim_consumer import GroupMember
 from tests.support.sim_network import Message, MessageFilter, Network
 from tests.support.sim_nodes import (
     CLIENT, CONTROLLER, FETCHER_REPLACEMENT_DELAY_MS, Nodes, TopicPartition, Truncation, _ChannelNode, _Node,
@@ -70,6 +71,8 @@ SIM_DEFAULTS = {
     "broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000",
     "replica.lag.time.max.ms": "3000", "replica.fetch.wait.max.ms": "100", "replica.fetch.backoff.ms": "100",
     "raykafka.registration.retry.backoff.ms": "100", "auto.leader.rebalance.enable": "false",
+    "group.min.session.timeout.ms": "500", "group.initial.rebalance.delay.ms": "100",
+    "offsets.topic.num.partitions": "3",
 }
 
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0, -1: -1, 1: 1, 0: 0}
@@ -133,7 +136,7 @@ class Simulation(Nodes):
 
     def __init__(self, brokers: Iterable[int] = (0, 1, 2), config: dict | None = None, seed: int = 0, *,
                  latency_ms: tuple[int, int] = (1, 3), tick_interval_ms: int = 10, start: bool = True,
-                 trace_max: int = 400) -> None:
+                 trace_max: int = 400, group_coordinators: bool = False) -> None:
         assert latency_ms[0] >= 1 and latency_ms[1] >= latency_ms[0], latency_ms
         self.seed = seed
         self.rng = random.Random(seed)
@@ -160,6 +163,8 @@ class Simulation(Nodes):
         self._controller_view: dict[TopicPartition, tuple[int, int, tuple[int, ...]]] = {}
         self.kv = InMemoryKeyValueStore()
         self.metadata_store = MetadataStore(self.kv)
+        self.group_coordinators = group_coordinators
+        self.member_id_random = random.Random(seed + 1)
         self.controller_random = random.Random(seed)
         self._start_controller()
         self.nodes[CLIENT] = _Node(name=CLIENT, incarnation=self._next_incarnation(CLIENT), periodic=False)
@@ -167,6 +172,8 @@ class Simulation(Nodes):
             self.nodes[CONTROLLER].driver.start()
             for broker_id in self.broker_ids:
                 self._start_broker(broker_id)
+                if group_coordinators:
+                    self._start_coordinator(broker_id)
             self.run_until(lambda: all(self.is_registered(b) for b in self.broker_ids), limit_ms=10_000,
                            what="every broker registered")
 
@@ -233,6 +240,27 @@ class Simulation(Nodes):
     def fetchers_of(self, broker_id: int) -> dict[tuple[int, int], FetcherCore]:
         node = self.nodes.get(f"broker:{broker_id}")
         return {} if node is None else {key: f.core for key, f in node.fetchers.items()}
+
+    def partition_count(self, topic: str) -> int:
+        described = self.controller.describe_topic(topic)
+        return 0 if described is None else len(described)
+
+    def coordinator(self, broker_id: int):
+        """The group coordinator driver of ``broker_id`` (None while it is down)."""
+        node = self.nodes.get(f"coordinator:{broker_id}")
+        return None if node is None else node.driver
+
+    def coordinators_of(self, group_id: str) -> list[int]:
+        """The brokers whose coordinator has ``group_id`` loaded and coordinates it now."""
+        return sorted(b for b in self.broker_ids if (c := self.coordinator(b)) is not None
+                      and c.core.manager.is_group_local(group_id) and not c.core.manager.is_group_loading(group_id)
+                      and group_id in c.core.groups)
+
+    def offsets_partition_of(self, group_id: str) -> int:
+        return next(c for b in self.broker_ids if (c := self.coordinator(b)) is not None).core.partition_for(group_id)
+
+    def consumer(self, name: str) -> GroupMember:
+        return self.nodes[f"consumer:{name}"].driver
 
     def truncations_of(self, broker_id: int, topic: str, partition: int = 0) -> list[Truncation]:
         return [t for t in self.truncations if t.broker_id == broker_id and t.topic_partition == (topic, partition)]
@@ -322,7 +350,26 @@ class Simulation(Nodes):
         self.call(self.nodes[CLIENT], destination, None, request, on_reply, timeout_ms=timeout_ms,
                    timeout_error=ErrorCode.REQUEST_TIMED_OUT)
 
+    def add_consumer(self, name: str, group_id: str, topics: Iterable[str], **timeouts: int) -> GroupMember:
+        """A consumer that joins ``group_id`` subscribed to ``topics`` and stays in it (see sim_consumer)."""
+        assert self.group_coordinators, "start the simulation with group_coordinators=True"
+        return self._start_consumer(name, group_id, tuple(topics), **timeouts)
+
+    def stop_consumer(self, name: str) -> None:
+        """The consumer's process dies without leaving its group: its session must expire."""
+        node = self.nodes[f"consumer:{name}"]
+        node.driver.stopped = True
+        self._take_down(node)
+
     # ================================================================================ faults
+    def restart_coordinator(self, broker_id: int) -> None:
+        """Kill the group coordinator actor; Ray starts it again at once, with nothing in memory."""
+        node = self.nodes.get(f"coordinator:{broker_id}")
+        if node is not None:
+            self.record(f"kill coordinator {broker_id}")
+            self._take_down(node)
+        self._start_coordinator(broker_id)
+
     def kill(self, broker_id: int, *, clean: bool = False, notify_controller: bool = True) -> None:
         """Stop the broker process: ``clean`` flushes and checkpoints first (a clean shutdown); a
         plain kill keeps what the OS has (page cache included). ``notify_controller`` stands for Ray

@@ -10,12 +10,15 @@ running the same driver its Ray actor runs, over a ``SimTransport``, ``SimClock`
   whichever incarnation is up, as ``ray.get_actor``), its ``local`` its own broker's incarnation;
   a send thread's ``broker`` is ``broker:<id>`` by name, its ``controller`` the controller node,
   and the controller's ``send-thread:<id>`` the node ``channel:<id>``. A broker's group
-  coordinator is not simulated: what the broker tells it is only noted in the trace.
+  coordinator is the node ``coordinator:<id>`` (with ``group_coordinators``; otherwise what the
+  broker tells it is only noted in the trace), which calls ``broker:<id>`` by name; consumers in
+  groups are simulated clients (tests/support/sim_consumer.py).
 - a controller hands a batch to its send thread at once (a thread of the same process), while
   every other message crosses the simulated network.
 - Ray's word that an actor died: a killed broker's send thread hears it when ``kill`` says so
   (``notify_controller``); a killed fetcher is replaced by its broker a second later, as the Ray
-  broker's watch does.
+  broker's watch does; a group coordinator's call to a broker that is down fails with
+  BROKER_NOT_AVAILABLE, as the Ray coordinator maps a dead or missing broker actor.
 
 A node that goes down (``_take_down``) loses its messages, the calls it made, and fails every
 call made to it (those in flight and those it has not answered). Time passing fires call
@@ -31,13 +34,20 @@ from actors.core.controller.controller import ControllerCore
 from actors.core.controller.send_thread import RequestSendThreadCore
 from actors.core.effects import AddPartitionsToFetcher, RemovePartitionsFromFetcher
 from actors.core.errors import ErrorCode
+from actors.core.group.broker_link import BrokerLink
+from actors.core.group.coordinator import GroupCoordinatorCore
+from actors.core.group.messages import BrokerStateRequest, InternalProduceRequest, OffsetsLogReadRequest
+from actors.core.messages import JoinGroupRequest
 from actors.core.replica.broker_core import BrokerCore
 from actors.core.replica.fetcher import FetcherCore
 from actors.drivers.broker import BrokerDriver
 from actors.drivers.controller import ControllerDriver
 from actors.drivers.fetcher import FetcherDriver
+from actors.drivers.group_coordinator import GroupCoordinatorDriver
 from actors.drivers.request_types import handler_name
 from actors.drivers.send_thread import RequestSendThreadDriver
+from actors.records import KafkaRecordCodec
+from tests.support.sim_consumer import GroupMember
 from tests.support.sim_network import EVENT, REQUEST, RESPONSE, Message
 from tests.support.sim_seams import SimClock, SimLog, SimTransport
 
@@ -46,6 +56,7 @@ TopicPartition = tuple[str, int]
 CONTROLLER, CLIENT = "controller", "client"
 CLUSTER_ID = "sim"
 FETCHER_REPLACEMENT_DELAY_MS = 1_000  # the Ray broker checks its fetchers once a second
+COORDINATOR_REQUESTS = (InternalProduceRequest, OffsetsLogReadRequest, BrokerStateRequest)
 
 
 @dataclass(eq=False)
@@ -90,6 +101,18 @@ class _ControllerNode(_Node):
     pass
 
 
+@dataclass(eq=False)
+class _CoordinatorNode(_Node):
+    broker_id: int = -1
+
+
+@dataclass(eq=False)
+class _ConsumerNode(_Node):
+    @property
+    def member(self) -> GroupMember:
+        return self.driver
+
+
 @dataclass(frozen=True)
 class Truncation:
     """A replica's log end offset moved down during one step (a follower truncating)."""
@@ -111,6 +134,19 @@ class _ControllerTransport(SimTransport):
         channel = self._sim.nodes.get("channel:" + destination.split(":")[1])
         assert channel is not None, f"no {destination} to tell {event!r}"
         channel.driver.on_event(event)
+
+
+class _CoordinatorTransport(SimTransport):
+    """A call to a broker that is down fails as Ray fails a call to an actor that died, or that is
+    not there by its name: BROKER_NOT_AVAILABLE, the Ray coordinator host's word for it."""
+
+    def call(self, destination: str, request: Any, *, timeout_ms: int, on_reply: Callable[[Any], None]) -> None:
+        name, _ = self._route(destination)
+
+        def reply(response: Any) -> None:
+            down = response == ErrorCode.NETWORK_EXCEPTION and name not in self._sim.nodes
+            on_reply(ErrorCode.BROKER_NOT_AVAILABLE if down else response)
+        super().call(destination, request, timeout_ms=timeout_ms, on_reply=reply)
 
 
 class Nodes:
@@ -190,11 +226,17 @@ class Nodes:
             self._on_event(node, payload)
             return
         respond = self._responder(node, message.call_id)
-        if isinstance(node, _BrokerNode):
+        if isinstance(node, _BrokerNode) and isinstance(payload, COORDINATOR_REQUESTS):
+            self._step_broker(node, type(payload).__name__, lambda: node.driver.serve_coordinator(payload, respond))
+        elif isinstance(node, _BrokerNode):
             self._step_broker(node, type(payload).__name__,
                               lambda: node.driver.handle(handler_name(payload), payload, respond))
         elif isinstance(node, _ControllerNode):
             node.driver.handle(handler_name(payload), payload, respond)
+        elif isinstance(node, _CoordinatorNode):
+            client = {"client_id": message.source, "client_host": message.source} \
+                if isinstance(payload, JoinGroupRequest) else {}
+            node.driver.handle(handler_name(payload), payload, respond, **client)
         else:
             raise TypeError(f"{node.name} takes no requests: {message.describe()}")
 
@@ -224,8 +266,8 @@ class Nodes:
         def route(destination: str) -> tuple[str, int | None] | None:
             if destination == "controller":
                 return CONTROLLER, None
-            if destination == "coordinator":
-                return None  # no group coordinator in this simulation: the trace notes what it is told
+            if destination == "coordinator":  # without group coordinators, the trace notes what it is told
+                return (f"coordinator:{broker_id}", None) if self.group_coordinators else None
             fetcher = self.nodes.get(f"fetcher:{broker_id}:{destination.split(':', 1)[1]}")
             return f"fetcher:{broker_id}:{destination.split(':', 1)[1]}", -1 if fetcher is None else fetcher.incarnation
 
@@ -293,6 +335,28 @@ class Nodes:
         old = self.nodes.get("channel:" + destination.split(":")[1])
         if old is not None:
             self._take_down(old)
+
+    # --------------------------------------------------------------------- group coordinators
+    def _start_coordinator(self, broker_id: int) -> None:
+        name = f"coordinator:{broker_id}"
+        assert name not in self.nodes, f"{name} is already up"
+        node = _CoordinatorNode(name=name, incarnation=self._next_incarnation(name), broker_id=broker_id)
+        core = GroupCoordinatorCore(broker_id=broker_id, now_ms=self.now_ms, config=self.config,
+                                    member_id_random=self.member_id_random)
+        routes = {"broker": (f"broker:{broker_id}", None)}  # by name: it outlives a broker's restart
+        node.driver = GroupCoordinatorDriver(BrokerLink(core, KafkaRecordCodec()), *self._seams(
+            node, routes.__getitem__, transport=_CoordinatorTransport))
+        self.nodes[name] = node
+        node.driver.start()
+
+    def _start_consumer(self, name: str, group_id: str, topics: tuple[str, ...], **timeouts: int) -> GroupMember:
+        node_name = f"consumer:{name}"
+        assert node_name not in self.nodes, f"{node_name} is already up"
+        node = _ConsumerNode(name=node_name, incarnation=self._next_incarnation(node_name), periodic=False)
+        node.driver = GroupMember(self, node, group_id, tuple(topics), **timeouts)
+        self.nodes[node_name] = node
+        node.timers.add(self.now_ms + 1)
+        return node.driver
 
     # ------------------------------------------------------------------------ node failure
     def _take_down(self, node: _Node) -> None:
