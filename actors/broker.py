@@ -256,18 +256,8 @@ class BrokerActor:
         self._driver.serve_coordinator(request, lambda response: answer.done() or answer.set_result(response))
         return await answer
 
-    async def offsets_partitions_led(self) -> list[tuple[int, int]]:
-        """(partition, leader epoch) of each __consumer_offsets partition this broker leads."""
-        await self._running.wait()
-        return self._driver.core.offsets_partitions_led()
-
-    async def coordinator_metadata(self):
-        """The partitions this broker's metadata cache holds, for its group coordinator."""
-        await self._running.wait()
-        return self._driver.core.coordinator_metadata()
-
     async def read_log(self, topic: str, partition: int, offset: int, max_bytes: int) -> tuple[bytes, int, int]:
-        """Whole batches from ``offset`` (the group coordinator's load): (records, next offset, log end)."""
+        """Whole batches from ``offset``: (records, next offset, log end offset)."""
         await self._running.wait()
         return self._driver.core.read_log(topic, partition, offset, max_bytes)
 

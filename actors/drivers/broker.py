@@ -82,7 +82,7 @@ class BrokerDriver(Driver):
             assert isinstance(request, BrokerStateRequest), f"{self.name} serves its coordinator no {request!r}"
             leaderships = request.include_leaderships
             respond(BrokerStateResponse(
-                incarnation_id=self.core.lifecycle.incarnation_id,
+                incarnation_id=self.core.incarnation_id,
                 metadata=self.core.coordinator_metadata() if leaderships else None,
                 offsets_partitions_led=tuple(self.core.offsets_partitions_led()) if leaderships else ()))
 

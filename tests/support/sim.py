@@ -1,12 +1,13 @@
-"""A deterministic, single-threaded simulation of a raykafka cluster: the real cores, no Ray.
+"""A deterministic, single-threaded simulation of a raykafka cluster: the shipped drivers, no Ray.
 
-Theory of operation. ``Simulation`` owns one ``ControllerCore``, a ``BrokerCore`` per broker (each
-over its own ``InMemoryStorage``, which outlives the core so a restart recovers from it), the
-``FetcherCore`` per (follower, leader, fetcher id) that a broker's effects ask for, one controller
-channel (Kafka's request-send thread: FIFO, one request in flight, retried until answered) per
-registered broker, and a client. It applies every effect as the Ray shells do (actors/broker.py,
-actors/replica_fetcher.py, actors/controller.py, actors/request_send_thread.py), except that
-every call between nodes is a ``Message`` on the ``Network`` (tests/support/sim_network.py).
+Theory of operation. ``Simulation`` runs the drivers the Ray actors run (actors/drivers/): one
+``ControllerDriver``, a ``BrokerDriver`` per broker (each core over its own ``InMemoryStorage``,
+which outlives it so a restart recovers from it), the ``FetcherDriver`` per (follower, leader,
+fetcher id) and the ``RequestSendThreadDriver`` per registered broker that those drivers start,
+with ``group_coordinators`` a ``GroupCoordinatorDriver`` per broker, consumers in groups
+(tests/support/sim_consumer.py) and a client. Only the seams differ from Ray's: every call
+between nodes is a ``Message`` on the ``Network`` (tests/support/sim_network.py), time a fake
+clock (tests/support/sim_seams.py, tests/support/sim_nodes.py).
 
 Time is a fake clock in milliseconds. One step is either one delivered message, chosen by the
 seeded random source among the messages due now, or one clock advance that fires what is due at
@@ -18,8 +19,9 @@ delivers what it sends.
 Faults: ``kill`` (a process kill; with ``clean=True`` a clean shutdown that flushes and
 checkpoints first), ``restart`` (a new process over the same disk; ``lose_unflushed`` first cuts
 every file back to what was fsynced, ``lose_disk`` gives it an empty disk), ``kill_fetcher`` (its
-broker replaces it after a second, as the shell's watcher does), and message rules (``hold``,
-``release``, ``drop``). A node that goes down loses its in-flight messages, and every call made to
+broker replaces it after a second, as the shell's watcher does), ``restart_coordinator`` (Ray
+starts a killed group coordinator again, empty), ``stop_consumer`` (a consumer's process dies
+without leaving its group), and message rules (``hold``, ``release``, ``drop``). A node that goes down loses its in-flight messages, and every call made to
 it, in flight or already delivered and unanswered, fails with NETWORK_EXCEPTION at the caller.
 
 After every step the invariants are checked (``_check_invariants``): at most one leader per
@@ -31,7 +33,9 @@ naming the seed, the step and the recent events, so the run can be replayed from
 Observing: ``leader`` / ``isr`` / ``leader_epoch`` (the controller's view), ``replica``,
 ``high_watermark``, ``log_end_offset``, ``log_of`` (each broker's own), ``check`` (what a history
 checker reports: acknowledged values lost, offsets where replicas differ), and the histories
-``acknowledged``, ``truncations``, ``isr_joins``, ``elections``, ``log_events`` and ``trace``.
+``acknowledged``, ``truncations``, ``isr_joins``, ``elections``, ``log_events`` and ``trace``; for
+groups ``coordinator``, ``coordinators_of`` (the brokers whose coordinator coordinates a group
+now) and ``consumer`` (a ``GroupMember``: its state, generation, assignment and commits).
 
 Limits: every run is bounded (``limit_steps`` / ``limit_ms``) and raises ``SimulationStalled``
 when the bound is hit before its goal.

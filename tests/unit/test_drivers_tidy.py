@@ -38,3 +38,13 @@ def test_the_private_reach_pattern_catches_what_it_names():
     assert PRIVATE_REACH.search("self._core._parked")
     assert PRIVATE_REACH.search("driver.core.replica_manager._wrap_records")
     assert not PRIVATE_REACH.search("self._core.replica_manager.partitions")
+
+
+def test_the_ray_shells_reach_their_cores_only_through_drivers_and_public_queries():
+    # The broker shell used to read and parse logs itself through ``_core.replica_manager``.
+    shells = sorted((REPO_ROOT / "actors").glob("*.py"))
+    violations = [f"{path.relative_to(REPO_ROOT)}:{number}: {line.strip()}"
+                  for path in shells
+                  for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                  if "replica_manager" in line or "self._core" in line]
+    assert not violations, "shells that step or read a core past its driver:\n" + "\n".join(violations)

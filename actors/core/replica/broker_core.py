@@ -154,6 +154,10 @@ class BrokerCore:
         return self._control(self.replica_manager.handle_stop_replica, request_id, request, now_ms)
 
     # ------------------------------------------------------------------------------ queries
+    @property
+    def incarnation_id(self) -> str:
+        return self.lifecycle.incarnation_id
+
     def fetch_states_for(self, key: tuple[int, int]) -> list:
         """Where a replacement fetcher for (leader id, fetcher id) starts: each partition's log end."""
         return self.replica_manager.fetch_states_for(key)
