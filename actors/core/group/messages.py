@@ -1,9 +1,9 @@
-"""Messages between the group coordinator core and its shell that are not Kafka client APIs.
+"""Messages between the group coordinator core, its broker link and its broker that are not Kafka client APIs.
 
 - ``OffsetsLogAppendRequest`` / ``OffsetsLogAppendResponse``: the coordinator asks its broker to
   append records to one ``__consumer_offsets`` partition with acks=all (Kafka's
   ``GroupMetadataManager.appendForGroup``). The core emits the request as
-  ``Send(destination=OFFSETS_LOG_DESTINATION, message=request)``; the shell builds a record batch
+  ``Send(destination=OFFSETS_LOG_DESTINATION, message=request)``; the ``BrokerLink`` builds a record batch
   from ``records`` (each a key and a value, None for a tombstone, all with ``timestamp_ms``),
   appends it to ``__consumer_offsets``-``partition`` as the partition's leader, waits for the
   high watermark to pass it (or ``timeout_ms``), and hands the outcome back with

@@ -1,6 +1,6 @@
 """Everything a broker process runs, as one sans-I/O core: its replica manager and its lifecycle.
 
-The broker shell steps this object only. It routes data and control requests to the
+The broker driver (actors/drivers/broker.py) steps this object only. It routes data and control requests to the
 ``ReplicaManager`` and the controller conversation (registration, heartbeats, controlled
 shutdown) to the ``BrokerLifecycle``, and keeps the one fact they share in step: the broker epoch
 the controller gave this incarnation, which fences control requests meant for an earlier one.
