@@ -63,7 +63,8 @@ class Driver:
         """Raise ``KafkaProtocolError(INVALID_REQUEST)`` unless ``request`` is a well-formed ``request_type``."""
         error = request_schema_error(request, request_type)
         if error is not None:
-            self.log.log("warning", f"{self.name} refused a request it cannot parse as {request_type.__name__}: {error}")
+            self.log.log("warning", f"{self.name} refused a request it cannot parse as "
+                                    f"{request_type.__name__}: {error}")
             raise KafkaProtocolError(ErrorCode.INVALID_REQUEST, f"not a valid {request_type.__name__}: {error}")
 
     @property

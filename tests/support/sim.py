@@ -21,8 +21,9 @@ checkpoints first), ``restart`` (a new process over the same disk; ``lose_unflus
 every file back to what was fsynced, ``lose_disk`` gives it an empty disk), ``kill_fetcher`` (its
 broker replaces it after a second, as the shell's watcher does), ``restart_coordinator`` (Ray
 starts a killed group coordinator again, empty), ``stop_consumer`` (a consumer's process dies
-without leaving its group), and message rules (``hold``, ``release``, ``drop``). A node that goes down loses its in-flight messages, and every call made to
-it, in flight or already delivered and unanswered, fails with NETWORK_EXCEPTION at the caller.
+without leaving its group), and message rules (``hold``, ``release``, ``drop``). A node that goes
+down loses its in-flight messages, and every call made to it, in flight or already delivered and
+unanswered, fails with NETWORK_EXCEPTION at the caller.
 
 After every step the invariants are checked (``_check_invariants``): at most one leader per
 (partition, leader epoch) across brokers, at any time and over the whole run; HW <= LEO on every
@@ -352,7 +353,7 @@ class Simulation(Nodes):
 
     def _client_call(self, destination: str, request: Any, on_reply: Callable[[Any], None], *, timeout_ms: int) -> None:
         self.call(self.nodes[CLIENT], destination, None, request, on_reply, timeout_ms=timeout_ms,
-                   timeout_error=ErrorCode.REQUEST_TIMED_OUT)
+                  timeout_error=ErrorCode.REQUEST_TIMED_OUT)
 
     def add_consumer(self, name: str, group_id: str, topics: Iterable[str], **timeouts: int) -> GroupMember:
         """A consumer that joins ``group_id`` subscribed to ``topics`` and stays in it (see sim_consumer)."""

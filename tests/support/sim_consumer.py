@@ -27,7 +27,8 @@ from actors.core.group.consumer_protocol import decode_assignment
 from actors.core.messages import (
     FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, JoinGroupRequest, JoinGroupRequestProtocol,
     JoinGroupResponse, OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchRequestTopic, OffsetFetchResponse, SyncGroupRequest, SyncGroupRequestAssignment,
+    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchRequestTopic, OffsetFetchResponse, SyncGroupRequest,
+    SyncGroupRequestAssignment,
     SyncGroupResponse,
 )
 

@@ -4,12 +4,13 @@ Theory of operation. Every node of a ``Simulation`` (tests/support/sim.py) that 
 its own ``SimTransport``, ``SimClock`` and ``SimLog``. A call becomes a request ``Message`` on the
 simulated network with a ``Call`` awaiting its reply (failed with ``REQUEST_TIMED_OUT`` at its
 deadline, or ``NETWORK_EXCEPTION`` when the callee is down); a told event becomes an event
-``Message``. ``around`` wraps the handling of each answer (the simulation watches a broker's
-logs across every step). ``route`` turns the driver's destination names into (node name, incarnation): None
-for "whichever incarnation is up when it arrives" (a Ray call by actor name), a number to pin one
-(a fetcher's own broker); None for a destination the simulation does not run. ``start``/``stop`` create and take down child nodes (a broker's fetchers,
-the controller's send threads) through the hooks the node gives. ``wake_at`` adds a deadline to
-the node's timers; the simulation ticks the node when one is due, and on its period.
+``Message``. ``around`` wraps the handling of each answer (the simulation watches a broker's logs
+across every step). ``route`` turns the driver's destination names into (node name, incarnation):
+None for "whichever incarnation is up when it arrives" (a Ray call by actor name), a number to pin
+one (a fetcher's own broker); None for a destination the simulation does not run.
+``start``/``stop`` create and take down child nodes (a broker's fetchers, the controller's send
+threads) through the hooks the node gives. ``wake_at`` adds a deadline to the node's timers; the
+simulation ticks the node when one is due, and on its period.
 """
 from __future__ import annotations
 

@@ -15,11 +15,12 @@ of a failed call, come back through ``on_broker_response``.
 - Fate sharing: in Kafka the coordinator dies with its broker. Here it asks the broker for its
   incarnation every ``BROKER_WATCH_INTERVAL_MS`` (the first time at ``start``). The table:
 
-  | broker answers          | we knew          | then                                              |
-  |-------------------------|------------------|---------------------------------------------------|
-  | the incarnation we knew | it               | nothing                                           |
-  | another incarnation     | one, or none     | drop every loaded partition (if we knew one), adopt the broker's view and leaderships |
-  | gone (BROKER_NOT_AVAILABLE, or no answer for ``BROKER_UNREACHABLE_MS``) | any | drop every partition; know none |
+  | broker answers                                   | then                                              |
+  |--------------------------------------------------|---------------------------------------------------|
+  | the incarnation we knew                          | nothing                                           |
+  | another incarnation (we knew one, or none)       | drop every loaded partition, adopt its leaderships |
+  | gone: BROKER_NOT_AVAILABLE, or failures for      | drop every partition; know no incarnation         |
+  | ``BROKER_UNREACHABLE_MS`` (slow or restarting)   |                                                   |
 
   Adopting asks again with ``include_leaderships`` and takes the broker's metadata view, then
   loads each ``__consumer_offsets`` partition it leads (an election heard twice loads once).
@@ -197,8 +198,9 @@ class BrokerLink:
         effects: list[Effect] = []
         if self.broker_incarnation is not None or incarnation is None:
             for partition in self.epochs.partitions():
-                effects.append(LogEvent(level="info", message=f"group coordinator {self.core.broker_id}: broker "
-                                                              f"changed; dropping {GROUP_METADATA_TOPIC_NAME}-{partition}"))
+                effects.append(LogEvent(level="info", message=(
+                    f"group coordinator {self.core.broker_id}: broker changed; dropping "
+                    f"{GROUP_METADATA_TOPIC_NAME}-{partition}")))
                 effects += self.step(self.core.on_resign(partition, now_ms))
             self.epochs.clear()
             self._loads.clear()
