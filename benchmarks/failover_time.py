@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks._common import default_out, save_results  # noqa: E402
 from orchestration import Cluster  # noqa: E402
-from orchestration.cluster import wait_until  # noqa: E402
+from orchestration.admin.wait import wait_until  # noqa: E402
 
 TOPIC = "failover"
 # Each trial uses a new topic, so every replica starts in the ISR whatever earlier trials did to it.

@@ -25,8 +25,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic  # noqa: E402
 from benchmarks._common import default_out, save_results  # noqa: E402
 from orchestration import Cluster  # noqa: E402
-from orchestration.client import BrokerDirectory  # noqa: E402
-from orchestration.consumer import Consumer  # noqa: E402
+from orchestration.clients.broker_directory import BrokerDirectory  # noqa: E402
+from orchestration.clients.consumer import Consumer  # noqa: E402
 
 RECORD_BYTES = 1024
 FETCH_MAX_BYTES = [64 * 1024, 256 * 1024, 1024 * 1024, 4 * 1024 * 1024]
@@ -96,7 +96,7 @@ class BenchClient:
 
 
 def _next_offset(records, offset: int) -> int:
-    from orchestration.records import next_offset_after
+    from orchestration.clients.records import next_offset_after
     return next_offset_after(records, offset) if len(records) else offset
 
 

@@ -23,9 +23,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks._common import default_out, save_results  # noqa: E402
 from orchestration import Cluster  # noqa: E402
-from orchestration.client import BrokerDirectory  # noqa: E402
-from orchestration.cluster import wait_until  # noqa: E402
-from orchestration.consumer import Consumer  # noqa: E402
+from orchestration.admin.wait import wait_until  # noqa: E402
+from orchestration.clients.broker_directory import BrokerDirectory  # noqa: E402
+from orchestration.clients.consumer import Consumer  # noqa: E402
 
 RECORD_BYTES = 1024
 CONFIG = {"auto.leader.rebalance.enable": "false", "replica.fetch.wait.max.ms": "100"}

@@ -1,5 +1,10 @@
 """Starting and steering a raykafka cluster from outside: the Cluster API and its clients.
 
+The rooms: ``clients/`` (producer, consumer, consumer groups), ``admin/`` (the ``Cluster`` and its
+admin API, and the Ray it runs on), ``chaos/`` (faults, the history of a run, the invariant
+sampler, the checker, the scenario runner), ``spark/`` (load and consume jobs on Spark on Ray) and
+``cli`` (the ``raykafka`` command). ``errors`` holds ``KafkaError``, which all of them raise.
+
 Names are imported on first use, so that pure modules here (the history checker, say) can be used
 without loading Ray.
 """
@@ -8,12 +13,12 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "Cluster": "orchestration.cluster",
-    "PartitionDescription": "orchestration.cluster",
-    "CommitFailedError": "orchestration.consumer_coordinator",
-    "Consumer": "orchestration.consumer",
+    "Cluster": "orchestration.admin.cluster",
+    "PartitionDescription": "orchestration.admin.admin_client",
+    "CommitFailedError": "orchestration.clients.consumer_coordinator",
+    "Consumer": "orchestration.clients.consumer",
     "KafkaError": "orchestration.errors",
-    "Producer": "orchestration.producer",
+    "Producer": "orchestration.clients.producer",
     "ConsumerRecord": "actors.records",
     "RecordMetadata": "actors.records",
 }

@@ -41,7 +41,7 @@ def _print_partitions(cluster, topic: str) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     from orchestration import Cluster
-    from orchestration.cluster import wait_until
+    from orchestration.admin.wait import wait_until
 
     print(f"starting a local raykafka cluster with {args.brokers} brokers ...", flush=True)
     started = time.monotonic()
@@ -122,7 +122,7 @@ def _chaos_list(args: argparse.Namespace) -> int:
 def _draw_history(output, title: str) -> str:
     """The run's rate and latency over time with its faults as bands, drawn from its history, as
     ``raykafka load run`` draws its own."""
-    from orchestration.history import read_history
+    from orchestration.chaos.history import read_history
     from orchestration.spark.plot import draw, fault_bands, windows_from_history
     try:
         produce, consume, faults = windows_from_history(read_history(output / "history.jsonl"))

@@ -28,8 +28,8 @@ from typing import Any
 
 from loguru import logger
 
-from orchestration.checker import ANOMALY_KINDS, Report, check
-from orchestration.history import HistoryWriter, read_history
+from orchestration.chaos.checker import ANOMALY_KINDS, Report, check
+from orchestration.chaos.history import HistoryWriter, read_history
 
 # No retries: a retried request whose first attempt landed writes its records twice (Kafka
 # without idempotence), which the checker would rightly call a duplicate. Each value is sent once,
@@ -235,7 +235,7 @@ class Run:
 
     # ------------------------------------------------------------------------------ waiting
     def wait(self, condition: Callable[[], Any], what: str, timeout_s: float = WAIT_TIMEOUT_S) -> Any:
-        from orchestration.cluster import wait_until
+        from orchestration.admin.wait import wait_until
         return wait_until(condition, timeout_s, what)
 
     def wait_isr(self, topic: str, size: int, partition: int = 0, timeout_s: float = WAIT_TIMEOUT_S) -> None:
@@ -332,10 +332,10 @@ def run_scenario(scenario: Scenario, *, seed: int = 0, output_dir: str | Path | 
     starts a local one (a multi-node one when the scenario needs nodes) and shuts it down after."""
     import ray
 
-    from orchestration.cluster import Cluster
-    from orchestration.faults import Faults
-    from orchestration.ray_runtime import start_local_ray
-    from orchestration.sampler import Sampler
+    from orchestration.admin.cluster import Cluster
+    from orchestration.chaos.faults import Faults
+    from orchestration.admin.ray_runtime import start_local_ray
+    from orchestration.chaos.sampler import Sampler
 
     output = Path(output_dir or tempfile.mkdtemp(prefix=f"raykafka-chaos-{scenario.name}-"))
     output.mkdir(parents=True, exist_ok=True)
@@ -353,7 +353,7 @@ def run_scenario(scenario: Scenario, *, seed: int = 0, output_dir: str | Path | 
         try:
             broker_resources, controller_resources = None, None
             if scenario.nodes:
-                from orchestration.ray_nodes import RayNodes
+                from orchestration.admin.ray_nodes import RayNodes
                 if not owns_ray:
                     raise RuntimeError(f"{scenario.name} needs a multi-node Ray of its own: run it without Ray started")
                 ray_nodes = RayNodes(list(scenario.nodes))

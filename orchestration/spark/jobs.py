@@ -13,7 +13,7 @@ slots for both), so end-to-end latency is what a live consumer sees.
 The clients record their own history (``Producer``/``Consumer`` with a history): in a task that
 history is a ``TaskHistory``, which keeps the events in memory with wall-clock times instead of
 writing a file; the task returns them with its per-record rows, and the driver writes them into
-the run's ``HistoryWriter`` for ``orchestration.checker``. So a send's outcome (ok, fail, or info
+the run's ``HistoryWriter`` for ``orchestration.chaos.checker``. So a send's outcome (ok, fail, or info
 when it may have been written) is the producer's own judgement.
 
 Values are unique across a run: ``<producer>:<sequence>``, then ``|`` and padding up to
@@ -73,11 +73,11 @@ class TaskHistory:
                                           "value": record_id(value)})
 
     def fail(self, process, value, error, time=None) -> None:
-        from orchestration.history import error_name
+        from orchestration.chaos.history import error_name
         self._add(process, "fail", "send", {"value": record_id(value), "error": error_name(error)})
 
     def info(self, process, value, error, time=None) -> None:
-        from orchestration.history import error_name
+        from orchestration.chaos.history import error_name
         self._add(process, "info", "send", {"value": record_id(value), "error": error_name(error)})
 
     def poll(self, process, records, positions_before, time=None) -> None:
@@ -117,7 +117,7 @@ class JobProgress:
     def consumer_state(self, subscription: str, topic: str) -> str:
         """``wait`` (the load goes on), ``done`` (``subscription`` has read every partition of
         ``topic`` up to its target) or ``give-up`` (the deadline has passed)."""
-        from orchestration.history import split_topic_partition
+        from orchestration.chaos.history import split_topic_partition
         if self.targets is None:
             return "wait"
         ends = self.read_ends.get(subscription, {})
@@ -193,7 +193,7 @@ def _key(task: ProducerTask, sequence: int, rng: random.Random) -> bytes | None:
 
 def run_producer(target: RayTarget, task: ProducerTask, progress_name: str) -> Iterator[tuple]:
     """One producer of the load job; yields ("row", LOAD_COLUMNS...) and ("event", ...) tuples."""
-    from orchestration.producer import Producer
+    from orchestration.clients.producer import Producer
     directory = target.directory()
     progress = ray.get_actor(progress_name, namespace=target.namespace)
     history = TaskHistory()
@@ -262,8 +262,8 @@ def _load_rows(task: ProducerTask, events: list[tuple], sizes: dict[str, int]) -
 def run_consumer(target: RayTarget, task: ConsumerTask, progress_name: str) -> Iterator[tuple]:
     """One member of a subscription's group; reads until the whole group has read every partition
     up to the acknowledged ends (``JobProgress.targets``) or ``timeout_s`` passes."""
-    from orchestration.consumer import Consumer
-    from orchestration.history import topic_partition_key
+    from orchestration.clients.consumer import Consumer
+    from orchestration.chaos.history import topic_partition_key
     directory = target.directory()
     progress = ray.get_actor(progress_name, namespace=target.namespace)
     history = TaskHistory()
@@ -340,7 +340,7 @@ def write_events(history, events: Iterable[tuple], wall_zero: float) -> None:
 
 def acknowledged_ends(load_rows: Iterable[tuple]) -> dict[str, int]:
     """Per "topic-partition", the offset after the highest acknowledged record."""
-    from orchestration.history import topic_partition_key
+    from orchestration.chaos.history import topic_partition_key
     ends: dict[str, int] = {}
     for row in load_rows:
         if row[8] == "ok":

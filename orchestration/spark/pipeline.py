@@ -6,7 +6,7 @@ the topics, then runs the load job while the driver runs the workload's fault sc
 progress line, and the consume job reads every acknowledged record back (alongside the load when
 there are Spark task slots for both, else after it). Both jobs' per-record
 results become DataFrames (saved as Parquet) and their clients' histories go, with the faults and
-the invariant sampler's samples, into ``history.jsonl``, which ``orchestration.checker`` judges.
+the invariant sampler's samples, into ``history.jsonl``, which ``orchestration.chaos.checker`` judges.
 The summary is computed with Spark, printed as Kafka's perf-test tools print theirs, saved as
 ``summary.json`` and drawn as ``throughput.png``; ``verdict.txt`` holds the checker's report.
 """
@@ -38,7 +38,7 @@ class PipelineResult:
     output_dir: str
     spark_startup_s: float
     summary: dict
-    report: Any  # orchestration.checker.Report
+    report: Any  # orchestration.chaos.checker.Report
     acknowledged: int
     consumed: int
     lost: int
@@ -212,7 +212,7 @@ def run_workload(workload: Workload, *, address: str | None = None, output_dir: 
 
 def _run_on_ray(workload, output, show_progress, log_dir, spark_sizing, out) -> PipelineResult:
     from orchestration.chaos.runner import FAST_FAILOVER_CONFIG
-    from orchestration.cluster import Cluster
+    from orchestration.admin.cluster import Cluster
     from orchestration.spark.session import SparkOnRay
     started = time.monotonic()
     cluster = Cluster.start(brokers=workload.brokers, log_dir=log_dir,
@@ -272,10 +272,10 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
     import ray
 
     from orchestration.chaos.runner import Run, Scenario
-    from orchestration.checker import check
-    from orchestration.faults import Faults
-    from orchestration.history import HistoryWriter, read_history
-    from orchestration.sampler import Sampler
+    from orchestration.chaos.checker import check
+    from orchestration.chaos.faults import Faults
+    from orchestration.chaos.history import HistoryWriter, read_history
+    from orchestration.chaos.sampler import Sampler
     from orchestration.spark import jobs
     from orchestration.spark.session import RayTarget
     target = RayTarget.of(cluster)

@@ -115,7 +115,7 @@ class RayTarget:
         not yet (a Spark Python worker connects once and keeps the connection for its next tasks)."""
         import ray
 
-        from orchestration.client import BrokerDirectory
+        from orchestration.clients.broker_directory import BrokerDirectory
         if not ray.is_initialized():
             ray.init(address=self.address, namespace=self.namespace, log_to_driver=False,
                      logging_level="WARNING", configure_logging=False)

@@ -99,7 +99,7 @@ def plan_ranges(topic: str, bounds: dict[int, tuple[int, int]], starting, ending
 
 def partition_bounds(target: RayTarget, topic: str) -> dict[int, tuple[int, int]]:
     """(log start offset, high watermark) of every partition of ``topic``, from its leaders."""
-    from orchestration.consumer import Consumer
+    from orchestration.clients.consumer import Consumer
     directory = target.directory()
     partitions = sorted(directory.partitions_for(topic))
     consumer = Consumer(directory, {"auto.offset.reset": "earliest"})
@@ -117,7 +117,7 @@ def read_ranges(target: RayTarget, ranges: Iterable[OffsetRange], config: dict |
                 timeout_s: float = READ_TIMEOUT_S) -> Iterator[tuple]:
     """Rows (key, value, topic, partition, offset, timestamp ms, timestampType) of every offset in
     ``ranges``; runs in a Spark task (or anywhere connected to the cluster's Ray)."""
-    from orchestration.consumer import Consumer
+    from orchestration.clients.consumer import Consumer
     consumer = Consumer(target.directory(), {**READ_CONSUMER_DEFAULTS, **kafka_settings(config)})
     try:
         for offsets in ranges:
@@ -167,7 +167,7 @@ def produce_rows(target: RayTarget, rows: Iterable, topic: str | None, config: d
     """Produce ``rows`` (with ``value`` and optional ``key``, ``partition``, ``topic``) with one
     producer; yields ("summary", records, bytes) and, when ``collect_metadata``, one
     ("ack", topic, partition, offset, key, value) per record. Raises the first refusal."""
-    from orchestration.producer import Producer
+    from orchestration.clients.producer import Producer
     producer = Producer(target.directory(), config)
     sent, size = [], 0
     try:

@@ -7,7 +7,7 @@ import warnings
 import pytest
 import ray
 
-from orchestration.ray_runtime import start_local_ray
+from orchestration.admin.ray_runtime import start_local_ray
 from tests.support.clusters import running_cluster
 
 NUM_CPUS = 2

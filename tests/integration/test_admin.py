@@ -10,9 +10,9 @@ import ray
 from actors.broker import group_coordinator_actor_name
 from actors.core.errors import ErrorCode
 from orchestration import KafkaError
-from orchestration.client import as_future, as_kafka_error
-from orchestration.cluster import wait_until
-from orchestration.group_channel import RayCoordinatorChannel
+from orchestration.clients.broker_directory import as_future, as_kafka_error
+from orchestration.admin.wait import wait_until
+from orchestration.clients.group_channel import RayCoordinatorChannel
 
 pytestmark = pytest.mark.integration
 

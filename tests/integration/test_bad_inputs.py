@@ -28,7 +28,7 @@ from actors.core.replica.follower_messages import (
     TruncationMode,
 )
 from actors.ray_metadata_store import active_controller
-from orchestration.cluster import wait_until
+from orchestration.admin.wait import wait_until
 from tests.support.clusters import running_cluster
 from tests.support.core_driver import make_batch
 

@@ -17,7 +17,7 @@ from actors.core.messages.leader_and_isr import (
 )
 from actors.ray_metadata_store import RayKeyValueStore
 from orchestration import KafkaError
-from orchestration.cluster import wait_until
+from orchestration.admin.wait import wait_until
 from tests.support.clusters import running_cluster
 
 pytestmark = pytest.mark.integration

@@ -10,8 +10,8 @@ import pytest
 import ray
 
 from actors.transport import CONTROLLER_NODE
-from orchestration.cluster import wait_until
-from orchestration.faults import Faults
+from orchestration.admin.wait import wait_until
+from orchestration.chaos.faults import Faults
 from tests.support.clusters import running_cluster
 
 pytestmark = pytest.mark.integration

@@ -12,11 +12,11 @@ import pytest
 import ray
 
 from actors.broker import group_coordinator_actor_name
-from orchestration.client import BrokerDirectory
-from orchestration.cluster import wait_until
+from orchestration.clients.broker_directory import BrokerDirectory
+from orchestration.admin.wait import wait_until
 from tests.support.clusters import running_cluster
-from orchestration.consumer import Consumer
-from orchestration.groups import find_coordinator
+from orchestration.clients.consumer import Consumer
+from orchestration.admin.groups import find_coordinator
 
 pytestmark = pytest.mark.integration
 

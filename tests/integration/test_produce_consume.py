@@ -9,8 +9,8 @@ import ray
 from actors.core.errors import ErrorCode
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from orchestration import KafkaError
-from orchestration.cluster import wait_until
-from orchestration.partitioner import partition_for_key
+from orchestration.admin.wait import wait_until
+from orchestration.clients.partitioner import partition_for_key
 from tests.support.core_driver import make_batch
 from tests.support.reading import read_to_high_watermark
 

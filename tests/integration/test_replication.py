@@ -15,7 +15,7 @@ import ray
 from actors.core.errors import ErrorCode
 from actors.core.messages.metadata import MetadataRequest
 from orchestration import KafkaError
-from orchestration.cluster import wait_until
+from orchestration.admin.wait import wait_until
 from tests.support.clusters import running_cluster
 from tests.support.reading import read_to_high_watermark
 

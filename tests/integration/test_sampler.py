@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from orchestration.checker import INVARIANT_KINDS, check
-from orchestration.cluster import wait_until
-from orchestration.history import HistoryWriter, read_history
-from orchestration.sampler import Sampler
+from orchestration.chaos.checker import INVARIANT_KINDS, check
+from orchestration.admin.wait import wait_until
+from orchestration.chaos.history import HistoryWriter, read_history
+from orchestration.chaos.sampler import Sampler
 
 pytestmark = pytest.mark.integration
 

@@ -16,9 +16,10 @@ from actors.core.messages.elect_leaders import ElectLeadersResponse, PartitionRe
 from actors.core.messages.find_coordinator import FindCoordinatorResponse
 from actors.core.messages.list_groups import ListedGroup, ListGroupsResponse
 from actors.core.messages.offset_fetch import OffsetFetchResponse
-from orchestration import groups
-from orchestration.client import as_kafka_error
-from orchestration.cluster import Cluster, PartitionDescription
+from orchestration.admin import groups
+from orchestration.clients.broker_directory import as_kafka_error
+from orchestration.admin.admin_client import PartitionDescription
+from orchestration.admin.cluster import Cluster
 from orchestration.errors import KafkaError
 
 TOPIC = "t"

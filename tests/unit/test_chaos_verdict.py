@@ -4,7 +4,7 @@ histories, no Ray)."""
 from __future__ import annotations
 
 from orchestration.chaos.runner import Scenario, expectation_checks
-from orchestration.checker import check
+from orchestration.chaos.checker import check
 
 
 def history(*, lose: bool) -> list[dict]:

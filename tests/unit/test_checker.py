@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from orchestration.checker import ANOMALY_KINDS, check, main
-from orchestration.history import (
+from orchestration.chaos.checker import ANOMALY_KINDS, check, main
+from orchestration.chaos.history import (
     HistoryWriter,
     read_history,
     split_topic_partition,

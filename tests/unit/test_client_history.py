@@ -17,11 +17,11 @@ from actors.core.messages.produce import (
     PartitionProduceData, PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceData,
     TopicProduceResponse,
 )
-from orchestration.checker import check
-from orchestration.consumer import Consumer
+from orchestration.chaos.checker import check
+from orchestration.clients.consumer import Consumer
 from orchestration.errors import KafkaError
-from orchestration.history import HistoryWriter, read_history
-from orchestration.producer import NO_ACKNOWLEDGEMENT, Producer
+from orchestration.chaos.history import HistoryWriter, read_history
+from orchestration.clients.producer import NO_ACKNOWLEDGEMENT, Producer
 from tests.support.core_driver import CoreDriver, make_batch
 from tests.unit.test_consumer_group_client import CoreCoordinator, FakeChannel, heartbeat, membership, poll_until
 

@@ -9,10 +9,10 @@ import time
 import pytest
 
 from actors.core.errors import ErrorCode
-from orchestration.client import MetadataRefresher
-from orchestration.consumer import Consumer
+from orchestration.clients.broker_directory import MetadataRefresher
+from orchestration.clients.consumer import Consumer
 from orchestration.errors import KafkaError
-from orchestration.producer import Producer
+from orchestration.clients.producer import Producer
 from tests.support.core_driver import make_batch
 from tests.unit.test_client_history import TOPIC, WAIT_S, CoreBroker, FakeDirectory, _produce_request, leading_broker
 from tests.unit.test_consumer_group_client import GROUP, CoreCoordinator, FakeChannel

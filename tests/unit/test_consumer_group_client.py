@@ -20,10 +20,10 @@ from actors.core.group.sticky_assignor import decode_user_data
 from actors.core.messages.find_coordinator import FindCoordinatorResponse
 from actors.core.messages.heartbeat import HeartbeatResponse
 from actors.core.messages.join_group import JoinGroupResponse
-from orchestration.consumer import Consumer
-from orchestration.consumer_coordinator import CommitFailedError, parse_assignors
+from orchestration.clients.consumer import Consumer
+from orchestration.clients.consumer_coordinator import CommitFailedError, parse_assignors
 from orchestration.errors import KafkaError
-from orchestration.group_membership import MemberState
+from orchestration.clients.group_member import MemberState
 
 GROUP = "orders"
 TOPICS = {"t": 3, "u": 1}

@@ -8,7 +8,8 @@ import pytest
 from actors.core.config import KafkaConfig
 from actors.core.effects import ArmTimer, LogEvent, Send
 from actors.core.errors import ErrorCode, KafkaProtocolError
-from actors.core.log.log import Log, LogConfig
+from actors.core.log.log import Log
+from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import InMemoryStorage
 from actors.core.messages.fetch import (
     EpochEndOffset, FetchableTopicResponse, FetchPartitionData, FetchRequest, FetchResponse,

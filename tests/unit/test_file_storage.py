@@ -196,7 +196,9 @@ def test_a_log_killed_mid_stream_reopens_with_everything_it_appended(tmp_path):
     """SIGKILL after unflushed appends (a killed broker actor): the reopened log has them all."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    from actors.core.log.log import Log, LogConfig
+    from actors.core.log.log import Log
+
+    from actors.core.log.log_config import LogConfig
 
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
                                         producer_id=-1, producer_epoch=-1, base_sequence=-1,
@@ -208,7 +210,8 @@ def test_a_log_killed_mid_stream_reopens_with_everything_it_appended(tmp_path):
         import os, signal, sys
         sys.path.insert(0, {REPO_ROOT!r})
         from actors.file_storage import FileStorage
-        from actors.core.log.log import Log, LogConfig
+        from actors.core.log.log import Log
+        from actors.core.log.log_config import LogConfig
         log = Log.open(FileStorage({str(tmp_path)!r}), "t-0", LogConfig(segment_bytes=2000))
         batch = bytes.fromhex({batch_hex!r})
         for index in range(50):

@@ -16,7 +16,8 @@ from kafka.record.memory_records import MemoryRecords
 
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log import segment as segment_module
-from actors.core.log.log import Log, LogConfig
+from actors.core.log.log import Log
+from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import InMemoryStorage
 from actors.file_storage import FileStorage
 

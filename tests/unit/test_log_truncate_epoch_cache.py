@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from actors.core.log.log import Log, LogConfig
+from actors.core.log.log import Log
+
+from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import InMemoryStorage
 from tests.support.core_driver import make_batch
 

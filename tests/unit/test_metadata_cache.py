@@ -141,7 +141,7 @@ def test_the_partitions_version_moves_only_when_the_set_of_partitions_changes():
 
 def test_our_clients_route_to_the_leader_of_a_partition_that_answers_replica_not_available():
     # REPLICA_NOT_AVAILABLE is not fatal: the partition has a leader, and Kafka's clients use it.
-    from orchestration.client import BrokerDirectory
+    from orchestration.clients.broker_directory import BrokerDirectory
     directory = BrokerDirectory(namespace="unused", bootstrap_broker_ids=[1])
     directory._set_metadata(MetadataResponse(brokers=(), topics=(MetadataResponseTopic(name="t", partitions=(
         MetadataResponsePartition(partition_index=0, error_code=ErrorCode.REPLICA_NOT_AVAILABLE, leader_id=1,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kafka.partitioner.default import murmur2
 
-from orchestration.partitioner import StickyPartitioner, partition_for_key
+from orchestration.clients.partitioner import StickyPartitioner, partition_for_key
 
 KAFKA_MURMUR2 = [
     (b"21", -973932308),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orchestration import ray_runtime
-from orchestration.ray_runtime import RayStartError, start_local_ray
+from orchestration.admin import ray_runtime
+from orchestration.admin.ray_runtime import RayStartError, start_local_ray
 
 
 class FakeRay:

@@ -4,7 +4,7 @@ acknowledged record; run without Ray against an in-process broker core, with a c
 returns one record per poll."""
 from __future__ import annotations
 
-from orchestration.consumer import Consumer
+from orchestration.clients.consumer import Consumer
 from tests.support.core_driver import make_batch
 from tests.support.reading import read_to_high_watermark
 from tests.unit.test_client_history import TOPIC, FakeDirectory, _produce_request, leading_broker

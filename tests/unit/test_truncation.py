@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from actors.core.errors import ErrorCode
-from actors.core.log.log import Log, LogConfig
+from actors.core.log.log import Log
+from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import InMemoryStorage
 from actors.core.replica.follower_messages import FollowerTruncatePartition, TruncationMode
 from actors.core.replica.truncation import apply_follower_truncation, offset_truncation_state

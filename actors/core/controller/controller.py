@@ -31,20 +31,20 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from actors.core.config import KafkaConfig
-from actors.core.controller import elect_leaders, elections, isr_changes
+from actors.core.controller import controlled_shutdown, elect_leaders, elections, isr_changes
+from actors.core.controller.broker_requests import BrokerRequests, broker_destination
 from actors.core.controller.context import BrokerInfo, ControllerContext
 from actors.core.controller.deletion import TopicDeletion
 from actors.core.controller.metadata_store import MetadataStore
-from actors.core.controller.request_batch import ControllerBrokerRequestBatch
 from actors.core.controller.state import PartitionState, ReplicaState, TopicPartition
 from actors.core.controller.topics import validate_new_topic
-from actors.core.effects import AddBrokerChannel, ArmTimer, Effect, LogEvent, RemoveBrokerChannel, Respond, Send
+from actors.core.effects import AddBrokerChannel, ArmTimer, Effect, LogEvent, RemoveBrokerChannel, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages import (
     AlterPartitionRequest, AlterPartitionResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
     BrokerRegistrationResponse, ControlledShutdownRequest, ControlledShutdownResponse, CreatableTopicResult,
     CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
-    ElectLeadersRequest, ElectLeadersResponse, RemainingPartition,
+    ElectLeadersRequest, ElectLeadersResponse,
 )
 
 # The controller is its own actor, not a broker, so like a KRaft controller it has a node id of
@@ -75,10 +75,6 @@ class RandomSource(Protocol):
     def randrange(self, stop: int) -> int: ...
 
 
-def broker_destination(broker_id: int) -> str:
-    return f"broker:{broker_id}"
-
-
 class ControllerCore:
     def __init__(self, *, store: MetadataStore, config: KafkaConfig, now_ms: int,
                  random_source: RandomSource, controller_id: int = CONTROLLER_NODE_ID) -> None:
@@ -89,8 +85,12 @@ class ControllerCore:
         self.controller_epoch = store.claim_controller_epoch()
         self.context = ControllerContext(store)
         self.context.load(now_ms)
-        self.batch = ControllerBrokerRequestBatch(controller_id=controller_id)
-        self.deletion = TopicDeletion(self)
+        # The request batch bound to the context, shared with the handlers in elect_leaders.py,
+        # isr_changes.py, controlled_shutdown.py and deletion.py; ``batch`` is its batch.
+        self.requests = BrokerRequests(context=self.context, controller_id=controller_id,
+                                       controller_epoch=self.controller_epoch)
+        self.batch = self.requests.batch
+        self.deletion = TopicDeletion(self.requests)
         self.active = True
         self.session_timeout_ms = self.config.get_int("broker.session.timeout.ms", 1)
         self.rebalance_interval_ms = self.config.get_int("leader.imbalance.check.interval.seconds", 1) * 1000
@@ -102,17 +102,6 @@ class ControllerCore:
                                                     for b, info in self.context.brokers.items()}
 
     # ------------------------------------------------------------------------------ plumbing
-    def _flush(self) -> list[Effect]:
-        """Turn the batch into one Send per (broker, request), in Kafka's order."""
-        live = self.context.live_or_shutting_down_broker_ids
-        pairs = self.batch.send_requests(
-            controller_epoch=self.controller_epoch,
-            broker_epochs={b: self.context.brokers[b].broker_epoch for b in live},
-            live_brokers={b: self.context.brokers[b].host for b in live},
-            partition_states=self.context.partition_state_lookup,
-            topics_to_be_deleted=self.context.topics_to_delete)
-        return [Send(destination=broker_destination(b), message=request) for b, request in pairs]
-
     def _guarded(self, request_id: int | None, error_response, step) -> list[Effect]:
         """Run one event. A newer controller seen in the store makes this one resign."""
         if not self.active:
@@ -165,8 +154,8 @@ class ControllerCore:
         self.batch.new_batch()
         self.batch.add_update_metadata_request_for_brokers(live, context.all_partitions())
         for topic_partition in context.all_partitions():
-            self._add_leader_and_isr(topic_partition, context.replicas(topic_partition))
-        effects += self._flush()
+            self.requests.add_leader_and_isr(topic_partition, context.replicas(topic_partition))
+        effects += self.requests.flush()
         effects += self._elect_offline_partitions()
         effects += self.deletion.resume()
         return effects
@@ -255,8 +244,8 @@ class ControllerCore:
                 if replica not in context.replica_states:
                     context.replica_states.initialize(replica, ReplicaState.OFFLINE_REPLICA)
                 if context.replica_states.transition(replica, ReplicaState.ONLINE_REPLICA):
-                    self._add_leader_and_isr(topic_partition, [broker_id])
-        effects = self._flush()
+                    self.requests.add_leader_and_isr(topic_partition, [broker_id])
+        effects = self.requests.flush()
         effects += self._elect_offline_partitions()
         effects += self.deletion.resume()
         return effects
@@ -279,46 +268,13 @@ class ControllerCore:
         self.batch.new_batch()
         for broker_id in dead:
             for topic_partition in context.partitions_on_broker(broker_id):
-                self._replica_offline(topic_partition, broker_id)
+                self.requests.replica_offline(topic_partition, broker_id)
         self.batch.add_update_metadata_request_for_brokers(context.live_or_shutting_down_broker_ids)
-        effects += self._flush()
+        effects += self.requests.flush()
         effects += self.deletion.on_brokers_dead(dead)
         return effects
 
-    def _replica_offline(self, topic_partition: TopicPartition, broker_id: int) -> None:
-        """Kafka's OfflineReplica transition: out of the ISR, the remaining replicas told."""
-        context = self.context
-        replica = (topic_partition, broker_id)
-        if replica not in context.replica_states:
-            context.replica_states.initialize(replica, ReplicaState.ONLINE_REPLICA)
-        context.replica_states.transition(replica, ReplicaState.OFFLINE_REPLICA)
-        if topic_partition[0] in context.topics_to_delete:
-            return
-        leadership = context.leadership.get(topic_partition)
-        if leadership is None:
-            return
-        changed = leadership.remove_replica_from_isr(broker_id, self.controller_epoch)
-        if changed is None:
-            return
-        context.set_leadership(topic_partition, changed)
-        if not changed.has_leader:
-            context.partition_states.transition(topic_partition, PartitionState.OFFLINE_PARTITION)
-        others = [r for r in context.replicas(topic_partition)
-                  if r != broker_id and r in context.live_or_shutting_down_broker_ids]
-        self._add_leader_and_isr(topic_partition, others)
-
     # ------------------------------------------------------------------------------ elections
-    def _add_leader_and_isr(self, topic_partition: TopicPartition, broker_ids: Iterable[int],
-                            is_new: bool = False) -> None:
-        leadership = self.context.leadership.get(topic_partition)
-        if leadership is None:
-            return
-        live = self.context.live_or_shutting_down_broker_ids
-        self.batch.add_leader_and_isr_request_for_brokers(
-            [b for b in broker_ids if b in live], topic_partition, leadership,
-            self.context.replicas(topic_partition), is_new=is_new,
-            topic_config=self.context.topic_config_pairs(topic_partition[0]))
-
     def _unclean_enabled(self, topic: str) -> bool:
         topic_config = self.context.topics[topic].config
         value = topic_config.get("unclean.leader.election.enable",
@@ -344,7 +300,7 @@ class ControllerCore:
                     continue
                 context.set_leadership(topic_partition, initial)
                 context.partition_states.transition(topic_partition, PartitionState.ONLINE_PARTITION)
-                self._add_leader_and_isr(topic_partition, replicas, is_new=True)
+                self.requests.add_leader_and_isr(topic_partition, replicas, is_new=True)
                 continue
             result = elections.elect_for_offline_partition(
                 leader_and_isr=current, assignment=replicas, live_replicas=live,
@@ -358,64 +314,27 @@ class ControllerCore:
                                          f"never had are lost", level="warning"))
             context.set_leadership(topic_partition, result.leader_and_isr)
             context.partition_states.transition(topic_partition, PartitionState.ONLINE_PARTITION)
-            self._add_leader_and_isr(topic_partition, result.live_replicas_to_notify)
-        return effects + self._flush()
+            self.requests.add_leader_and_isr(topic_partition, result.live_replicas_to_notify)
+        return effects + self.requests.flush()
 
     def handle_elect_leaders(self, request_id: int, request: ElectLeadersRequest, now_ms: int) -> list[Effect]:
         def error(code: ErrorCode) -> ElectLeadersResponse:
             return ElectLeadersResponse(replica_election_results=(), error_code=code)
-        return self._guarded(request_id, error, lambda: elect_leaders.handle_elect_leaders(self, request_id, request))
+        return self._guarded(request_id, error, lambda: elect_leaders.handle_elect_leaders(self.requests, request_id, request))
 
     # ----------------------------------------------------------------------- controlled shutdown
     def handle_controlled_shutdown(self, request_id: int, request: ControlledShutdownRequest,
                                    now_ms: int) -> list[Effect]:
         def error(code: ErrorCode) -> ControlledShutdownResponse:
             return ControlledShutdownResponse(error_code=code, remaining_partitions=())
-        return self._guarded(request_id, error, lambda: self._controlled_shutdown(request_id, request, error))
-
-    def _controlled_shutdown(self, request_id: int, request: ControlledShutdownRequest, error) -> list[Effect]:
-        """Kafka's ``doControlledShutdown``: lead elsewhere, leave the ISRs, report what remains."""
-        context = self.context
-        info = context.brokers.get(request.broker_id)
-        if info is None:
-            return [Respond(request_id=request_id, response=error(ErrorCode.BROKER_NOT_AVAILABLE))]
-        if request.broker_epoch != -1 and request.broker_epoch < info.broker_epoch:
-            return [Respond(request_id=request_id, response=error(ErrorCode.STALE_BROKER_EPOCH))]
-        info.shutting_down = True
-        broker_id = request.broker_id
-        self.batch.new_batch()
-        for topic_partition in context.partitions_on_broker(broker_id):
-            replicas = context.replicas(topic_partition)
-            current = context.leadership.get(topic_partition)
-            if current is None or len(replicas) <= 1 or topic_partition[0] in context.topics_to_delete:
-                continue
-            if current.leader == broker_id:
-                result = elections.elect_for_controlled_shutdown(
-                    leader_and_isr=current, assignment=replicas, live_replicas=context.live_broker_ids,
-                    shutting_down_brokers=context.shutting_down_broker_ids,
-                    controller_epoch=self.controller_epoch)
-                if result.leader_and_isr is not None:
-                    context.set_leadership(topic_partition, result.leader_and_isr)
-                    self._add_leader_and_isr(topic_partition, result.live_replicas_to_notify)
-            else:
-                self.batch.add_stop_replica_request_for_brokers([broker_id], topic_partition,
-                                                                delete_partition=False)
-                self._replica_offline(topic_partition, broker_id)
-        effects = self._flush()
-        # Kafka's replicatedPartitionsBrokerLeads: topics queued for deletion are not waited for.
-        remaining = [tp for tp in context.partitions_led_by(broker_id)
-                     if len(context.replicas(tp)) > 1 and tp[0] not in context.topics_to_delete]
-        effects.append(self._log(f"broker {broker_id} shutting down; {len(remaining)} leaderships remain"))
-        effects.append(Respond(request_id=request_id, response=ControlledShutdownResponse(
-            remaining_partitions=tuple(RemainingPartition(topic_name=t, partition_index=p)
-                                       for t, p in remaining))))
-        return effects
+        return self._guarded(request_id, error,
+                             lambda: controlled_shutdown.handle_controlled_shutdown(self.requests, request_id, request, error))
 
     # ---------------------------------------------------------------------------- ISR changes
     def handle_alter_partition(self, request_id: int, request: AlterPartitionRequest, now_ms: int) -> list[Effect]:
         def error(code: ErrorCode) -> AlterPartitionResponse:
             return AlterPartitionResponse(error_code=code, topics=())
-        return self._guarded(request_id, error, lambda: isr_changes.handle_alter_partition(self, request_id, request, error))
+        return self._guarded(request_id, error, lambda: isr_changes.handle_alter_partition(self.requests, request_id, request, error))
 
     # -------------------------------------------------------------------------------- topics
     def handle_create_topics(self, request_id: int, request: CreateTopicsRequest, now_ms: int) -> list[Effect]:
@@ -494,9 +413,9 @@ class ControllerCore:
             for topic_partition in self.context.partitions_on_broker(broker_id):
                 # A replica being deleted must not be restarted; its lost StopReplica is repeated.
                 if topic_partition[0] not in self.context.topics_to_delete:
-                    self._add_leader_and_isr(topic_partition, [broker_id])
+                    self.requests.add_leader_and_isr(topic_partition, [broker_id])
             self.deletion.resend_stop_replicas(broker_id)
-            return self._flush()
+            return self.requests.flush()
         return self._guarded(None, None, step)
 
     def tick(self, now_ms: int) -> list[Effect]:
@@ -533,8 +452,8 @@ class ControllerCore:
             imbalanced = [tp for tp in partitions
                           if context.leadership.get(tp) is not None and context.leadership[tp].leader != broker_id]
             if partitions and len(imbalanced) / len(partitions) > threshold:
-                moved += sum(elect_leaders.elect_preferred_one(self, tp) == ErrorCode.NONE for tp in imbalanced)
-        effects = self._flush()
+                moved += sum(elect_leaders.elect_preferred_one(self.requests, tp) == ErrorCode.NONE for tp in imbalanced)
+        effects = self.requests.flush()
         if moved:
             effects.append(self._log(f"auto leader rebalance moved {moved} leaderships to preferred replicas"))
         return effects

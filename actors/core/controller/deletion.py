@@ -12,25 +12,23 @@ queue or dead send thread that caused the resync may have lost.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from actors.core.controller.broker_requests import BrokerRequests
 from actors.core.controller.state import PartitionState, ReplicaState
 from actors.core.effects import Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode
 from actors.core.messages.delete_topics import DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse
 from actors.core.messages.stop_replica import StopReplicaRequest
 
-if TYPE_CHECKING:
-    from actors.core.controller.controller import ControllerCore
-
 
 class TopicDeletion:
-    def __init__(self, controller: "ControllerCore") -> None:
-        self.controller = controller
+    def __init__(self, requests: BrokerRequests) -> None:
+        self.requests = requests
 
     @property
     def context(self):
-        return self.controller.context
+        return self.requests.context
 
     def handle_delete_topics(self, request_id: int, request: DeleteTopicsRequest) -> list[Effect]:
         """Queue the known topics (a topic queued already is fine, as in Kafka) and answer at once."""
@@ -57,7 +55,7 @@ class TopicDeletion:
         context = self.context
         if not context.topics_to_delete:
             return []
-        batch = self.controller.batch
+        batch = self.requests.batch
         batch.new_batch()
         live = context.live_or_shutting_down_broker_ids
         effects: list[Effect] = []
@@ -69,7 +67,7 @@ class TopicDeletion:
                     context.partition_states.transition(topic_partition, PartitionState.OFFLINE_PARTITION)
                 for broker_id in context.replicas(topic_partition):
                     self._start_replica_deletion(topic_partition, broker_id, broker_id in live)
-        effects += self.controller._flush()
+        effects += self.requests.flush()
         return effects + self._complete_finished()
 
     def _start_replica_deletion(self, topic_partition, broker_id: int, is_live: bool) -> None:
@@ -83,8 +81,8 @@ class TopicDeletion:
         states.transition(replica, ReplicaState.OFFLINE_REPLICA)
         if is_live:
             states.transition(replica, ReplicaState.REPLICA_DELETION_STARTED)
-            self.controller.batch.add_stop_replica_request_for_brokers([broker_id], topic_partition,
-                                                                       delete_partition=True)
+            self.requests.batch.add_stop_replica_request_for_brokers([broker_id], topic_partition,
+                                                                     delete_partition=True)
         else:
             states.transition(replica, ReplicaState.REPLICA_DELETION_INELIGIBLE)
 
@@ -95,7 +93,7 @@ class TopicDeletion:
             for topic_partition, replica_id in self.context.replica_states.replicas_in(
                     ReplicaState.REPLICA_DELETION_STARTED, topic=name):
                 if replica_id == broker_id:
-                    self.controller.batch.add_stop_replica_request_for_brokers(
+                    self.requests.batch.add_stop_replica_request_for_brokers(
                         [broker_id], topic_partition, delete_partition=True)
 
     def on_brokers_dead(self, broker_ids: list[int]) -> list[Effect]:

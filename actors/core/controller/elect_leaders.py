@@ -8,9 +8,8 @@ other election type ``INVALID_REQUEST`` as a whole. The new leaderships go out i
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from actors.core.controller import elections
+from actors.core.controller.broker_requests import BrokerRequests
 from actors.core.controller.state import PartitionState, TopicPartition
 from actors.core.effects import Effect, Respond
 from actors.core.errors import ErrorCode
@@ -19,45 +18,42 @@ from actors.core.messages.elect_leaders import (
     ReplicaElectionResult,
 )
 
-if TYPE_CHECKING:
-    from actors.core.controller.controller import ControllerCore
 
-
-def handle_elect_leaders(controller: "ControllerCore", request_id: int, request: ElectLeadersRequest) -> list[Effect]:
+def handle_elect_leaders(requests: BrokerRequests, request_id: int, request: ElectLeadersRequest) -> list[Effect]:
     if request.election_type not in (PREFERRED_ELECTION, UNCLEAN_ELECTION):
         return [Respond(request_id=request_id, response=ElectLeadersResponse(
             replica_election_results=(), error_code=ErrorCode.INVALID_REQUEST))]
     elect_one = elect_preferred_one if request.election_type == PREFERRED_ELECTION else elect_unclean_one
     if request.topic_partitions is None:
-        wanted = controller.context.all_partitions()
+        wanted = requests.context.all_partitions()
     else:
         wanted = [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
     results: dict[str, list[PartitionResult]] = {}
-    controller.batch.new_batch()
+    requests.batch.new_batch()
     for topic_partition in wanted:
-        code = elect_one(controller, topic_partition)
+        code = elect_one(requests, topic_partition)
         results.setdefault(topic_partition[0], []).append(
             PartitionResult(partition_id=topic_partition[1], error_code=code))
-    effects = controller._flush()
+    effects = requests.flush()
     effects.append(Respond(request_id=request_id, response=ElectLeadersResponse(
         replica_election_results=tuple(ReplicaElectionResult(topic=t, partition_result=tuple(r))
                                        for t, r in sorted(results.items())))))
     return effects
 
 
-def elect_preferred_one(controller: "ControllerCore", topic_partition: TopicPartition) -> ErrorCode:
-    context = controller.context
+def elect_preferred_one(requests: BrokerRequests, topic_partition: TopicPartition) -> ErrorCode:
+    context = requests.context
     current = context.leadership.get(topic_partition)
     if current is None or topic_partition[0] in context.topics_to_delete:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     result = elections.elect_preferred(leader_and_isr=current, assignment=context.replicas(topic_partition),
                                        live_replicas=context.live_broker_ids,
-                                       controller_epoch=controller.controller_epoch)
-    return _apply(controller, topic_partition, result)
+                                       controller_epoch=requests.controller_epoch)
+    return _apply(requests, topic_partition, result)
 
 
-def elect_unclean_one(controller: "ControllerCore", topic_partition: TopicPartition) -> ErrorCode:
-    context = controller.context
+def elect_unclean_one(requests: BrokerRequests, topic_partition: TopicPartition) -> ErrorCode:
+    context = requests.context
     current = context.leadership.get(topic_partition)
     if current is None or topic_partition[0] in context.topics_to_delete:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -65,14 +61,14 @@ def elect_unclean_one(controller: "ControllerCore", topic_partition: TopicPartit
         return ErrorCode.ELECTION_NOT_NEEDED
     result = elections.elect_for_offline_partition(
         leader_and_isr=current, assignment=context.replicas(topic_partition), live_replicas=context.live_broker_ids,
-        unclean_leader_election_enabled=True, controller_epoch=controller.controller_epoch)
-    return _apply(controller, topic_partition, result)
+        unclean_leader_election_enabled=True, controller_epoch=requests.controller_epoch)
+    return _apply(requests, topic_partition, result)
 
 
-def _apply(controller: "ControllerCore", topic_partition: TopicPartition, result: elections.ElectionResult) -> ErrorCode:
+def _apply(requests: BrokerRequests, topic_partition: TopicPartition, result: elections.ElectionResult) -> ErrorCode:
     if result.leader_and_isr is None:
         return result.error
-    controller.context.set_leadership(topic_partition, result.leader_and_isr)
-    controller.context.partition_states.transition(topic_partition, PartitionState.ONLINE_PARTITION)
-    controller._add_leader_and_isr(topic_partition, result.live_replicas_to_notify)
+    requests.context.set_leadership(topic_partition, result.leader_and_isr)
+    requests.context.partition_states.transition(topic_partition, PartitionState.ONLINE_PARTITION)
+    requests.add_leader_and_isr(topic_partition, result.live_replicas_to_notify)
     return ErrorCode.NONE

@@ -10,8 +10,7 @@ partition epoch instead of being refused forever.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from actors.core.controller.broker_requests import BrokerRequests
 from actors.core.controller.state import LeaderAndIsr, TopicPartition
 from actors.core.effects import Effect, Respond
 from actors.core.errors import ErrorCode
@@ -21,37 +20,34 @@ from actors.core.messages.alter_partition import (
     AlterPartitionResponseTopicData,
 )
 
-if TYPE_CHECKING:
-    from actors.core.controller.controller import ControllerCore
 
-
-def handle_alter_partition(controller: "ControllerCore", request_id: int, request: AlterPartitionRequest,
+def handle_alter_partition(requests: BrokerRequests, request_id: int, request: AlterPartitionRequest,
                            error) -> list[Effect]:
-    context = controller.context
+    context = requests.context
     info = context.brokers.get(request.broker_id)
     if info is None or request.broker_epoch != info.broker_epoch:
         return [Respond(request_id=request_id, response=error(ErrorCode.STALE_BROKER_EPOCH))]
-    controller.batch.new_batch()
+    requests.batch.new_batch()
     topics = []
     for topic in request.topics:
         answers = []
         for asked in topic.partitions:
-            code, state = _alter_one(controller, request.broker_id, (topic.topic_name, asked.partition_index), asked)
+            code, state = _alter_one(requests, request.broker_id, (topic.topic_name, asked.partition_index), asked)
             answers.append(AlterPartitionResponsePartitionData(
                 partition_index=asked.partition_index, error_code=code,
                 leader_id=state.leader if state else NO_LEADER,
                 leader_epoch=state.leader_epoch if state else -1,
                 isr=state.isr if state else (), partition_epoch=state.partition_epoch if state else -1))
         topics.append(AlterPartitionResponseTopicData(topic_name=topic.topic_name, partitions=tuple(answers)))
-    controller.batch.add_update_metadata_request_for_brokers(context.live_or_shutting_down_broker_ids)
-    effects = controller._flush()
+    requests.batch.add_update_metadata_request_for_brokers(context.live_or_shutting_down_broker_ids)
+    effects = requests.flush()
     effects.append(Respond(request_id=request_id, response=AlterPartitionResponse(topics=tuple(topics))))
     return effects
 
 
-def _alter_one(controller: "ControllerCore", broker_id: int, topic_partition: TopicPartition, asked
+def _alter_one(requests: BrokerRequests, broker_id: int, topic_partition: TopicPartition, asked
                ) -> tuple[ErrorCode, LeaderAndIsr | None]:
-    context = controller.context
+    context = requests.context
     current = context.leadership.get(topic_partition)
     if current is None or topic_partition[0] in context.topics_to_delete:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
@@ -69,7 +65,7 @@ def _alter_one(controller: "ControllerCore", broker_id: int, topic_partition: To
         return ErrorCode.INVALID_UPDATE_VERSION, current
     if not set(new_isr) <= context.live_or_shutting_down_broker_ids:
         return ErrorCode.INELIGIBLE_REPLICA, current
-    changed = current.new_isr(new_isr, controller.controller_epoch)
+    changed = current.new_isr(new_isr, requests.controller_epoch)
     context.set_leadership(topic_partition, changed)
-    controller.batch.add_update_metadata_request_for_brokers((), [topic_partition])
+    requests.batch.add_update_metadata_request_for_brokers((), [topic_partition])
     return ErrorCode.NONE, changed

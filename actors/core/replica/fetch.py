@@ -24,7 +24,6 @@ or at ``max_wait_ms``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from actors.core.effects import Effect, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
@@ -33,9 +32,8 @@ from actors.core.messages.fetch import (
 )
 from actors.core.replica import replication
 from actors.core.replica.purgatory import DelayedOperation
+from actors.core.replica.replica_manager_view import ReplicaManagerView
 
-if TYPE_CHECKING:
-    from actors.core.replica.replica_manager import ReplicaManager
 
 TopicPartition = tuple[str, int]
 
@@ -56,7 +54,7 @@ class ParkedFetch:
     starts: tuple[FetchStart, ...]
 
 
-def handle_fetch(manager: "ReplicaManager", request_id: int, request: FetchRequest,
+def handle_fetch(manager: ReplicaManagerView, request_id: int, request: FetchRequest,
                  now_ms: int) -> list[Effect]:
     if request.max_bytes < 0 or request.min_bytes < 0:
         return [Respond(request_id=request_id, response=FetchResponse(
@@ -82,7 +80,7 @@ def handle_fetch(manager: "ReplicaManager", request_id: int, request: FetchReque
     return effects
 
 
-def try_complete_fetch(manager: "ReplicaManager", operation: DelayedOperation, now_ms: int,
+def try_complete_fetch(manager: ReplicaManagerView, operation: DelayedOperation, now_ms: int,
                        *, expired: bool) -> list[Effect]:
     parked: ParkedFetch = operation.payload
     if expired or _must_complete(manager, parked):
@@ -93,7 +91,7 @@ def try_complete_fetch(manager: "ReplicaManager", operation: DelayedOperation, n
     return _complete(manager, operation, response)
 
 
-def _complete(manager: "ReplicaManager", operation: DelayedOperation,
+def _complete(manager: ReplicaManagerView, operation: DelayedOperation,
               response: FetchResponse | None = None) -> list[Effect]:
     """Answer a delayed fetch with a fresh read (or ``response``, read just now)."""
     request = operation.payload.request
@@ -108,7 +106,7 @@ def _complete(manager: "ReplicaManager", operation: DelayedOperation,
     return [Respond(request_id=operation.request_id, response=response)]
 
 
-def _fetch_starts(manager: "ReplicaManager", request: FetchRequest) -> tuple[FetchStart, ...]:
+def _fetch_starts(manager: ReplicaManagerView, request: FetchRequest) -> tuple[FetchStart, ...]:
     """Each asked partition's fetch offset and segment; called only after a read without errors,
     so every partition is led here and every fetch offset lies within its log."""
     starts = []
@@ -122,7 +120,7 @@ def _fetch_starts(manager: "ReplicaManager", request: FetchRequest) -> tuple[Fet
     return tuple(starts)
 
 
-def _must_complete(manager: "ReplicaManager", parked: ParkedFetch) -> bool:
+def _must_complete(manager: ReplicaManagerView, parked: ParkedFetch) -> bool:
     """Kafka 2.4's DelayedFetch cases A-F and H (G, the byte count, needs a read)."""
     replica_id = parked.request.replica_id
     for start in parked.starts:
@@ -146,7 +144,7 @@ def _served(response: FetchResponse) -> dict[TopicPartition, FetchPartitionData]
             if data.error_code == ErrorCode.NONE and data.diverging_epoch is None}
 
 
-def _sends_newer_high_watermark(manager: "ReplicaManager", replica_id: int, response: FetchResponse) -> bool:
+def _sends_newer_high_watermark(manager: ReplicaManagerView, replica_id: int, response: FetchResponse) -> bool:
     for topic_partition, data in _served(response).items():
         partition = manager.partitions.get(topic_partition)
         remote = None if partition is None else partition.remote_replicas.get(replica_id)
@@ -155,7 +153,7 @@ def _sends_newer_high_watermark(manager: "ReplicaManager", replica_id: int, resp
     return False
 
 
-def read_for_fetch(manager: "ReplicaManager", request: FetchRequest) -> tuple[FetchResponse, int, bool]:
+def read_for_fetch(manager: ReplicaManagerView, request: FetchRequest) -> tuple[FetchResponse, int, bool]:
     """Read every asked partition; returns the response, its record bytes and whether any partition
     errored or diverged (either is answered at once: waiting cannot change it)."""
     remaining_bytes = request.max_bytes
@@ -179,12 +177,12 @@ def read_for_fetch(manager: "ReplicaManager", request: FetchRequest) -> tuple[Fe
     return FetchResponse(responses=tuple(topics)), size_bytes, must_answer
 
 
-def _read_partition(manager: "ReplicaManager", topic: str, asked, replica_id: int,
+def _read_partition(manager: ReplicaManagerView, topic: str, asked, replica_id: int,
                     max_bytes: int, min_one_batch: bool) -> tuple[FetchPartitionData, int]:
     """One partition's answer and the size of its records (the records may be wrapped for transport)."""
     from_follower = replica_id >= 0
     try:
-        partition = manager._leader_partition((topic, asked.partition))
+        partition = manager.leader_partition((topic, asked.partition))
     except KafkaProtocolError as exc:
         return FetchPartitionData(partition_index=asked.partition, error_code=exc.error_code), 0
     positions = dict(high_watermark=partition.high_watermark, last_stable_offset=partition.high_watermark,
@@ -223,7 +221,7 @@ def _diverging_epoch(partition, asked) -> EpochEndOffset | None:
     return None
 
 
-def _update_follower_fetch_states(manager: "ReplicaManager", request: FetchRequest, response: FetchResponse,
+def _update_follower_fetch_states(manager: ReplicaManagerView, request: FetchRequest, response: FetchResponse,
                                   now_ms: int) -> list[Effect]:
     """A follower's fetch offset acknowledges its log below it, but only for a partition whose read
     succeeded: a fenced fetch, or one answered with a diverging epoch, says nothing about what the
@@ -239,6 +237,6 @@ def _update_follower_fetch_states(manager: "ReplicaManager", request: FetchReque
                 continue
             if partition.update_follower_fetch_state(request.replica_id, asked.fetch_offset, now_ms,
                                                      sent_high_watermark=data.high_watermark):
-                effects.extend(manager._try_complete_delayed((topic.topic, asked.partition), now_ms))
+                effects.extend(manager.try_complete_delayed((topic.topic, asked.partition), now_ms))
             effects.extend(replication.maybe_expand_isr(manager, (topic.topic, asked.partition), request.replica_id))
     return effects

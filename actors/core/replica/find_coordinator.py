@@ -11,7 +11,6 @@ client retries. One creation request is outstanding at a time, retried after
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from actors.core.effects import Effect, LogEvent, Respond, Send
 from actors.core.errors import ErrorCode
@@ -20,10 +19,7 @@ from actors.core.messages.create_topics import CreatableTopic, CreateableTopicCo
 from actors.core.messages.find_coordinator import (
     COORDINATOR_KEY_TYPE_GROUP, FindCoordinatorRequest, FindCoordinatorResponse,
 )
-from actors.core.replica.replica_manager import OFFSETS_TOPIC
-
-if TYPE_CHECKING:
-    from actors.core.replica.replica_manager import ReplicaManager
+from actors.core.replica.replica_manager import OFFSETS_TOPIC, ReplicaManager
 
 OFFSETS_TOPIC_CREATION_RETRY_MS = 5000
 # Kafka's own settings for the offsets topic: compacted, smaller segments.
@@ -31,7 +27,7 @@ OFFSETS_TOPIC_CONFIG = (("cleanup.policy", "compact"), ("segment.bytes", str(100
 
 
 class CoordinatorFinder:
-    def __init__(self, manager: "ReplicaManager", coordinator_host: Callable[[int], str]) -> None:
+    def __init__(self, manager: ReplicaManager, coordinator_host: Callable[[int], str]) -> None:
         self.manager = manager
         self.coordinator_host = coordinator_host
         self.num_partitions = manager.config.get_int("offsets.topic.num.partitions", 1)

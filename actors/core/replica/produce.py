@@ -11,7 +11,6 @@ send as failed.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from actors.core.effects import Effect, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
@@ -20,9 +19,8 @@ from actors.core.messages.produce import (
 )
 from actors.core.replica.metadata_cache import INTERNAL_TOPICS
 from actors.core.replica.purgatory import DelayedOperation
+from actors.core.replica.replica_manager_view import ReplicaManagerView
 
-if TYPE_CHECKING:
-    from actors.core.replica.replica_manager import ReplicaManager
 
 VALID_ACKS = (-1, 0, 1)
 
@@ -35,7 +33,7 @@ class _PendingPartition:
     done: bool = False
 
 
-def handle_produce(manager: "ReplicaManager", request_id: int, request: ProduceRequest,
+def handle_produce(manager: ReplicaManagerView, request_id: int, request: ProduceRequest,
                    now_ms: int, *, internal_topics_allowed: bool = False) -> list[Effect]:
     """``internal_topics_allowed`` only for the broker's own group coordinator: a client's write to
     ``__consumer_offsets`` is INVALID_TOPIC_EXCEPTION, as in Kafka (it would corrupt group state)."""
@@ -53,7 +51,7 @@ def handle_produce(manager: "ReplicaManager", request_id: int, request: ProduceR
                 if topic.name in INTERNAL_TOPICS and not internal_topics_allowed:
                     raise KafkaProtocolError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                              f"cannot append to internal topic {topic.name}")
-                partition = manager._leader_partition(topic_partition)
+                partition = manager.leader_partition(topic_partition)
                 info = partition.append_records_to_leader(data.records, required_acks=request.acks, now_ms=now_ms)
             except KafkaProtocolError as exc:
                 results[topic_partition] = _PendingPartition(-1, PartitionProduceResponse(
@@ -64,7 +62,7 @@ def handle_produce(manager: "ReplicaManager", request_id: int, request: ProduceR
                 log_start_offset=partition.log_start_offset))
             appended.append(topic_partition)
     for topic_partition in appended:
-        effects.extend(manager._try_complete_delayed(topic_partition, now_ms))
+        effects.extend(manager.try_complete_delayed(topic_partition, now_ms))
 
     if request.acks == -1 and appended:
         operation = DelayedOperation(request_id=request_id, deadline_ms=now_ms + max(0, request.timeout_ms),
@@ -82,7 +80,7 @@ def handle_produce(manager: "ReplicaManager", request_id: int, request: ProduceR
     return effects
 
 
-def try_complete_produce(manager: "ReplicaManager", operation: DelayedOperation, now_ms: int,
+def try_complete_produce(manager: ReplicaManagerView, operation: DelayedOperation, now_ms: int,
                          *, expired: bool) -> list[Effect]:
     request, results = operation.payload
     if not _check_pending(manager, results):
@@ -93,7 +91,7 @@ def try_complete_produce(manager: "ReplicaManager", operation: DelayedOperation,
     return [Respond(request_id=operation.request_id, response=_response(request, results))]
 
 
-def _check_pending(manager: "ReplicaManager", results: dict) -> bool:
+def _check_pending(manager: ReplicaManagerView, results: dict) -> bool:
     """Settle what can be settled (Kafka's ``checkEnoughReplicasReachOffset``); True when all are."""
     for topic_partition, pending in results.items():
         if pending.done:

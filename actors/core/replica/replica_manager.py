@@ -35,7 +35,8 @@ from actors.core.log.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
 )
-from actors.core.log.log import Log, LogConfig
+from actors.core.log.log import Log
+from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import Storage
 from actors.core.messages._base import NO_EPOCH
 from actors.core.messages.fetch import FetchRequest
@@ -166,7 +167,7 @@ class ReplicaManager:
                 if error == ErrorCode.NONE:
                     changed.append(topic_partition)
         for topic_partition in changed:
-            effects.extend(self._try_complete_delayed(topic_partition, now_ms))
+            effects.extend(self.try_complete_delayed(topic_partition, now_ms))
         effects.append(Respond(request_id=request_id, response=LeaderAndIsrResponse(
             error_code=ErrorCode.NONE, partition_errors=tuple(errors))))
         return effects
@@ -237,7 +238,7 @@ class ReplicaManager:
                 effects.extend(self.fetcher_manager.remove([topic_partition]))
                 effects.extend(self._stop_replica(topic_partition, delete=request.delete_partitions))
                 # Delayed requests on it are answered now rather than left to time out.
-                effects.extend(self._try_complete_delayed(topic_partition, now_ms))
+                effects.extend(self.try_complete_delayed(topic_partition, now_ms))
                 errors.append(StopReplicaPartitionError(topic_name=topic.name, partition_index=index,
                                                         error_code=ErrorCode.NONE))
         if request.delete_partitions:
@@ -276,7 +277,7 @@ class ReplicaManager:
     def handle_metadata(self, request_id: int, request: MetadataRequest, now_ms: int) -> list[Effect]:
         return [Respond(request_id=request_id, response=self.metadata_cache.handle_metadata(request))]
 
-    def _leader_partition(self, topic_partition: TopicPartition) -> Partition:
+    def leader_partition(self, topic_partition: TopicPartition) -> Partition:
         partition = self.partitions.get(topic_partition)
         if partition is None:
             if self.metadata_cache.contains(topic_partition[0]):
@@ -332,7 +333,7 @@ class ReplicaManager:
         def error(code: ErrorCode) -> ListOffsetsPartitionResponse:
             return ListOffsetsPartitionResponse(partition_index=asked.partition_index, error_code=code)
         try:
-            partition = self._leader_partition((topic, asked.partition_index))
+            partition = self.leader_partition((topic, asked.partition_index))
         except KafkaProtocolError as exc:
             return error(exc.error_code)
         fenced = partition.check_leader_epoch(asked.current_leader_epoch)
@@ -350,7 +351,7 @@ class ReplicaManager:
                                             timestamp=-1, leader_epoch=partition.leader_epoch)
 
     # ------------------------------------------------------------------------ delayed operations
-    def _try_complete_delayed(self, topic_partition: TopicPartition, now_ms: int) -> list[Effect]:
+    def try_complete_delayed(self, topic_partition: TopicPartition, now_ms: int) -> list[Effect]:
         effects: list[Effect] = []
         for operation in self.produce_purgatory.watching(topic_partition):
             effects.extend(produce.try_complete_produce(self, operation, now_ms, expired=False))

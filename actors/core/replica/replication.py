@@ -18,7 +18,6 @@ Theory of operation.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from actors.core.effects import Effect, LogEvent, Respond, Send
 from actors.core.errors import ErrorCode, KafkaProtocolError
@@ -35,10 +34,9 @@ from actors.core.replica.follower_messages import (
     FollowerTruncateResponse, InitialFetchState,
 )
 from actors.core.replica.partition import Partition
+from actors.core.replica.replica_manager_view import ReplicaManagerView
 from actors.core.replica.truncation import apply_follower_truncation
 
-if TYPE_CHECKING:
-    from actors.core.replica.replica_manager import ReplicaManager
 
 LEADER_EPOCH_POLICY = "leader-epoch"
 HIGH_WATERMARK_POLICY = "high-watermark"
@@ -46,7 +44,7 @@ TRUNCATION_POLICIES = (LEADER_EPOCH_POLICY, HIGH_WATERMARK_POLICY)
 
 
 # ---------------------------------------------------------------------------------- follower side
-def become_follower(manager: "ReplicaManager", partition: Partition) -> list[Effect]:
+def become_follower(manager: ReplicaManagerView, partition: Partition) -> list[Effect]:
     effects: list[Effect] = []
     log = partition.log
     if manager.truncation_policy == HIGH_WATERMARK_POLICY and log.log_end_offset > partition.high_watermark:
@@ -58,14 +56,14 @@ def become_follower(manager: "ReplicaManager", partition: Partition) -> list[Eff
     return effects + manager.fetcher_manager.add([(partition.leader_id, initial_fetch_state(manager, partition))])
 
 
-def initial_fetch_state(manager: "ReplicaManager", partition: Partition) -> InitialFetchState:
+def initial_fetch_state(manager: ReplicaManagerView, partition: Partition) -> InitialFetchState:
     return InitialFetchState(
         topic=partition.topic, partition=partition.partition, current_leader_epoch=partition.leader_epoch,
         fetch_offset=partition.log.log_end_offset, latest_epoch=partition.log.latest_epoch,
         needs_truncation=manager.truncation_policy == LEADER_EPOCH_POLICY)
 
 
-def _follower_partition(manager: "ReplicaManager", topic: str, index: int, current_leader_epoch: int) -> Partition:
+def _follower_partition(manager: ReplicaManagerView, topic: str, index: int, current_leader_epoch: int) -> Partition:
     partition = manager.partitions.get((topic, index))
     if partition is None or partition.is_leader or partition.leader_id < 0:
         raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{topic}-{index} is not followed here")
@@ -82,7 +80,7 @@ def _state(partition: Partition, **extra) -> FollowerPartitionState:
                                   high_watermark=partition.high_watermark, **extra)
 
 
-def handle_follower_truncate(manager: "ReplicaManager", request_id: int, request: FollowerTruncateRequest,
+def handle_follower_truncate(manager: ReplicaManagerView, request_id: int, request: FollowerTruncateRequest,
                              now_ms: int) -> list[Effect]:
     results, effects = [], []
     for asked in request.partitions:
@@ -104,7 +102,7 @@ def handle_follower_truncate(manager: "ReplicaManager", request_id: int, request
     return effects
 
 
-def handle_follower_append(manager: "ReplicaManager", request_id: int, request: FollowerAppendRequest,
+def handle_follower_append(manager: ReplicaManagerView, request_id: int, request: FollowerAppendRequest,
                            now_ms: int) -> list[Effect]:
     results = []
     for asked in request.partitions:
@@ -127,14 +125,14 @@ def handle_follower_append(manager: "ReplicaManager", request_id: int, request: 
 
 
 # ------------------------------------------------------------------------------------ leader side
-def handle_offset_for_leader_epoch(manager: "ReplicaManager", request_id: int,
+def handle_offset_for_leader_epoch(manager: ReplicaManagerView, request_id: int,
                                    request: OffsetForLeaderEpochRequest, now_ms: int) -> list[Effect]:
     topics = []
     for topic in request.topics:
         answers = []
         for asked in topic.partitions:
             try:
-                partition = manager._leader_partition((topic.topic, asked.partition))
+                partition = manager.leader_partition((topic.topic, asked.partition))
             except KafkaProtocolError as exc:
                 answers.append(OffsetForLeaderPartitionResult(partition=asked.partition, error_code=exc.error_code))
                 continue
@@ -149,7 +147,7 @@ def handle_offset_for_leader_epoch(manager: "ReplicaManager", request_id: int,
     return [Respond(request_id=request_id, response=OffsetForLeaderEpochResponse(topics=tuple(topics)))]
 
 
-def propose_isr_changes(manager: "ReplicaManager", proposals: dict[tuple[str, int], tuple[int, ...]]) -> list[Effect]:
+def propose_isr_changes(manager: ReplicaManagerView, proposals: dict[tuple[str, int], tuple[int, ...]]) -> list[Effect]:
     """Record each proposal as pending and send them to the controller in one AlterPartition."""
     if not proposals:
         return []
@@ -170,12 +168,12 @@ def propose_isr_changes(manager: "ReplicaManager", proposals: dict[tuple[str, in
     return effects
 
 
-def maybe_expand_isr(manager: "ReplicaManager", topic_partition: tuple[str, int], replica_id: int) -> list[Effect]:
+def maybe_expand_isr(manager: ReplicaManagerView, topic_partition: tuple[str, int], replica_id: int) -> list[Effect]:
     candidate = manager.partitions[topic_partition].isr_expansion_candidate(replica_id)
     return propose_isr_changes(manager, {topic_partition: candidate}) if candidate else []
 
 
-def maybe_shrink_isrs(manager: "ReplicaManager", now_ms: int) -> list[Effect]:
+def maybe_shrink_isrs(manager: ReplicaManagerView, now_ms: int) -> list[Effect]:
     """Kafka's ISR-expiration task. It also recomputes every led partition's high watermark: a
     replica outside the ISR that stopped fetching holds it back only for
     ``replica.lag.time.max.ms``, and Kafka lets it go at the next append or follower fetch, which
@@ -184,14 +182,14 @@ def maybe_shrink_isrs(manager: "ReplicaManager", now_ms: int) -> list[Effect]:
     effects: list[Effect] = []
     for topic_partition, partition in list(manager.partitions.items()):
         if partition.maybe_increment_high_watermark(now_ms):
-            effects.extend(manager._try_complete_delayed(topic_partition, now_ms))
+            effects.extend(manager.try_complete_delayed(topic_partition, now_ms))
         candidate = partition.isr_shrink_candidate(now_ms)
         if candidate is not None:
             proposals[topic_partition] = candidate
     return effects + propose_isr_changes(manager, proposals)
 
 
-def on_alter_partition_response(manager: "ReplicaManager", request: AlterPartitionRequest, response,
+def on_alter_partition_response(manager: ReplicaManagerView, request: AlterPartitionRequest, response,
                                 now_ms: int) -> list[Effect]:
     effects: list[Effect] = []
     asked = [(t.topic_name, p.partition_index) for t in request.topics for p in t.partitions]
@@ -217,5 +215,5 @@ def on_alter_partition_response(manager: "ReplicaManager", request: AlterPartiti
                 continue
             if partition.on_isr_committed(leader_epoch=answer.leader_epoch, isr=tuple(answer.isr),
                                           partition_epoch=answer.partition_epoch, now_ms=now_ms):
-                effects.extend(manager._try_complete_delayed(topic_partition, now_ms))
+                effects.extend(manager.try_complete_delayed(topic_partition, now_ms))
     return effects

@@ -4,7 +4,7 @@ Theory of operation. Clients, the fault injector and the invariant sampler all h
 to one ``HistoryWriter``, which stamps each with the run's clock and appends it as one JSON object
 per line, flushed at once so that a run that dies still leaves a readable history.
 ``read_history`` yields the events back as dicts, checked against the format below, for
-``orchestration.checker``. Nothing here knows about Ray: the clients turn their results into the
+``orchestration.chaos.checker``. Nothing here knows about Ray: the clients turn their results into the
 plain values below (``error_name`` turns an exception into the name the history records).
 
 Every line has these keys:

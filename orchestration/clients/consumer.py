@@ -42,12 +42,12 @@ from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from actors.core.messages.list_offsets import (
     EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
 )
-from orchestration.client import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, call_with_retries
-from orchestration.consumer_coordinator import ConsumerCoordinator
+from orchestration.chaos.history import HistoryWriter, topic_partition_key
+from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, call_with_retries
+from orchestration.clients.consumer_coordinator import ConsumerCoordinator
+from orchestration.clients.group_member import monotonic_ms
+from orchestration.clients.records import ConsumerRecord, read_records
 from orchestration.errors import KafkaError
-from orchestration.group_membership import monotonic_ms
-from orchestration.history import HistoryWriter, topic_partition_key
-from orchestration.records import ConsumerRecord, read_records
 
 CONSUMER_DEFAULTS = {
     "auto.offset.reset": "latest",
@@ -127,7 +127,7 @@ class Consumer:
         self._coordinator: ConsumerCoordinator | None = None
         if group_id:
             if coordinator_channel is None:
-                from orchestration.group_channel import RayCoordinatorChannel
+                from orchestration.clients.group_channel import RayCoordinatorChannel
                 coordinator_channel = RayCoordinatorChannel(directory)
             self._coordinator = ConsumerCoordinator(
                 group_id=group_id, settings=settings, channel=coordinator_channel,

@@ -20,7 +20,7 @@ from ray.exceptions import ActorDiedError
 
 from actors.core.errors import ErrorCode
 from actors.core.messages.find_coordinator import FindCoordinatorRequest
-from orchestration.client import BrokerDirectory, as_kafka_error
+from orchestration.clients.broker_directory import BrokerDirectory, as_kafka_error
 from orchestration.errors import KafkaError
 
 

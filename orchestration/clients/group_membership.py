@@ -14,7 +14,7 @@ id to use, KIP-394), the leader's assignment, then SyncGroup. A JoinGroup still 
 coordinator when the caller's deadline comes stays in flight, and the next call picks it up, as
 Kafka's consumer does; nothing here blocks past a deadline.
 
-Member states (Kafka's ``MemberState``), checked against ``_TRANSITIONS``:
+Member states (Kafka's ``MemberState``), checked against ``MEMBER_STATE_TRANSITIONS`` (group_member.py):
 
 - UNJOINED: in no generation (at the start, after LeaveGroup, after the coordinator fenced us);
   may go to REBALANCING.
@@ -32,26 +32,25 @@ every field, and neither thread holds it while waiting for an answer.
 from __future__ import annotations
 
 import concurrent.futures
-import enum
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from loguru import logger
 
 from actors.core.errors import ErrorCode
 from actors.core.group.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from actors.core.messages.find_coordinator import FindCoordinatorRequest
-from actors.core.messages.join_group import (
-    UNKNOWN_GENERATION_ID, UNKNOWN_MEMBER_ID, JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponseMember,
-)
+from actors.core.messages.join_group import UNKNOWN_GENERATION_ID, UNKNOWN_MEMBER_ID, JoinGroupRequest
 from actors.core.messages.leave_group import LeaveGroupRequest, MemberIdentity
 from actors.core.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
+from orchestration.clients.group_heartbeat import HeartbeatThread
+from orchestration.clients.group_member import (
+    COORDINATOR_GONE, MEMBER_STATE_TRANSITIONS, NO_GENERATION, Coordinator, CoordinatorChannel, Generation, InFlight,
+    MembershipConfig, MembershipHooks, MemberState, monotonic_ms,
+)
 from orchestration.errors import KafkaError
-from orchestration.group_heartbeat import COORDINATOR_GONE, HeartbeatThread
 
 # Bounds on the loops below; each pass sends a request or waits for one, so a caller's deadline
 # ends them long before these limits in practice. At a limit the call returns False ("not yet"),
@@ -63,85 +62,6 @@ JOIN_GROUP_TIMEOUT_EXTRA_MS = 5000
 # JoinGroup errors after which the member rejoins at once, without backing off.
 _REJOIN_AT_ONCE = frozenset({ErrorCode.MEMBER_ID_REQUIRED, ErrorCode.UNKNOWN_MEMBER_ID,
                              ErrorCode.ILLEGAL_GENERATION, ErrorCode.REBALANCE_IN_PROGRESS})
-
-
-class MemberState(enum.Enum):
-    UNJOINED = "unjoined"
-    REBALANCING = "rebalancing"
-    STABLE = "stable"
-
-
-_TRANSITIONS: dict[MemberState, frozenset[MemberState]] = {
-    MemberState.UNJOINED: frozenset({MemberState.UNJOINED, MemberState.REBALANCING}),
-    MemberState.REBALANCING: frozenset({MemberState.REBALANCING, MemberState.STABLE, MemberState.UNJOINED}),
-    MemberState.STABLE: frozenset({MemberState.REBALANCING, MemberState.UNJOINED}),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Generation:
-    generation_id: int = UNKNOWN_GENERATION_ID
-    member_id: str = UNKNOWN_MEMBER_ID
-    protocol_name: str | None = None
-
-
-NO_GENERATION = Generation()
-
-
-@dataclass(frozen=True, slots=True)
-class Coordinator:
-    node_id: int
-    name: str  # the coordinator actor's name, FindCoordinator's ``host``
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MembershipConfig:
-    group_id: str
-    session_timeout_ms: int = 10000
-    heartbeat_interval_ms: int = 3000
-    rebalance_timeout_ms: int = 300000  # the consumer's max.poll.interval.ms
-    retry_backoff_ms: int = 100
-    request_timeout_ms: int = 30000
-    client_id: str = ""
-    client_host: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.group_id:
-            raise KafkaError(ErrorCode.INVALID_GROUP_ID, "group management needs a non-empty group.id")
-        if not 0 < self.heartbeat_interval_ms < self.session_timeout_ms:
-            raise KafkaError(ErrorCode.INVALID_CONFIG, "heartbeat.interval.ms must be positive and lower than "
-                                                       "session.timeout.ms")
-
-
-class CoordinatorChannel(Protocol):
-    def find_coordinator(self, request: FindCoordinatorRequest) -> Future: ...
-    def send(self, coordinator_name: str, method: str, request: Any, **kwargs: Any) -> Future: ...
-
-
-class MembershipHooks(Protocol):
-    """What the consumer protocol adds to membership (Kafka's abstract methods of AbstractCoordinator)."""
-
-    def join_protocols(self) -> tuple[JoinGroupRequestProtocol, ...]: ...
-    def on_join_prepare(self, generation: Generation) -> None: ...
-    def perform_assignment(self, leader_id: str, protocol_name: str,
-                           members: tuple[JoinGroupResponseMember, ...]) -> dict[str, bytes]: ...
-    def on_join_complete(self, generation: Generation, assignment: bytes) -> None: ...
-    def on_leave_prepare(self) -> None: ...
-    def needs_rejoin(self) -> bool: ...
-
-
-@dataclass(slots=True)
-class InFlight:
-    """A request sent and not yet handled; ``timeout_at_ms`` is when it counts as lost."""
-    api: str
-    future: Future
-    timeout_at_ms: float
-    generation: Generation
-    coordinator: Coordinator | None
-
-
-def monotonic_ms() -> float:
-    return time.monotonic() * 1000
 
 
 class GroupMembership:
@@ -166,7 +86,7 @@ class GroupMembership:
 
     # ------------------------------------------------------------------------------ state
     def _transition(self, state: MemberState) -> None:
-        assert state in _TRANSITIONS[self.state], f"member state {self.state.name} -> {state.name}"
+        assert state in MEMBER_STATE_TRANSITIONS[self.state], f"member state {self.state.name} -> {state.name}"
         self.state = state
 
     def is_stable(self) -> bool:

@@ -16,7 +16,7 @@ directly (tests pass their own ``now_ms``).
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from loguru import logger
 
@@ -24,12 +24,8 @@ from actors.core.errors import ErrorCode
 from actors.core.messages.heartbeat import HeartbeatRequest
 from orchestration.errors import KafkaError
 
-if TYPE_CHECKING:
-    from orchestration.group_membership import GroupMembership, InFlight, MembershipConfig
+from orchestration.clients.group_member import COORDINATOR_GONE, Coordinator, Generation, InFlight, MembershipConfig
 
-# Answers (and transport failures) after which the member looks for its coordinator again.
-COORDINATOR_GONE = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                              ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT})
 # Answers the thread cannot act on: the next poll raises them to the application.
 _FATAL = frozenset({ErrorCode.FENCED_INSTANCE_ID, ErrorCode.GROUP_AUTHORIZATION_FAILED})
 
@@ -69,8 +65,27 @@ class HeartbeatTimers:
         return max(0.0, self.next_heartbeat_ms - now_ms)
 
 
+class HeartbeatMember(Protocol):
+    """What the heartbeat thread uses of the membership (``GroupMembership`` provides it)."""
+
+    config: MembershipConfig
+    lock: Any  # a reentrant lock that guards every field of the membership
+    generation: Generation
+    coordinator: Coordinator | None
+
+    def clock_ms(self) -> float: ...
+    def is_stable(self) -> bool: ...
+    def send(self, method: str, request: Any, *, timeout_ms: int | None = None, **kwargs: Any) -> InFlight | None: ...
+    def outcome(self, inflight: InFlight) -> tuple[Any, KafkaError | None]: ...
+    def request_rejoin(self) -> None: ...
+    def reset_generation(self, *, reset_member_id: bool, generation: Generation | None = None) -> None: ...
+    def mark_coordinator_unknown(self, reason: str, coordinator: Coordinator | None = None) -> None: ...
+    def ensure_coordinator_ready(self, deadline_ms: float) -> bool: ...
+    def maybe_leave_group(self, reason: str) -> InFlight | None: ...
+
+
 class HeartbeatThread:
-    def __init__(self, membership: GroupMembership, *, start_thread: bool = True) -> None:
+    def __init__(self, membership: HeartbeatMember, *, start_thread: bool = True) -> None:
         """``start_thread=False`` leaves the passes to whoever calls ``step`` (tests)."""
         self._membership = membership
         self.config = membership.config

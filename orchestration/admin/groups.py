@@ -20,7 +20,7 @@ from actors.core.messages.find_coordinator import FindCoordinatorRequest
 from actors.core.messages.list_groups import ListGroupsRequest
 from actors.core.messages.list_offsets import LATEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from actors.core.messages.offset_fetch import OffsetFetchRequest
-from orchestration.client import BrokerDirectory, as_kafka_error
+from orchestration.clients.broker_directory import BrokerDirectory, as_kafka_error
 from orchestration.errors import KafkaError
 
 CALL_TIMEOUT_S = 30  # the longest wait for one answer

@@ -4,7 +4,7 @@ Theory of operation. Every ``interval_s`` the ``Sampler`` takes the history's cl
 broker for its hosted replicas (``BrokerActor.describe_partitions``) at once, then asks the
 replicas it means to compare for batch digests (``BrokerActor.replica_digest``), and writes one
 ``sample`` event per partition and claimed leadership, stamped with the time taken before
-collecting (so no sample is stamped later than the state it holds). ``orchestration.checker``
+collecting (so no sample is stamped later than the state it holds). ``orchestration.chaos.checker``
 judges the samples; the sampler itself judges nothing but whether digests agree.
 
 The logic is pure and lives in two functions, so it is tested without Ray:
@@ -44,7 +44,7 @@ from typing import Any
 
 from loguru import logger
 
-from orchestration.history import HistoryWriter
+from orchestration.chaos.history import HistoryWriter
 
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 # A round's digests cover at most this many offsets below each leader's HW, so a long run does not

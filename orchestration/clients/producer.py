@@ -40,18 +40,17 @@ import threading
 import time
 from concurrent import futures
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from typing import Any
 
 from ray.exceptions import ActorDiedError, RayTaskError
 
 from actors.core.errors import ErrorCode
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
-from orchestration.client import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, cancel_quietly
+from orchestration.chaos.history import HistoryWriter
+from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, cancel_quietly
+from orchestration.clients.partitioner import StickyPartitioner
+from orchestration.clients.producer_batch import OUTCOME_UNKNOWN_ERRORS, InFlightRequest, ProducerBatch
+from orchestration.clients.records import BatchBuilder, RecordMetadata, estimate_record_size
 from orchestration.errors import KafkaError
-from orchestration.history import HistoryWriter
-from orchestration.partitioner import StickyPartitioner
-from orchestration.records import BatchBuilder, RecordMetadata, estimate_record_size
 
 PRODUCER_DEFAULTS = {
     "acks": "1",
@@ -74,16 +73,6 @@ _METADATA_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR
                     ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.FENCED_LEADER_EPOCH,
                     ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NETWORK_EXCEPTION,
                     ErrorCode.BROKER_NOT_AVAILABLE}
-# An attempt answered with one of these may have appended its records: the leader appended and
-# then could not replicate in time (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND, both from
-# the produce purgatory), the call's fate is unknown (NETWORK_EXCEPTION), or the broker failed
-# somewhere inside the request (UNKNOWN_SERVER_ERROR, KAFKA_STORAGE_ERROR: a write may be partly
-# on disk). Every other error is answered before the append, so it proves that attempt wrote
-# nothing (NOT_LEADER_OR_FOLLOWER too, unless it carries a base offset: see ``_complete``).
-OUTCOME_UNKNOWN_ERRORS = frozenset({
-    ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NETWORK_EXCEPTION, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-    ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.KAFKA_STORAGE_ERROR,
-})
 # The history's error for a completed acks=0 send: the broker's answer is not an acknowledgement.
 NO_ACKNOWLEDGEMENT = "NO_ACKNOWLEDGEMENT"
 _PROCESS_IDS = itertools.count()
@@ -98,34 +87,6 @@ def parse_acks(value: str) -> int:
         return int(text)
     except ValueError:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"acks={value!r}") from None
-
-
-@dataclass(slots=True)
-class _ProducerBatch:
-    topic: str
-    partition: int
-    builder: BatchBuilder
-    created_ms: float
-    futures: list = field(default_factory=list)
-    payload: bytes | None = None  # built once, resent as is on retry
-    attempts: int = 0
-    retry_after_ms: float = 0.0
-    estimated_bytes: int = 0  # what this batch holds of buffer.memory
-    # Set once any attempt may have appended this batch, and never cleared: a later attempt's
-    # refusal (NOT_LEADER_OR_FOLLOWER, say) says nothing about the earlier one.
-    maybe_written: bool = False
-
-    def size_in_bytes(self) -> int:
-        return len(self.payload) if self.payload is not None else self.builder.size_in_bytes()
-
-
-@dataclass(slots=True)
-class _InFlightRequest:
-    """One Produce request awaiting its answer; ``ref`` is kept to cancel an abandoned call."""
-    broker_id: int
-    groups: list  # [[_ProducerBatch]]: per partition, the batches in the request, in order
-    sent_ms: float
-    ref: Any
 
 
 class Producer:
@@ -153,9 +114,9 @@ class Producer:
         self.process = process or f"producer-{next(_PROCESS_IDS)}"
         self._partitioner = StickyPartitioner()
         self._condition = threading.Condition()
-        self._queues: dict[tuple[str, int], collections.deque[_ProducerBatch]] = {}
+        self._queues: dict[tuple[str, int], collections.deque[ProducerBatch]] = {}
         self._queued_bytes = 0
-        self._in_flight: dict[Future, _InFlightRequest] = {}  # keyed by the answer's future
+        self._in_flight: dict[Future, InFlightRequest] = {}  # keyed by the answer's future
         self._unfinished = 0  # batches queued or in flight
         self._flushing = 0
         self._closed = False
@@ -216,7 +177,7 @@ class Producer:
         self.close()
 
     # ---------------------------------------------------------------------------- accumulator
-    def _append(self, topic, value, key, partition, timestamp_ms, headers, future) -> _ProducerBatch:
+    def _append(self, topic, value, key, partition, timestamp_ms, headers, future) -> ProducerBatch:
         if self._closed:
             raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "producer is closed")
         for name, data in (("key", key), ("value", value)):
@@ -248,7 +209,7 @@ class Producer:
                 batch = queue[-1] if queue and queue[-1].payload is None else None
                 appended = batch is not None and batch.builder.try_append(key, value, timestamp_ms, headers)
             if not appended:
-                batch = _ProducerBatch(topic, partition, BatchBuilder(self._batch_size), _now_ms())
+                batch = ProducerBatch(topic, partition, BatchBuilder(self._batch_size), _now_ms())
                 appended = batch.builder.try_append(key, value, timestamp_ms, headers)
                 assert appended, "the first record always fits an empty batch"
                 queue.append(batch)
@@ -359,7 +320,7 @@ class Producer:
         return leader if leader >= 0 else None
 
     def _send(self, ready: list) -> None:
-        by_broker: dict[int, list[list[_ProducerBatch]]] = collections.defaultdict(list)
+        by_broker: dict[int, list[list[ProducerBatch]]] = collections.defaultdict(list)
         for leader, group in ready:
             by_broker[leader].append(group)
         for broker_id, groups in by_broker.items():
@@ -374,7 +335,7 @@ class Producer:
                 size += group_size
             self._send_request(broker_id, request_groups)
 
-    def _send_request(self, broker_id: int, groups: list[list[_ProducerBatch]]) -> None:
+    def _send_request(self, broker_id: int, groups: list[list[ProducerBatch]]) -> None:
         topics: dict[str, list[PartitionProduceData]] = collections.defaultdict(list)
         for group in groups:
             for batch in group:
@@ -390,7 +351,7 @@ class Producer:
                 self._fail_or_retry(group, exc)
             return
         with self._condition:
-            self._in_flight[as_future(ref)] = _InFlightRequest(broker_id, groups, _now_ms(), ref)
+            self._in_flight[as_future(ref)] = InFlightRequest(broker_id, groups, _now_ms(), ref)
 
     def _collect(self, timeout_s: float) -> None:
         if not self._in_flight:
@@ -440,7 +401,7 @@ class Producer:
             for group in request.groups:
                 self._fail_or_retry(group, error, outcome_unknown=True)
 
-    def _complete(self, groups: list[list[_ProducerBatch]], response) -> None:
+    def _complete(self, groups: list[list[ProducerBatch]], response) -> None:
         results = {(topic.name, part.index): part for topic in response.responses
                    for part in topic.partition_responses}
         for group in groups:
@@ -460,7 +421,7 @@ class Producer:
                         offset = offset + 1 if offset >= 0 else -1  # acks=0 answers -1, as Kafka does
                     self._finish(batch)
 
-    def _fail_or_retry(self, batches: list[_ProducerBatch], error: KafkaError, *,
+    def _fail_or_retry(self, batches: list[ProducerBatch], error: KafkaError, *,
                        outcome_unknown: bool = False) -> None:
         """One attempt of ``batches`` ended with ``error``; ``outcome_unknown`` when the attempt
         may have appended them whatever the error says (the call failed in Ray or timed out)."""
@@ -481,12 +442,12 @@ class Producer:
                 continue
             self._fail(batch, error)
 
-    def _fail(self, batch: _ProducerBatch, error: KafkaError) -> None:
+    def _fail(self, batch: ProducerBatch, error: KafkaError) -> None:
         for future in batch.futures:
             future.set_exception(error)
         self._finish(batch)
 
-    def _finish(self, batch: _ProducerBatch) -> None:
+    def _finish(self, batch: ProducerBatch) -> None:
         with self._condition:
             self._unfinished -= 1
             self._queued_bytes -= batch.estimated_bytes
@@ -494,7 +455,7 @@ class Producer:
             self._condition.notify_all()
 
     # -------------------------------------------------------------------------------- history
-    def _record_outcome(self, value_text: str, batch: _ProducerBatch | None, future: Future) -> None:
+    def _record_outcome(self, value_text: str, batch: ProducerBatch | None, future: Future) -> None:
         """How one send ended, for the history (a done callback, run by whoever resolved the
         future). A failure is ``fail`` only if no attempt may have appended the record: refused
         in ``send`` (``batch`` is None) or every attempt refused before the append."""

@@ -11,7 +11,7 @@ Each primitive names a Kafka failure:
 - network faults between nodes through the shells' transport seam (``actors/transport.py``):
   ``partition`` (one way or both), ``isolate``, ``delay``, ``drop``, and ``heal``;
 - a whole Ray node gone (``remove_node``/``restore_node``), for clusters placed on a
-  multi-node Ray (``orchestration.ray_nodes.RayNodes``).
+  multi-node Ray (``orchestration.admin.ray_nodes.RayNodes``).
 Every fault is written to the history, when one is given, with its time, before it is done (so a
 checker can relate what clients saw to it). Network rules take effect everywhere within
 ``actors.transport.RULES_REFRESH_S``; the network primitives wait that long before returning.
@@ -24,8 +24,8 @@ from collections.abc import Iterable
 import ray
 
 from actors.transport import CONTROLLER_NODE, RULES_REFRESH_S, LinkRule, broker_node, publish_rules
-from orchestration.cluster import Cluster
-from orchestration.history import HistoryWriter
+from orchestration.admin.cluster import Cluster
+from orchestration.chaos.history import HistoryWriter
 
 Node = int | str  # a broker id, or a node name ("broker-1", "controller")
 
@@ -157,4 +157,4 @@ class Faults:
 
     def _require_nodes(self) -> None:
         if self.ray_nodes is None:
-            raise ValueError("node faults need a cluster placed on a multi-node Ray (orchestration.ray_nodes)")
+            raise ValueError("node faults need a cluster placed on a multi-node Ray (orchestration.admin.ray_nodes)")

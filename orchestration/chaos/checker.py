@@ -1,11 +1,11 @@
-"""Checks a run's history (``orchestration.history``) for the anomalies Jepsen's Kafka workload
+"""Checks a run's history (``orchestration.chaos.history``) for the anomalies Jepsen's Kafka workload
 names, and for broken replication invariants in the cluster samples.
 
 Theory of operation. ``check(events)`` sorts the events by time (stably, so file order breaks
 ties), then builds, per partition ("topic-partition"), what was observed at each offset from
 acknowledged sends and polls together, and runs one pass per anomaly kind over that. It returns a
 ``Report``: anomalies grouped by partition, counts per kind, and ``valid``. Nothing here does I/O
-except ``main``, the command line (``python -m orchestration.checker HISTORY``).
+except ``main``, the command line (``python -m orchestration.chaos.checker HISTORY``).
 
 Send outcomes: ``ok`` is acknowledged at an offset, ``fail`` definitely did not happen, ``info``
 (and an invocation that never completed) is indeterminate: neither lost nor acknowledged, and its
@@ -49,7 +49,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestration.history import read_history, topic_partition_key, validate_event
+from orchestration.chaos.history import read_history, topic_partition_key, validate_event
 
 HISTORY_KINDS = ("lost-write", "inconsistent-offsets", "duplicate", "non-monotonic-poll", "poll-skip",
                  "non-monotonic-send", "aborted-read", "unseen", "read-above-commit")
@@ -378,12 +378,12 @@ class _Checker:
 
 
 def check(events: Iterable[dict], unseen_is_anomaly: bool = False) -> Report:
-    """Checks a history (dicts in the ``orchestration.history`` format, in any order)."""
+    """Checks a history (dicts in the ``orchestration.chaos.history`` format, in any order)."""
     return _Checker(events).report(unseen_is_anomaly)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m orchestration.checker HISTORY [--json] [--unseen-is-anomaly]``; exits 1 if invalid."""
+    """``python -m orchestration.chaos.checker HISTORY [--json] [--unseen-is-anomaly]``; exits 1 if invalid."""
     import argparse
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("history")

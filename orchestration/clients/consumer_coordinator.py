@@ -38,10 +38,11 @@ from actors.core.messages.offset_commit import (
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 )
 from actors.core.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
-from orchestration.errors import KafkaError
-from orchestration.group_membership import (
-    NO_GENERATION, CoordinatorChannel, Generation, GroupMembership, InFlight, MembershipConfig, monotonic_ms,
+from orchestration.clients.group_member import (
+    NO_GENERATION, CoordinatorChannel, Generation, InFlight, MembershipConfig, monotonic_ms,
 )
+from orchestration.clients.group_membership import GroupMembership
+from orchestration.errors import KafkaError
 
 TopicPartition = tuple[str, int]
 OffsetAndEpoch = tuple[int, int]

@@ -1,0 +1,284 @@
+"""``Cluster``: start a Kafka-shaped cluster of actors on Ray, and steer it from outside.
+
+``Cluster.start`` connects to the Ray that is running in this process, or starts a local one, and
+creates the controller actor and one broker actor per broker id (each with its own log directory
+under ``log_dir``). Every actor is created with ``max_restarts=-1``: Ray restarts a killed one,
+and it recovers (a broker from its log directory, the controller from the metadata store). Brokers
+register with the controller, which decides every partition's leadership. Clients made by
+``producer`` and ``consumer`` find brokers by name in the cluster's Ray namespace, so a Ray task
+elsewhere can build its own with the same namespace.
+
+The admin calls (topics, groups, elections, descriptions) come from ``AdminClient``
+(admin_client.py), which ``Cluster`` extends with the actors it started.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+
+import ray
+from loguru import logger
+
+from actors.broker import BrokerActorRemote, broker_actor_name, group_coordinator_actor_name
+from actors.controller import ControllerActorRemote, controller_actor_name
+from actors.core.errors import ErrorCode
+from actors.core.log.log import Log
+from actors.core.log.log_config import LogConfig
+from actors.core.replica.replica_manager import partition_directory
+from actors.file_storage import FileStorage
+from actors.group_coordinator import GroupCoordinatorRemote
+from actors.ray_metadata_store import RayKeyValueStore
+from orchestration.admin.admin_client import AdminClient
+from orchestration.admin.wait import wait_until
+from orchestration.chaos.history import HistoryWriter
+from orchestration.clients.broker_directory import BrokerDirectory
+from orchestration.clients.consumer import Consumer
+from orchestration.clients.producer import Producer
+from orchestration.errors import KafkaError
+
+BROKER_START_TIMEOUT_S = 120
+ROLES = ("broker", "controller", "request-send-thread", "replica-fetcher", "group-coordinator")
+
+
+class Cluster(AdminClient):
+    def __init__(self, *, namespace: str, broker_ids: list[int], log_dir: str, config: dict[str, str],
+                 owns_ray: bool, owns_log_dir: bool, broker_resources: dict[int, dict[str, float]] | None = None,
+                 controller_resources: dict[str, float] | None = None) -> None:
+        self.namespace = namespace
+        # Custom Ray resources per broker id: pins a broker (and its coordinator) to a Ray node.
+        self.broker_resources = {int(k): dict(v) for k, v in (broker_resources or {}).items()}
+        self.controller_resources = dict(controller_resources) if controller_resources else None
+        self.broker_ids = list(broker_ids)
+        self.log_dir = log_dir
+        self.config = dict(config)
+        self._owns_ray = owns_ray
+        self._owns_log_dir = owns_log_dir
+        self._brokers: dict[int, object] = {}
+        self._coordinators: dict[int, object] = {}
+        self._controllers: list = []  # every controller actor this cluster started, newest last
+        self._clients: list = []
+        self.directory = BrokerDirectory(namespace=namespace, bootstrap_broker_ids=self.broker_ids)
+        self._closed = False
+
+    # --------------------------------------------------------------------------------- start
+    @classmethod
+    def start(cls, brokers: int = 3, log_dir: str | None = None, config: dict | None = None, *,
+              namespace: str | None = None, num_cpus: int | None = None,
+              broker_resources: dict[int, dict[str, float]] | None = None,
+              controller_resources: dict[str, float] | None = None) -> "Cluster":
+        """Start a controller and ``brokers`` brokers; returns once every broker has registered.
+
+        ``broker_resources`` pins brokers to Ray nodes by custom resource (see
+        ``orchestration.admin.ray_nodes``); a pinned broker whose node is gone waits for it to return."""
+        if brokers < 1:
+            raise ValueError("a cluster needs at least one broker")
+        owns_ray = not ray.is_initialized()
+        if owns_ray:
+            ray.init(namespace=namespace or f"raykafka-{uuid.uuid4().hex[:8]}", num_cpus=num_cpus,
+                     include_dashboard=False, log_to_driver=False)
+        namespace = ray.get_runtime_context().namespace
+        owns_log_dir = log_dir is None
+        log_dir = os.path.abspath(log_dir or tempfile.mkdtemp(prefix="raykafka-"))
+        cluster = cls(namespace=namespace, broker_ids=list(range(brokers)), log_dir=log_dir,
+                      config={str(k): str(v) for k, v in (config or {}).items()},
+                      owns_ray=owns_ray, owns_log_dir=owns_log_dir, broker_resources=broker_resources,
+                      controller_resources=controller_resources)
+        try:
+            RayKeyValueStore(namespace).clear()  # a new cluster: no controller state from an earlier one
+            cluster.start_controller()
+            for broker_id in cluster.broker_ids:
+                cluster._create_broker(broker_id)
+                cluster._create_group_coordinator(broker_id)
+            wait_until(lambda: set(cluster.describe_cluster()["brokers"]) == set(cluster.broker_ids),
+                       BROKER_START_TIMEOUT_S, "every broker to register")
+        except BaseException:
+            cluster.shutdown()
+            raise
+        logger.info("raykafka cluster with {} brokers up in namespace {} (logs in {})",
+                    brokers, namespace, log_dir)
+        return cluster
+
+    def broker_log_dir(self, broker_id: int) -> str:
+        return os.path.join(self.log_dir, f"broker-{broker_id}")
+
+    def _create_broker(self, broker_id: int):
+        handle = BrokerActorRemote.options(
+            name=broker_actor_name(broker_id), namespace=self.namespace, max_restarts=-1,
+            max_task_retries=0, num_cpus=0, max_concurrency=1000, resources=self.broker_resources.get(broker_id),
+        ).remote(broker_id, self.broker_log_dir(broker_id), self.config, self.namespace)
+        self._brokers[broker_id] = handle
+        return handle
+
+    def _create_group_coordinator(self, broker_id: int):
+        handle = GroupCoordinatorRemote.options(
+            name=group_coordinator_actor_name(broker_id), namespace=self.namespace, max_restarts=-1,
+            max_task_retries=0, num_cpus=0, max_concurrency=1000, resources=self.broker_resources.get(broker_id),
+        ).remote(broker_id=broker_id, namespace=self.namespace, broker_actor_name=broker_actor_name(broker_id),
+                 config=self.config)
+        self._coordinators[broker_id] = handle
+        return handle
+
+    def start_controller(self):
+        """Start a controller actor. It claims a new controller epoch; a controller running before
+        it (paused, say) becomes a zombie that brokers fence by epoch."""
+        name = controller_actor_name(len(self._controllers))
+        handle = ControllerActorRemote.options(
+            name=name, namespace=self.namespace, max_restarts=-1, max_task_retries=0, num_cpus=0,
+            max_concurrency=1000, resources=self.controller_resources,
+        ).remote(namespace=self.namespace, actor_name=name, config=self.config)
+        ray.get(handle.ping.remote(), timeout=BROKER_START_TIMEOUT_S)
+        self._controllers.append(handle)
+        return handle
+
+    # ----------------------------------------------------------------------------- handles
+    def broker(self, broker_id: int):
+        """The broker actor's handle (to send it requests directly, or to watch it)."""
+        if broker_id not in self._brokers:
+            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {broker_id}")
+        return self._brokers[broker_id]
+
+    # ------------------------------------------------------------------------------- clients
+    def producer(self, config: dict | None = None, *, history: HistoryWriter | None = None,
+                 process: str | None = None) -> Producer:
+        """A producer of this cluster; with ``history`` it records every send (see ``Producer``)."""
+        producer = Producer(self._new_directory(), config, history=history, process=process)
+        self._clients.append(producer)
+        return producer
+
+    def consumer(self, config: dict | None = None, *, history: HistoryWriter | None = None,
+                 process: str | None = None) -> Consumer:
+        """A consumer of this cluster; with ``history`` it records every poll that returns records."""
+        consumer = Consumer(self._new_directory(), config, history=history, process=process)
+        self._clients.append(consumer)
+        return consumer
+
+    # -------------------------------------------------------------------------------- faults
+    def kill(self, role: str, broker_id: int | None = None, restart: bool = True) -> None:
+        """Kill an actor as a crash would (no shutdown hook runs).
+
+        ``broker``: Ray restarts it when ``restart``, and it recovers from its log directory;
+        otherwise it stays down until ``restart_broker``. ``controller``: Ray restarts it when
+        ``restart``, with a higher epoch and the same state. ``request-send-thread``: the
+        controller's thread for ``broker_id``; the controller always replaces it, as Kafka's
+        controller does, and re-sends that broker the current state. ``replica-fetcher``: every
+        fetcher of ``broker_id``; the broker replaces them, and they resume from its log end.
+        ``group-coordinator``: ``broker_id``'s coordinator; Ray restarts it when ``restart`` and it
+        reloads its groups from the ``__consumer_offsets`` partitions its broker leads.
+        """
+        if role == "broker":
+            ray.kill(self.broker(broker_id), no_restart=not restart)
+        elif role == "controller":
+            ray.kill(self.controller(), no_restart=not restart)
+        elif role == "replica-fetcher":
+            fetchers = ray.get(self.broker(broker_id).fetchers.remote(), timeout=30)
+            if not fetchers:
+                raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} runs no fetcher")
+            for entry in fetchers.values():
+                ray.kill(entry["actor"], no_restart=True)
+        elif role == "group-coordinator":
+            if broker_id not in self._coordinators:
+                raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no group coordinator {broker_id}")
+            ray.kill(self._coordinators[broker_id], no_restart=not restart)
+        elif role == "request-send-thread":
+            thread = self._ask_controller("send_thread", broker_id)
+            if thread is None:
+                raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no send thread for broker {broker_id}")
+            ray.kill(thread, no_restart=True)
+        else:
+            raise ValueError(f"unknown role {role!r}; roles are {', '.join(ROLES)}")
+
+    def controlled_shutdown(self, broker_id: int, timeout_s: float = 120) -> str:
+        """Kafka's controlled shutdown: leaderships move away first, then the broker stops.
+
+        Returns the outcome (``NONE``, or ``REQUEST_TIMED_OUT`` when leaderships remained after
+        ``controlled.shutdown.max.retries``). The broker stays down until ``restart_broker``.
+        """
+        handle = self.broker(broker_id)
+        outcome = ray.get(handle.controlled_shutdown.remote(), timeout=timeout_s)
+        ray.get(handle.shutdown.remote(), timeout=timeout_s)
+        ray.kill(handle, no_restart=True)
+        return outcome
+
+    def restart_broker(self, broker_id: int, *, wipe_disk: bool = False) -> None:
+        """Start a broker again from its log directory (or, with ``wipe_disk``, from an empty one:
+        a lost disk); returns once it has registered."""
+        handle = self.broker(broker_id)
+        try:
+            ray.kill(handle, no_restart=True)
+        except Exception:
+            pass
+        wait_until(lambda: _actor_gone(broker_actor_name(broker_id), self.namespace), 30,
+                   f"broker {broker_id}'s old actor to go")
+        if wipe_disk:
+            shutil.rmtree(self.broker_log_dir(broker_id), ignore_errors=True)
+        self._create_broker(broker_id)
+        incarnation = ray.get(self.broker(broker_id).ping.remote(), timeout=BROKER_START_TIMEOUT_S)["incarnation_id"]
+        wait_until(lambda: ray.get(self.broker(broker_id).describe_broker.remote(), timeout=10)["state"] == "RUNNING"
+                   and broker_id in self.describe_cluster()["brokers"], BROKER_START_TIMEOUT_S,
+                   f"broker {broker_id} (incarnation {incarnation}) to register")
+
+    def truncate_replica_on_disk(self, broker_id: int, topic: str, partition: int, keep_below: int) -> None:
+        """Cut one replica's log files back to the offsets below ``keep_below`` while its broker
+        is down (the unflushed tail a power loss takes); the broker recovers from that on start."""
+        if not _actor_gone(broker_actor_name(broker_id), self.namespace):
+            wait_until(lambda: _actor_gone(broker_actor_name(broker_id), self.namespace), 30,
+                       f"broker {broker_id} to be down before its disk is touched")
+        storage = FileStorage(self.broker_log_dir(broker_id))
+        try:
+            log = Log.open(storage, partition_directory(topic, partition), LogConfig.from_properties({}))
+            log.truncate_to(keep_below)
+            log.flush()
+            log.close()
+        finally:
+            storage.close()
+
+    # ------------------------------------------------------------------------------ shutdown
+    def shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for client in self._clients:
+            try:
+                client.close()
+            except Exception as exc:
+                logger.warning("closing a client: {}", exc)
+        for handle in self._coordinators.values():
+            try:
+                ray.kill(handle, no_restart=True)
+            except Exception:
+                pass
+        for handle in self._brokers.values():
+            try:
+                ray.get(handle.shutdown.remote(), timeout=30)
+            except Exception:
+                pass  # already dead: its next start recovers from the log
+            ray.kill(handle, no_restart=True)
+        for handle in self._controllers:
+            try:
+                ray.kill(handle, no_restart=True)
+            except Exception:
+                pass
+        try:
+            RayKeyValueStore(self.namespace).clear()
+        except Exception:
+            pass
+        if self._owns_ray:
+            ray.shutdown()
+        if self._owns_log_dir:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+
+def _actor_gone(name: str, namespace: str) -> bool:
+    try:
+        ray.get_actor(name, namespace=namespace)
+    except ValueError:
+        return True
+    return False
