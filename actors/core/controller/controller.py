@@ -35,13 +35,14 @@ from actors.core.controller import elect_leaders, elections, isr_changes
 from actors.core.controller.context import BrokerInfo, ControllerContext
 from actors.core.controller.deletion import TopicDeletion
 from actors.core.controller.metadata_store import MetadataStore
+from actors.core.controller.producer_ids import allocate_producer_ids
 from actors.core.controller.request_batch import ControllerBrokerRequestBatch
 from actors.core.controller.state import PartitionState, ReplicaState, TopicPartition
 from actors.core.controller.topics import validate_new_topic
 from actors.core.effects import AddBrokerChannel, ArmTimer, Effect, LogEvent, RemoveBrokerChannel, Respond, Send
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages import (
-    AlterPartitionRequest, AlterPartitionResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
+    AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
     BrokerRegistrationResponse, ControlledShutdownRequest, ControlledShutdownResponse, CreatableTopicResult,
     CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
     ElectLeadersRequest, ElectLeadersResponse, RemainingPartition,
@@ -232,6 +233,10 @@ class ControllerCore:
         info.last_heartbeat_ms = now_ms
         return [Respond(request_id=request_id, response=answer(
             ErrorCode.NONE, is_caught_up=True, is_fenced=False, should_shut_down=False))]
+
+    def handle_allocate_producer_ids(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self._guarded(request_id, lambda code: AllocateProducerIdsResponse(error_code=code),
+                             lambda: allocate_producer_ids(self.context, self.store, request_id, request))
 
     def on_broker_unreachable(self, broker_id: int, broker_epoch: int, now_ms: int) -> list[Effect]:
         """Ray reported the broker's actor dead (not restarting): fence it now."""
