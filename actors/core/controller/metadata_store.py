@@ -40,6 +40,8 @@ CLAIM_ATTEMPTS_MAX = 1000
 CLUSTER_ID_KEY = "/cluster/id"
 BROKER_EPOCH_COUNTER_KEY = "/brokers/epoch_counter"
 BROKER_PREFIX = "/brokers/ids/"
+# Each broker's log directory id as last registered (KIP-858); kept while the broker is down.
+BROKER_DIRECTORY_PREFIX = "/brokers/directories/"
 TOPIC_PREFIX = "/brokers/topics/"
 PARTITION_STATE_PREFIX = "/brokers/partition_state/"
 DELETE_TOPIC_PREFIX = "/admin/delete_topics/"
@@ -182,6 +184,12 @@ class MetadataStore:
 
     def put_broker(self, broker_id: int, registration: dict) -> None:
         self._write(f"{BROKER_PREFIX}{broker_id}", registration)
+
+    def broker_directory(self, broker_id: int) -> str | None:
+        return self._read(f"{BROKER_DIRECTORY_PREFIX}{broker_id}")
+
+    def put_broker_directory(self, broker_id: int, directory_id: str) -> None:
+        self._write(f"{BROKER_DIRECTORY_PREFIX}{broker_id}", directory_id)
 
     def delete_broker(self, broker_id: int) -> None:
         self._delete(f"{BROKER_PREFIX}{broker_id}")

@@ -27,6 +27,7 @@ from typing import Any
 from actors.core.config import KafkaConfig
 from actors.core.effects import CoordinatorMetadataUpdate, Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode
+from actors.core.log.meta_properties import load_or_create_directory_id
 from actors.core.log.storage import Storage
 from actors.core.messages.allocate_producer_ids import AllocateProducerIdsRequest
 from actors.core.messages.alter_partition import AlterPartitionRequest
@@ -51,8 +52,10 @@ class BrokerCore:
         self.broker_id = broker_id
         self.replica_manager = ReplicaManager(broker_id=broker_id, storage=storage, config=config,
                                               now_ms=now_ms, wrap_records=wrap_records)
+        self.directory_id = load_or_create_directory_id(storage, broker_id, incarnation_id)
         self.lifecycle = BrokerLifecycle(broker_id=broker_id, host=host, incarnation_id=incarnation_id,
-                                         cluster_id=cluster_id, config=config, now_ms=now_ms)
+                                         cluster_id=cluster_id, config=config, now_ms=now_ms,
+                                         directory_id=self.directory_id)
         self._parked: list[tuple[Callable, int, Any]] = []
         self.coordinator_finder = CoordinatorFinder(self.replica_manager, coordinator_host)
         self.producer_ids = ProducerIdManager(broker_id)
