@@ -22,9 +22,8 @@ from loguru import logger
 
 from actors.core.errors import ErrorCode
 from actors.core.messages.heartbeat import HeartbeatRequest
-from orchestration.errors import KafkaError
-
 from orchestration.clients.group_member import COORDINATOR_GONE, Coordinator, Generation, InFlight, MembershipConfig
+from orchestration.errors import KafkaError
 
 # Answers the thread cannot act on: the next poll raises them to the application.
 _FATAL = frozenset({ErrorCode.FENCED_INSTANCE_ID, ErrorCode.GROUP_AUTHORIZATION_FAILED})
