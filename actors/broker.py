@@ -220,6 +220,9 @@ class BrokerActor:
     async def handle_find_coordinator(self, request):
         return await self._call("handle_find_coordinator", request)
 
+    async def handle_init_producer_id(self, request):
+        return await self._call("handle_init_producer_id", request)
+
     async def handle_offset_for_leader_epoch(self, request):
         return await self._call("handle_offset_for_leader_epoch", request)
 

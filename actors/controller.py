@@ -162,6 +162,9 @@ class ControllerActor:
     async def handle_alter_partition(self, request):
         return await self._call("handle_alter_partition", request)
 
+    async def handle_allocate_producer_ids(self, request):
+        return await self._call("handle_allocate_producer_ids", request)
+
     # ------------------------------------------------------------------------ admin requests
     async def handle_create_topics(self, request):
         return await self._call("handle_create_topics", request)

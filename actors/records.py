@@ -6,9 +6,11 @@ whole batches and may start before the fetch offset (a fetch inside a batch retu
 """
 from __future__ import annotations
 
+import struct
 import time
 from dataclasses import dataclass
 
+from crc32c import crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
@@ -62,6 +64,23 @@ class BatchBuilder:
 
     def build(self) -> bytes:
         return bytes(self._builder.build())
+
+
+# Kafka's v2 batch header: where a producer's identity sits, and where the CRC starts and lives.
+_PRODUCER_STATE = struct.Struct(">qhi")  # producer_id, producer_epoch, base_sequence
+_PRODUCER_STATE_POSITION = 43
+_CRC_POSITION = 17
+_CRC_START_POSITION = 21
+
+
+def with_producer_state(batch: bytes, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
+    """One built v2 batch with an idempotent producer's id, epoch and first sequence in its
+    header and its CRC made again (the CRC covers those fields), as Kafka's producer stamps a batch
+    when it is first drained for sending."""
+    buffer = bytearray(batch)
+    _PRODUCER_STATE.pack_into(buffer, _PRODUCER_STATE_POSITION, producer_id, producer_epoch, base_sequence)
+    struct.pack_into(">I", buffer, _CRC_POSITION, crc32c(bytes(memoryview(buffer)[_CRC_START_POSITION:])))
+    return bytes(buffer)
 
 
 def estimate_record_size(key: bytes | None, value: bytes | None, headers: list | None) -> int:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from actors.core.group.messages import DeleteGroupsRequest
 from actors.core.messages import (
-    AlterPartitionRequest, BrokerHeartbeatRequest, BrokerRegistrationRequest, ControlledShutdownRequest,
+    AllocateProducerIdsRequest, AlterPartitionRequest, BrokerHeartbeatRequest, BrokerRegistrationRequest, ControlledShutdownRequest,
     CreateTopicsRequest, DeleteTopicsRequest, DescribeGroupsRequest, ElectLeadersRequest, FetchRequest,
-    FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaderAndIsrRequest, LeaveGroupRequest,
+    FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest, LeaderAndIsrRequest, LeaveGroupRequest,
     ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest,
     OffsetForLeaderEpochRequest, ProduceRequest, StopReplicaRequest, SyncGroupRequest, UpdateMetadataRequest,
 )
@@ -20,6 +20,7 @@ REQUEST_TYPES: dict[str, type] = {
     "handle_metadata": MetadataRequest,
     "handle_offset_for_leader_epoch": OffsetForLeaderEpochRequest,
     "handle_find_coordinator": FindCoordinatorRequest,
+    "handle_init_producer_id": InitProducerIdRequest,
     "handle_follower_truncate": FollowerTruncateRequest,
     "handle_follower_append": FollowerAppendRequest,
     "handle_leader_and_isr": LeaderAndIsrRequest,
@@ -32,6 +33,7 @@ REQUEST_TYPES: dict[str, type] = {
     "handle_create_topics": CreateTopicsRequest,
     "handle_delete_topics": DeleteTopicsRequest,
     "handle_elect_leaders": ElectLeadersRequest,
+    "handle_allocate_producer_ids": AllocateProducerIdsRequest,
     "handle_join_group": JoinGroupRequest,
     "handle_sync_group": SyncGroupRequest,
     "handle_heartbeat": HeartbeatRequest,

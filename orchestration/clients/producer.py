@@ -5,9 +5,12 @@ a future; a sender thread ships batches that are full, older than ``linger.ms``,
 grouping one batch per partition into one Produce request per leader, with at most
 ``max.in.flight.requests.per.connection`` requests outstanding per broker. Retriable errors
 (leadership moved, the broker unreachable or restarting) are retried after ``retry.backoff.ms``
-until ``delivery.timeout.ms``; as in Kafka without idempotence, a retry of a request whose first
-attempt did land can write a record twice. The future resolves to ``RecordMetadata`` (topic,
-partition, offset) or raises ``KafkaError``.
+until ``delivery.timeout.ms``. With ``enable.idempotence`` (on by default with acks=all, retries
+and at most 5 requests in flight, as in Kafka 3.x; see ``idempotence.py``) every batch carries the
+producer's id and a sequence number, so a retry of a request whose first attempt did land is
+answered with the original offsets instead of being written twice; without it, a retry can write a
+record twice, as in Kafka. The future resolves to ``RecordMetadata`` (topic, partition, offset) or
+raises ``KafkaError``.
 
 A request unanswered after ``request.timeout.ms`` is abandoned and handled as
 ``REQUEST_TIMED_OUT`` (Kafka's NetworkClient does the same), so a paused or partitioned broker
@@ -47,8 +50,11 @@ from actors.core.errors import ErrorCode
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from orchestration.chaos.history import HistoryWriter
 from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, cancel_quietly
+from orchestration.clients.idempotence import Idempotence, idempotence_enabled
 from orchestration.clients.partitioner import StickyPartitioner
-from orchestration.clients.producer_batch import OUTCOME_UNKNOWN_ERRORS, InFlightRequest, ProducerBatch
+from orchestration.clients.producer_batch import (  # noqa: F401 (NO_ACKNOWLEDGEMENT: part of the producer's API)
+    NO_ACKNOWLEDGEMENT, OUTCOME_UNKNOWN_ERRORS, InFlightRequest, ProducerBatch, history_text, record_send_outcome,
+)
 from orchestration.clients.records import BatchBuilder, RecordMetadata, estimate_record_size
 from orchestration.errors import KafkaError
 
@@ -73,8 +79,6 @@ _METADATA_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR
                     ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.FENCED_LEADER_EPOCH,
                     ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NETWORK_EXCEPTION,
                     ErrorCode.BROKER_NOT_AVAILABLE}
-# The history's error for a completed acks=0 send: the broker's answer is not an acknowledgement.
-NO_ACKNOWLEDGEMENT = "NO_ACKNOWLEDGEMENT"
 _PROCESS_IDS = itertools.count()
 
 
@@ -108,6 +112,8 @@ class Producer:
         self._buffer_memory = int(settings["buffer.memory"])
         self._max_block_ms = int(settings["max.block.ms"])
         self._directory = directory
+        self._idempotence = Idempotence(directory, request_timeout_ms=self._request_timeout_ms) if idempotence_enabled(
+            settings, self.acks, explicit="enable.idempotence" in (config or {})) else None
         self._metadata = MetadataRefresher(directory, retry_backoff_ms=self._retry_backoff_ms,
                                            metadata_max_age_ms=float(settings["metadata.max.age.ms"]))
         self._history = history
@@ -130,7 +136,7 @@ class Producer:
         future.set_running_or_notify_cancel()  # a send cannot be taken back, so its future cannot be cancelled
         value_text = None
         if self._history is not None:
-            value_text = _history_text(value)
+            value_text = history_text(value)
             self._history.invoke(self.process, topic, partition, value_text)
         batch = None
         try:
@@ -142,7 +148,8 @@ class Producer:
                 self._history.fail(self.process, value_text, exc)
             raise
         if value_text is not None:
-            future.add_done_callback(functools.partial(self._record_outcome, value_text, batch))
+            future.add_done_callback(functools.partial(record_send_outcome, self._history, self.process, self.acks,
+                                                       value_text, batch))
         return future
 
     def flush(self, timeout: float | None = None) -> None:
@@ -238,10 +245,11 @@ class Producer:
         while True:
             # Outside the lock: a refresh is a call to a broker, and send() must not wait for it.
             self._metadata.update_if_due()
+            can_send = self._identity_ready()
             with self._condition:
                 if self._closed and not self._unfinished:
                     return
-                ready, wait_ms, expired, leaderless = self._drain_ready()
+                ready, wait_ms, expired, leaderless = self._drain_ready(can_send)
                 if leaderless:
                     # Kafka's Sender: a partition with data and no known leader makes the client
                     # ask for metadata again (at the next pass, once retry.backoff.ms allows).
@@ -257,7 +265,27 @@ class Producer:
             self._send(ready)
             self._collect(timeout_s=0 if ready else min(wait_ms, 5) / 1000)
 
-    def _drain_ready(self) -> tuple[list, float, list, bool]:
+    def _identity_ready(self) -> bool:
+        """An idempotent producer sends nothing before it has a producer id, asked for (once there is
+        something to send) outside the lock; a fatal answer fails every queued batch, as in Kafka."""
+        if self._idempotence is None or self._idempotence.ready:
+            return True
+        if not self._unfinished:
+            return False
+        try:
+            if self._idempotence.init_producer_id():
+                return True
+            time.sleep(self._retry_backoff_ms / 1000)  # a retriable answer: try again after the backoff
+        except KafkaError as exc:
+            with self._condition:
+                batches = [batch for queue in self._queues.values() for batch in queue]
+                for queue in self._queues.values():
+                    queue.clear()
+            for batch in batches:
+                self._fail(batch, exc)
+        return False
+
+    def _drain_ready(self, can_send: bool = True) -> tuple[list, float, list, bool]:
         """Per partition, the ready batches to send now; how long until the next is due; the
         queued batches older than ``delivery.timeout.ms``, which the caller fails; and whether a
         partition with queued batches has no known leader (the caller asks for metadata again).
@@ -266,6 +294,8 @@ class Producer:
         (up to ``max.request.size``): they travel as one records field, which the leader appends
         with consecutive offsets, so a busy partition costs one Ray call per request, not per batch.
         Expiry takes batches from the front only, so the batches that stay keep their order.
+        An idempotent producer drains nothing before it has a producer id (``can_send``) and
+        nothing for a partition with a request in flight; it stamps each batch it drains first.
         """
         now = _now_ms()
         hurry = self._flushing > 0 or self._closed
@@ -288,6 +318,8 @@ class Producer:
             if batch.retry_after_ms > now:
                 wait_ms = min(wait_ms, batch.retry_after_ms - now)
                 continue
+            if not can_send or (self._idempotence is not None and key in self._idempotence.muted):
+                continue
             due = batch.created_ms + self._linger_ms
             full = len(queue) > 1 or batch.builder.size_in_bytes() >= self._batch_size
             if not (hurry or full or batch.payload is not None or due <= now):
@@ -306,6 +338,8 @@ class Producer:
                 queue.popleft()
                 if head.payload is None:
                     head.payload = head.builder.build()
+                if self._idempotence is not None:
+                    self._idempotence.stamp(head)
                 group.append(head)
                 size += len(head.payload)
             ready.append((leader, group))
@@ -352,6 +386,8 @@ class Producer:
             return
         with self._condition:
             self._in_flight[as_future(ref)] = InFlightRequest(broker_id, groups, _now_ms(), ref)
+        if self._idempotence is not None:
+            self._idempotence.mute(groups)
 
     def _collect(self, timeout_s: float) -> None:
         if not self._in_flight:
@@ -366,6 +402,8 @@ class Producer:
         for answer in done:
             with self._condition:
                 request = self._in_flight.pop(answer)
+            if self._idempotence is not None:
+                self._idempotence.unmute(request.groups)
             try:
                 response = answer.result()
             except Exception as exc:  # a dead, restarting or failing broker: the call may have run
@@ -393,6 +431,8 @@ class Producer:
             abandoned = [self._in_flight.pop(answer) for answer in timed_out]
         for request in abandoned:
             cancel_quietly(request.ref)
+            if self._idempotence is not None:
+                self._idempotence.unmute(request.groups)
         # The leader may have been replaced meanwhile (a paused leader is fenced): ask again.
         self._metadata.refresh_now()
         for request in abandoned:
@@ -443,6 +483,8 @@ class Producer:
             self._fail(batch, error)
 
     def _fail(self, batch: ProducerBatch, error: KafkaError) -> None:
+        if self._idempotence is not None:
+            self._idempotence.on_failed_for_good(batch)
         for future in batch.futures:
             future.set_exception(error)
         self._finish(batch)
@@ -453,31 +495,6 @@ class Producer:
             self._queued_bytes -= batch.estimated_bytes
             assert self._queued_bytes >= 0
             self._condition.notify_all()
-
-    # -------------------------------------------------------------------------------- history
-    def _record_outcome(self, value_text: str, batch: ProducerBatch | None, future: Future) -> None:
-        """How one send ended, for the history (a done callback, run by whoever resolved the
-        future). A failure is ``fail`` only if no attempt may have appended the record: refused
-        in ``send`` (``batch`` is None) or every attempt refused before the append."""
-        error = future.exception()
-        if error is None:
-            metadata = future.result()
-            if self.acks == 0:
-                self._history.info(self.process, value_text, NO_ACKNOWLEDGEMENT)
-            else:
-                self._history.ok(self.process, metadata.topic, metadata.partition, metadata.offset, value_text)
-        elif batch is not None and batch.maybe_written:
-            self._history.info(self.process, value_text, error)
-        else:
-            self._history.fail(self.process, value_text, error)
-
-
-def _history_text(value: bytes | bytearray | memoryview | None) -> str:
-    """A record's value as the history writes it, here and in polls (UTF-8, else escaped)."""
-    if isinstance(value, memoryview):
-        value = bytes(value)
-    return value.decode("utf-8", errors="backslashreplace") if isinstance(value, (bytes, bytearray)) else str(value)
-
 
 def _now_ms() -> float:
     return time.monotonic() * 1000

@@ -4,8 +4,8 @@ A ``ProducerBatch`` holds the records ``send`` queued for one partition, built o
 record batch and resent as is on retry, with the futures it will resolve. It remembers whether any
 attempt may have appended it (``maybe_written``), which is what makes its final failure
 indeterminate (``info``) rather than definite (``fail``) in a run's history; ``OUTCOME_UNKNOWN_ERRORS``
-are the answers that leave that open. An ``InFlightRequest`` is one Produce request to one broker,
-awaiting its answer.
+are the answers that leave that open; ``record_send_outcome`` writes a send's outcome to the history
+by those rules. An ``InFlightRequest`` is one Produce request to one broker, awaiting its answer.
 """
 from __future__ import annotations
 
@@ -41,6 +41,9 @@ class ProducerBatch:
     # Set once any attempt may have appended this batch, and never cleared: a later attempt's
     # refusal (NOT_LEADER_OR_FOLLOWER, say) says nothing about the earlier one.
     maybe_written: bool = False
+    # An idempotent producer's stamp (``Idempotence.stamp``): None until first drained.
+    producer_id: int = -1
+    base_sequence: int | None = None
 
     def size_in_bytes(self) -> int:
         return len(self.payload) if self.payload is not None else self.builder.size_in_bytes()
@@ -55,4 +58,34 @@ class InFlightRequest:
     ref: Any
 
 
-__all__ = ["OUTCOME_UNKNOWN_ERRORS", "InFlightRequest", "ProducerBatch"]
+# The history's error for a completed acks=0 send: the broker's answer is not an acknowledgement.
+NO_ACKNOWLEDGEMENT = "NO_ACKNOWLEDGEMENT"
+
+
+def record_send_outcome(history, process: str, acks: int, value_text: str, batch: ProducerBatch | None,
+                        future) -> None:
+    """How one send ended, for the history (a done callback, run by whoever resolved the
+    future). A failure is ``fail`` only if no attempt may have appended the record: refused
+    in ``send`` (``batch`` is None) or every attempt refused before the append."""
+    error = future.exception()
+    if error is None:
+        metadata = future.result()
+        if acks == 0:
+            history.info(process, value_text, NO_ACKNOWLEDGEMENT)
+        else:
+            history.ok(process, metadata.topic, metadata.partition, metadata.offset, value_text)
+    elif batch is not None and batch.maybe_written:
+        history.info(process, value_text, error)
+    else:
+        history.fail(process, value_text, error)
+
+
+def history_text(value: bytes | bytearray | memoryview | None) -> str:
+    """A record's value as the history writes it, here and in polls (UTF-8, else escaped)."""
+    if isinstance(value, memoryview):
+        value = bytes(value)
+    return value.decode("utf-8", errors="backslashreplace") if isinstance(value, (bytes, bytearray)) else str(value)
+
+
+__all__ = ["NO_ACKNOWLEDGEMENT", "OUTCOME_UNKNOWN_ERRORS", "InFlightRequest", "ProducerBatch", "history_text",
+           "record_send_outcome"]

@@ -128,13 +128,14 @@ class ControllerDriver:
         assert request_id in self.responses, f"{handler_name} was not answered"
         return self.responses[request_id]
 
-    def register(self, broker_id: int, *, new_incarnation: bool = False):
-        """Register ``broker_id``; the same process (incarnation) unless ``new_incarnation``."""
+    def register(self, broker_id: int, *, new_incarnation: bool = False, directory: str | None = None):
+        """Register ``broker_id``; the same process (incarnation) unless ``new_incarnation``;
+        ``directory`` is its log directory id (none reported when None)."""
         if new_incarnation or broker_id not in self.incarnations:
             self.incarnations[broker_id] = f"incarnation-{broker_id}-{next(self._incarnation_ids)}"
         response = self.ask("handle_broker_registration", BrokerRegistrationRequest(
             broker_id=broker_id, cluster_id=CLUSTER_ID, incarnation_id=self.incarnations[broker_id],
-            host=broker_host(broker_id)))
+            host=broker_host(broker_id), log_dirs=() if directory is None else (directory,)))
         if response.error_code == ErrorCode.NONE:
             self.broker_epochs[broker_id] = response.broker_epoch
         return response

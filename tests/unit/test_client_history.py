@@ -13,6 +13,8 @@ import pytest
 from ray.exceptions import RayActorError, RayTaskError
 
 from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.messages import AllocateProducerIdsResponse, InitProducerIdResponse
+from actors.core.replica.producer_ids import ProducerIdManager
 from actors.core.messages.produce import (
     PartitionProduceData, PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceData,
     TopicProduceResponse,
@@ -52,6 +54,11 @@ class CoreBroker:
         self._parked: dict[int, Future] = {}
         self.handle_produce = _Method(self._produce)
         self.handle_fetch = _Method(lambda request: self._call("handle_fetch", request))
+        # Producer ids as a broker hands them out, from a block the controller gave it.
+        self.producer_ids = ProducerIdManager(broker_id=0)
+        self.producer_ids.on_allocate_response(AllocateProducerIdsResponse(producer_id_start=1000,
+                                                                           producer_id_len=1000))
+        self.init_producer_id_script: list = []  # ErrorCodes the next InitProducerId calls meet
 
     def _produce(self, request) -> Future:
         with self.lock:
@@ -90,6 +97,11 @@ class CoreBroker:
 
     def ask(self, method: str, request):
         with self.lock:
+            if method == "handle_init_producer_id":
+                if self.init_producer_id_script:
+                    return InitProducerIdResponse(error_code=self.init_producer_id_script.pop(0))
+                (answer,) = self.producer_ids.handle_init_producer_id(0, request, broker_epoch=1)
+                return answer.response
             return self.driver.ask(method, request)
 
     def _resolve(self) -> None:

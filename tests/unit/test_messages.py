@@ -45,11 +45,13 @@ KAFKA_API_KEYS = {
     "ListGroups": 16,
     "CreateTopics": 19,
     "DeleteTopics": 20,
+    "InitProducerId": 22,
     "OffsetForLeaderEpoch": 23,
     "ElectLeaders": 43,
     "AlterPartition": 56,
     "BrokerRegistration": 62,
     "BrokerHeartbeat": 63,
+    "AllocateProducerIds": 67,
 }
 
 # Kafka's numeric codes (org.apache.kafka.common.protocol.Errors) for the codes raykafka uses most.

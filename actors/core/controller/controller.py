@@ -31,17 +31,18 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from actors.core.config import KafkaConfig
-from actors.core.controller import controlled_shutdown, elect_leaders, elections, isr_changes
+from actors.core.controller import controlled_shutdown, elect_leaders, elections, isr_changes, lost_disks
 from actors.core.controller.broker_requests import BrokerRequests, broker_destination
 from actors.core.controller.context import BrokerInfo, ControllerContext
 from actors.core.controller.deletion import TopicDeletion
 from actors.core.controller.metadata_store import MetadataStore
+from actors.core.controller.producer_ids import allocate_producer_ids
 from actors.core.controller.state import PartitionState, ReplicaState, TopicPartition
 from actors.core.controller.topics import validate_new_topic
 from actors.core.effects import AddBrokerChannel, ArmTimer, Effect, LogEvent, RemoveBrokerChannel, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages import (
-    AlterPartitionRequest, AlterPartitionResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
+    AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
     BrokerRegistrationResponse, ControlledShutdownRequest, ControlledShutdownResponse, CreatableTopicResult,
     CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
     ElectLeadersRequest, ElectLeadersResponse,
@@ -195,6 +196,7 @@ class ControllerCore:
         if existing is not None:
             effects.append(self._log(f"broker {request.broker_id} bounced (new incarnation)"))
             effects += self._on_broker_failure([request.broker_id])
+        lost_data = lost_disks.directory_changed(self.context, request.broker_id, request.log_dirs)
         info = BrokerInfo(request.broker_id, self.store.next_broker_epoch(), request.host,
                           request.incarnation_id, last_heartbeat_ms=now_ms)
         self.context.put_broker(info)
@@ -202,6 +204,8 @@ class ControllerCore:
             broker_epoch=info.broker_epoch)))
         effects.append(AddBrokerChannel(broker_id=info.broker_id, broker_epoch=info.broker_epoch))
         effects.append(self._log(f"broker {info.broker_id} registered with epoch {info.broker_epoch}"))
+        if lost_data:  # before the startup's elections, which must not count it as in sync
+            effects += self._on_lost_disk(info.broker_id)
         effects += self._on_broker_startup([info.broker_id])
         return effects
 
@@ -221,6 +225,10 @@ class ControllerCore:
         info.last_heartbeat_ms = now_ms
         return [Respond(request_id=request_id, response=answer(
             ErrorCode.NONE, is_caught_up=True, is_fenced=False, should_shut_down=False))]
+
+    def handle_allocate_producer_ids(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self._guarded(request_id, lambda code: AllocateProducerIdsResponse(error_code=code),
+                             lambda: allocate_producer_ids(self.context, self.store, request_id, request))
 
     def on_broker_unreachable(self, broker_id: int, broker_epoch: int, now_ms: int) -> list[Effect]:
         """Ray reported the broker's actor dead (not restarting): fence it now."""
@@ -249,6 +257,14 @@ class ControllerCore:
         effects += self._elect_offline_partitions()
         effects += self.deletion.resume()
         return effects
+
+    def _on_lost_disk(self, broker_id: int) -> list[Effect]:
+        self.batch.new_batch()
+        changed = lost_disks.remove_from_every_isr(self.context, broker_id, self.controller_epoch,
+                                                   self.requests.add_leader_and_isr)
+        return [self._log(f"broker {broker_id} registered with a new log directory: it lost its data, so it "
+                          f"leaves the ISR of {len(changed)} partition(s) {sorted(changed)[:10]}", "warning"),
+                *self.requests.flush()]
 
     def _on_broker_failure(self, broker_ids: Iterable[int]) -> list[Effect]:
         """Kafka's ``onBrokerFailure``: new leaders for what they led, then out of every ISR."""

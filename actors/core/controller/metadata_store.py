@@ -40,9 +40,16 @@ CLAIM_ATTEMPTS_MAX = 1000
 CLUSTER_ID_KEY = "/cluster/id"
 BROKER_EPOCH_COUNTER_KEY = "/brokers/epoch_counter"
 BROKER_PREFIX = "/brokers/ids/"
+# Each broker's log directory id as last registered (KIP-858); kept while the broker is down.
+BROKER_DIRECTORY_PREFIX = "/brokers/directories/"
 TOPIC_PREFIX = "/brokers/topics/"
 PARTITION_STATE_PREFIX = "/brokers/partition_state/"
 DELETE_TOPIC_PREFIX = "/admin/delete_topics/"
+# Producer-id blocks (Kafka's /latest_producer_id_block): block n is ids [n * size, (n + 1) * size),
+# claimed once through its own key like a controller epoch; the hint names a claimed block.
+PRODUCER_ID_BLOCK_KEY = "/latest_producer_id_block"
+PRODUCER_ID_BLOCK_CLAIM_PREFIX = "/producer_id_blocks/"
+PRODUCER_ID_BLOCK_SIZE = 1000  # Kafka's ProducerIdManager.PidBlockSize
 
 
 def controller_epoch_claim_key(epoch: int) -> str:
@@ -141,6 +148,23 @@ class MetadataStore:
                                      f"controller epoch {self.controller_epoch} superseded by "
                                      f"{self.stored_controller_epoch()}")
 
+    def claim_producer_id_block(self) -> int:
+        """The first id of a block of PRODUCER_ID_BLOCK_SIZE producer ids no one else ever gets.
+
+        Fenced like every controller write; the claim itself is a create-if-absent, so even a
+        zombie controller that slipped past the fence can only claim a block of its own."""
+        self.check_still_controller()
+        hint = self._read(PRODUCER_ID_BLOCK_KEY)
+        block = -1 if hint is None else int(hint)
+        claim = json.dumps({"controller_epoch": self.controller_epoch}).encode()
+        for _ in range(CLAIM_ATTEMPTS_MAX):
+            block += 1
+            if self.kv.put_if_absent(f"{PRODUCER_ID_BLOCK_CLAIM_PREFIX}{block}", claim):
+                self.kv.put(PRODUCER_ID_BLOCK_KEY, json.dumps(block).encode())
+                return block * PRODUCER_ID_BLOCK_SIZE
+        raise KafkaProtocolError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                                 f"lost {CLAIM_ATTEMPTS_MAX} producer-id block claims in a row, up to {block}")
+
     def next_broker_epoch(self) -> int:
         """A broker epoch larger than every one handed out before (Kafka uses the znode's czxid)."""
         epoch = int(self._read(BROKER_EPOCH_COUNTER_KEY) or 0) + 1
@@ -160,6 +184,12 @@ class MetadataStore:
 
     def put_broker(self, broker_id: int, registration: dict) -> None:
         self._write(f"{BROKER_PREFIX}{broker_id}", registration)
+
+    def broker_directory(self, broker_id: int) -> str | None:
+        return self._read(f"{BROKER_DIRECTORY_PREFIX}{broker_id}")
+
+    def put_broker_directory(self, broker_id: int, directory_id: str) -> None:
+        self._write(f"{BROKER_DIRECTORY_PREFIX}{broker_id}", directory_id)
 
     def delete_broker(self, broker_id: int) -> None:
         self._delete(f"{BROKER_PREFIX}{broker_id}")

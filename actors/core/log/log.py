@@ -14,6 +14,11 @@ Inputs and outputs:
   fetches; returns ``FetchDataInfo``.
 - ``truncate_to``, ``truncate_fully_and_start_at``, ``maybe_increment_log_start_offset``: move
   the ends of the log; the leader-epoch cache follows.
+- producer state (``producer_state.py``): the leader's append checks the idempotent producer's
+  epoch and sequence first and answers a duplicate with the original batch's offsets, writing
+  nothing; every written batch (leader, follower, replay) updates it; a roll and ``close`` write
+  a snapshot of it beside the segments, ``open`` and truncation rebuild it from the newest
+  snapshot plus the batches after it.
 - ``flush``: fsync and advance ``recovery_point``, which the owner checkpoints
   (``recovery-point-offset-checkpoint``) together with ``log_start_offset``
   (``log-start-offset-checkpoint``) and passes back to ``Log.open`` after a restart.
@@ -33,12 +38,16 @@ from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.checkpoints import LEADER_EPOCH_CHECKPOINT
 from actors.core.log.leader_epoch_cache import LeaderEpochCache
 from actors.core.log.log_config import LogConfig
-from actors.core.log.record_batch import BatchHeader, as_byte_view, parse_batches, stamp_batch
+from actors.core.log.producer_state import ProducerStateManager, delete_snapshots, load_state, write_snapshot
+from actors.core.log.record_batch import BatchHeader, as_byte_view, parse_batches, read_header, stamp_batch
 from actors.core.log.segment import (
     INDEX_FILE_SUFFIX, INT32_MAX, LOG_FILE_SUFFIX, FetchDataInfo, LogSegment, parse_segment_file_name)
 from actors.core.log.storage import Storage
 
 __all__ = ["FetchDataInfo", "Log", "LogAppendInfo"]
+
+# How much of the log one step of the producer-state replay reads.
+PRODUCER_STATE_REPLAY_READ_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +91,7 @@ class Log:
         self._leader_epoch_cache.truncate_from_start(self._log_start_offset)
         self._check_segment_chain()
         self._check_invariants()
+        self._producer_state = self._load_producer_state()
 
     # -- opening and recovery --------------------------------------------------------------
 
@@ -150,6 +160,24 @@ class Log:
                 break
         return segments
 
+    def _load_producer_state(self):
+        return load_state(self._storage, self._directory, log_start_offset=self._log_start_offset,
+                          log_end_offset=self.log_end_offset, headers_from=self._headers_from)
+
+    def _headers_from(self, offset: int):
+        """The headers of the batches from the one holding ``offset`` to the end (replay)."""
+        while offset < self.log_end_offset:
+            info = self.read(offset, PRODUCER_STATE_REPLAY_READ_BYTES)
+            if not info.records:
+                return
+            position = 0
+            while position < len(info.records):
+                header = read_header(info.records, position)
+                if header.last_offset >= offset:
+                    yield header
+                position = header.end_position
+            offset = info.last_offset + 1
+
     @staticmethod
     def _delete_segment_files(storage: Storage, directory: str, base_offsets: list[int]) -> None:
         for base_offset in sorted(base_offsets, reverse=True):
@@ -181,6 +209,10 @@ class Log:
     @property
     def recovery_point(self) -> int:
         return self._recovery_point
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        return self._producer_state
 
     @property
     def leader_epoch_cache(self) -> LeaderEpochCache:
@@ -239,6 +271,11 @@ class Log:
             raise ValueError(f"leader epoch {leader_epoch} is not a valid epoch")
         view = as_byte_view(records)
         headers = self._validate(view, from_client=True)
+        duplicate = self._producer_state.check_append(headers)  # or a refusal: INVALID_PRODUCER_EPOCH, ...
+        if duplicate is not None:
+            # Kafka answers a retried batch it already has with the original's offsets.
+            return LogAppendInfo(first_offset=duplicate.first_offset, last_offset=duplicate.last_offset,
+                                 batch_count=0, record_count=0, max_timestamp=duplicate.timestamp, size_in_bytes=0)
         buffer = bytearray(view)
         stamped, next_offset = [], self.log_end_offset
         for header in headers:
@@ -272,6 +309,8 @@ class Log:
             if header.partition_leader_epoch >= 0:
                 self._leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
         self._segments[-1].append(data, headers)
+        for header in headers:
+            self._producer_state.record(header)
         self._check_invariants()
         return _append_info(headers, len(data))
 
@@ -288,6 +327,9 @@ class Log:
         """Starts a new active segment at the LEO; the old one is fsynced first (Kafka flushes it
         right after a roll), so only the active segment can have an unflushed tail."""
         self.flush()
+        # Kafka snapshots the producer state at every roll, so a restart replays at most the
+        # active segment.
+        write_snapshot(self._storage, self._directory, self._producer_state)
         self._segments.append(LogSegment.create(
             self._storage, self._directory, self.log_end_offset,
             index_interval_bytes=self._config.index_interval_bytes))
@@ -366,6 +408,7 @@ class Log:
         self._log_start_offset = min(self._log_start_offset, log_end_offset)
         self._check_segment_chain()
         self._check_invariants()
+        self._producer_state = self._load_producer_state()
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -382,6 +425,8 @@ class Log:
         self._leader_epoch_cache.clear()
         self._log_start_offset = offset
         self._recovery_point = offset
+        delete_snapshots(self._storage, self._directory)
+        self._producer_state = self._load_producer_state()
         self._check_invariants()
 
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
@@ -402,6 +447,9 @@ class Log:
             self._roll()  # keep an (empty) active segment when every batch goes
         while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
             self._segments.pop(0).delete()
+        self._producer_state.evict_below(offset)
+        # A snapshot before the first segment describes batches that are gone.
+        delete_snapshots(self._storage, self._directory, below=self._segments[0].base_offset)
         self._check_segment_chain()
         self._check_invariants()
         return True
@@ -425,6 +473,7 @@ class Log:
         """Flushes everything; the log must not be used afterwards."""
         if not self._closed:
             self.flush()
+            write_snapshot(self._storage, self._directory, self._producer_state)
             self._closed = True
 
     def delete(self) -> None:

@@ -160,6 +160,8 @@ from actors.core.messages.broker_registration import (
     BrokerRegistrationResponse,
 )
 from actors.core.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
+from actors.core.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from actors.core.messages.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
 
 # Kafka's API keys (org.apache.kafka.common.protocol.ApiKeys), by request class name.
 API_KEYS: dict[str, int] = {
@@ -182,15 +184,21 @@ API_KEYS: dict[str, int] = {
     "ListGroupsRequest": 16,
     "CreateTopicsRequest": 19,
     "DeleteTopicsRequest": 20,
+    "InitProducerIdRequest": 22,
     "OffsetForLeaderEpochRequest": 23,
     "ElectLeadersRequest": 43,
     "AlterPartitionRequest": 56,
     "BrokerRegistrationRequest": 62,
     "BrokerHeartbeatRequest": 63,
+    "AllocateProducerIdsRequest": 67,
 }
 
 __all__ = [
     "API_KEYS",
+    "AllocateProducerIdsRequest",
+    "AllocateProducerIdsResponse",
+    "InitProducerIdRequest",
+    "InitProducerIdResponse",
     "PREFERRED_ELECTION",
     "UNCLEAN_ELECTION",
     "ElectLeadersRequest",

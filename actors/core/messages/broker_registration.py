@@ -6,6 +6,8 @@ and heartbeat from it must carry. ``incarnation_id`` is unique per broker proces
 under the same ``broker_id`` is told apart from a retried registration
 (``DUPLICATE_BROKER_REGISTRATION`` if another live incarnation holds the id). Adapted from
 Kafka: instead of listeners, ``host`` carries the broker actor's name in the Ray namespace.
+``log_dirs`` holds the broker's log directory ids (KIP-858; one directory per broker here): a
+broker that registers with a directory id other than its last one lost its data.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ class BrokerRegistrationRequest:
     incarnation_id: str  # a UUID string, new for every broker process
     host: str  # the broker actor's name in the cluster's Ray namespace
     rack: str | None = None
+    log_dirs: tuple[str, ...] = ()  # directory ids from meta.properties
 
 
 @message

@@ -27,7 +27,9 @@ from typing import Any
 from actors.core.config import KafkaConfig
 from actors.core.effects import CoordinatorMetadataUpdate, Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode
+from actors.core.log.meta_properties import load_or_create_directory_id
 from actors.core.log.storage import Storage
+from actors.core.messages.allocate_producer_ids import AllocateProducerIdsRequest
 from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.update_metadata import UpdateMetadataRequest
@@ -35,6 +37,7 @@ from actors.core.replica.broker_lifecycle import BrokerLifecycle
 from actors.core.replica.find_coordinator import CoordinatorFinder
 from actors.core.replica.metadata_cache import LEADER_DURING_DELETE
 from actors.core.replica.log_reads import BatchDigest, read_log, replica_digest
+from actors.core.replica.producer_ids import ProducerIdManager
 from actors.core.replica.replica_manager import OFFSETS_TOPIC, ReplicaManager
 
 
@@ -49,10 +52,13 @@ class BrokerCore:
         self.broker_id = broker_id
         self.replica_manager = ReplicaManager(broker_id=broker_id, storage=storage, config=config,
                                               now_ms=now_ms)
+        self.directory_id = load_or_create_directory_id(storage, broker_id, incarnation_id)
         self.lifecycle = BrokerLifecycle(broker_id=broker_id, host=host, incarnation_id=incarnation_id,
-                                         cluster_id=cluster_id, config=config, now_ms=now_ms)
+                                         cluster_id=cluster_id, config=config, now_ms=now_ms,
+                                         directory_id=self.directory_id)
         self._parked: list[tuple[Callable, int, Any]] = []
         self.coordinator_finder = CoordinatorFinder(self.replica_manager, coordinator_host)
+        self.producer_ids = ProducerIdManager(broker_id)
         # The version of the coordinator's view last handed out: (broker epoch, cache partitions
         # version) at the time the set of partitions last changed.
         self._coordinator_view_version = (-1, 0)
@@ -67,6 +73,8 @@ class BrokerCore:
             return self.replica_manager.on_alter_partition_response(request, response, now_ms)
         if isinstance(request, CreateTopicsRequest):
             return self.coordinator_finder.on_create_topics_response(response)
+        if isinstance(request, AllocateProducerIdsRequest):
+            return self.producer_ids.on_allocate_response(response)
         effects = self.lifecycle.on_controller_response(request, response, now_ms)
         self.replica_manager.broker_epoch = self.lifecycle.broker_epoch
         if self.lifecycle.broker_epoch >= 0 and self._parked:
@@ -101,6 +109,9 @@ class BrokerCore:
     def handle_internal_produce(self, request_id: int, request, now_ms: int) -> list[Effect]:
         """A produce from this broker's own group coordinator, the one writer of internal topics."""
         return self.replica_manager.handle_produce(request_id, request, now_ms, internal_topics_allowed=True)
+
+    def handle_init_producer_id(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self.producer_ids.handle_init_producer_id(request_id, request, self.lifecycle.broker_epoch)
 
     def handle_fetch(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self.replica_manager.handle_fetch(request_id, request, now_ms)
