@@ -1,7 +1,8 @@
 """Replication on a real 3-broker cluster: with replication factor 3 and min.insync.replicas=2,
 every record acknowledged with acks=all survives a leader kill at its acknowledged offset and the
 replicas agree below the high watermark; a dead follower leaves the ISR and rejoins; a killed
-fetcher is replaced and catches up; with two brokers down acks=all is refused; a producer sending one
+fetcher is replaced and catches up; an idempotent producer writes each record once across a leader
+kill; with two brokers down acks=all is refused; a producer sending one
 record at a time with acks=all and no retries keeps going across repeated leader kills; a paused
 broker serves no log reads until it resumes."""
 from __future__ import annotations
@@ -72,6 +73,30 @@ def test_acks_all_survives_a_leader_kill_and_replicas_agree(cluster):
     assert not lost, f"{len(lost)} acknowledged records lost or changed, e.g. {sorted(lost.items())[:3]}"
     wait_until(lambda: len(cluster.describe_topic("durable")[0].isr) == 3, 60, "the restarted broker in the ISR")
     wait_until(lambda: replicas_agree_below_hw(cluster, "durable", 0), 60, "identical replicas below HW")
+
+
+def test_an_idempotent_producer_writes_each_record_once_across_a_leader_kill(cluster):
+    """Retries on (the default) with enable.idempotence: every acknowledged record is in the log at
+    its offset, and no value is in the log twice, though the leader died with requests in flight."""
+    cluster.create_topic("once", partitions=1, replication_factor=3, config={"min.insync.replicas": "2"})
+    wait_until(lambda: len(cluster.describe_topic("once")[0].isr) == 3, 30, "a full ISR")
+    producer = cluster.producer({"acks": "all", "linger.ms": "5", "enable.idempotence": "true",
+                                 "request.timeout.ms": "3000", "delivery.timeout.ms": "120000"})
+    leader = cluster.describe_topic("once")[0].leader
+    futures = []
+    for i in range(RECORDS // 4):
+        futures.append((f"o{i}".encode(), producer.send("once", value=f"o{i}".encode(), partition=0)))
+        if i == RECORDS // 12:
+            cluster.kill("broker", leader, restart=True)
+    producer.flush(timeout=180)
+    acknowledged = {f.result(timeout=1).offset: value for value, f in futures if f.exception(timeout=1) is None}
+    assert len(acknowledged) >= len(futures) * 0.9, f"only {len(acknowledged)} of {len(futures)} acknowledged"
+    seen = read_to_high_watermark(cluster, "once", 1, at_least={0: max(acknowledged) + 1})
+    lost = {o: v for o, v in acknowledged.items() if (0, o) not in seen or seen[(0, o)].value != v}
+    assert not lost, f"{len(lost)} acknowledged records lost or moved, e.g. {sorted(lost.items())[:3]}"
+    values = [record.value for record in seen.values()]
+    twice = {v for v in values if values.count(v) > 1} if len(set(values)) != len(values) else set()
+    assert not twice, f"{len(twice)} values written twice, e.g. {sorted(twice)[:3]}"
 
 
 def test_dead_follower_leaves_the_isr_and_rejoins_after_restart(cluster):
