@@ -109,6 +109,7 @@ class ControllerCore:
             controller_epoch=self.controller_epoch,
             broker_epochs={b: self.context.brokers[b].broker_epoch for b in live},
             live_brokers={b: self.context.brokers[b].host for b in live},
+            broker_endpoints={b: self.context.brokers[b].listeners for b in live},
             partition_states=self.context.partition_state_lookup,
             topics_to_be_deleted=self.context.topics_to_delete)
         return [Send(destination=broker_destination(b), message=request) for b, request in pairs]
@@ -207,7 +208,7 @@ class ControllerCore:
             effects.append(self._log(f"broker {request.broker_id} bounced (new incarnation)"))
             effects += self._on_broker_failure([request.broker_id])
         info = BrokerInfo(request.broker_id, self.store.next_broker_epoch(), request.host,
-                          request.incarnation_id, last_heartbeat_ms=now_ms)
+                          request.incarnation_id, last_heartbeat_ms=now_ms, listeners=tuple(request.listeners))
         self.context.put_broker(info)
         effects.append(Respond(request_id=request_id, response=BrokerRegistrationResponse(
             broker_epoch=info.broker_epoch)))

@@ -44,13 +44,14 @@ class BrokerCore:
     def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, host: str,
                  incarnation_id: str, cluster_id: str, now_ms: int,
                  wrap_records: Callable[[bytes, bool], Any] | None = None,
-                 coordinator_host: Callable[[int], str] = lambda broker_id: f"group-coordinator-{broker_id}"
-                 ) -> None:
+                 coordinator_host: Callable[[int], str] = lambda broker_id: f"group-coordinator-{broker_id}",
+                 listeners: tuple = ()) -> None:
         self.broker_id = broker_id
         self.replica_manager = ReplicaManager(broker_id=broker_id, storage=storage, config=config,
                                               now_ms=now_ms, wrap_records=wrap_records)
         self.lifecycle = BrokerLifecycle(broker_id=broker_id, host=host, incarnation_id=incarnation_id,
-                                         cluster_id=cluster_id, config=config, now_ms=now_ms)
+                                         cluster_id=cluster_id, config=config, now_ms=now_ms,
+                                         listeners=listeners)
         self._parked: list[tuple[Callable, int, Any]] = []
         self.coordinator_finder = CoordinatorFinder(self.replica_manager, coordinator_host)
         # The version of the coordinator's view last handed out: (broker epoch, cache partitions
