@@ -39,6 +39,7 @@ from actors.core.replica.broker_core import BrokerCore
 from actors.core.replica.follower_messages import FollowerAppendRequest
 from actors.core.replica.replica_manager import OFFSETS_TOPIC
 from actors.file_storage import FileStorage
+from actors.kafka_listener import KafkaListener
 from actors.ray_metadata_store import active_controller
 from actors.records import next_offset_after
 from actors.shell_support import CallNumbers, PendingRequests, check_request, monotonic_ms
@@ -109,10 +110,14 @@ class BrokerActor:
         self.incarnation_id = uuid.uuid4().hex
         self._storage = FileStorage(log_dir)
         started = time.monotonic()
+        # Stock Kafka clients' TCP listeners: bound before registering, which advertises them.
+        self._kafka_listener = KafkaListener(broker=self, broker_id=broker_id, namespace=namespace,
+                                             config=dict(config or {}), log_dir=log_dir)
         self._core = BrokerCore(broker_id=broker_id, storage=self._storage, config=KafkaConfig(config or {}),
                                 host=broker_actor_name(broker_id), incarnation_id=self.incarnation_id,
                                 cluster_id=namespace, now_ms=monotonic_ms(), wrap_records=_wrap_records,
-                                coordinator_host=group_coordinator_actor_name)
+                                coordinator_host=group_coordinator_actor_name,
+                                listeners=self._kafka_listener.bind())
         logger.info("broker {} started in {:.2f}s with {} recovered partitions from {}", broker_id,
                     time.monotonic() - started, len(self._core.replica_manager.recovered_partitions), log_dir)
         self._pending = PendingRequests(f"broker {broker_id}")
@@ -132,6 +137,7 @@ class BrokerActor:
         # Register with the controller now: after a Ray restart nobody else will call us first.
         self._ensure_ticker()
         self._apply(self._core.start(monotonic_ms()))
+        asyncio.get_running_loop().create_task(self._kafka_listener.start())
 
     # ------------------------------------------------------------------------ the shell proper
     async def _call(self, handler: Callable, request: Any) -> Any:
@@ -408,6 +414,7 @@ class BrokerActor:
         if self._stopped:
             return
         self._stopped = True
+        await self._kafka_listener.close()
         for task in (self._ticker, self._fetcher_watch):
             if task is not None:
                 task.cancel()

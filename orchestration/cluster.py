@@ -241,6 +241,17 @@ class Cluster:
         """The controller's view: its epoch and the live brokers with their epochs."""
         return self._observe_controller("describe_cluster", timeout_ms=timeout_ms)
 
+    @property
+    def bootstrap_servers(self) -> str:
+        """"host:port,..." of every registered broker's PLAINTEXT Kafka listener: all a stock
+        Kafka client (confluent-kafka, kafka-python, aiokafka, kcat) needs to connect."""
+        return self.listener_addresses("PLAINTEXT")
+
+    def listener_addresses(self, listener_name: str, *, timeout_ms: int | None = None) -> str:
+        brokers = self.describe_cluster(timeout_ms=timeout_ms)["brokers"]
+        return ",".join(info["listeners"][listener_name] for _, info in sorted(brokers.items())
+                        if listener_name in info.get("listeners", {}))
+
     # -------------------------------------------------------------------------------- topics
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
                      config: dict | None = None, assignment: list[list[int]] | None = None, *,

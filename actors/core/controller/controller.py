@@ -547,7 +547,8 @@ class ControllerCore:
     def describe_cluster(self) -> dict:
         return {
             "controller_epoch": self.controller_epoch, "active": self.active,
-            "brokers": {b: {"broker_epoch": i.broker_epoch, "host": i.host, "shutting_down": i.shutting_down}
+            "brokers": {b: {"broker_epoch": i.broker_epoch, "host": i.host, "shutting_down": i.shutting_down,
+                            "listeners": {e.name: f"{e.host}:{e.port}" for e in i.listeners}}
                         for b, i in sorted(self.context.brokers.items())},
             "topics": sorted(self.context.topics),
             "topics_being_deleted": sorted(self.context.topics_to_delete),
