@@ -75,8 +75,10 @@ def decode_request(frame: bytes) -> DecodedRequest:
     try:
         header, position = entity_reader(schema.__header_schema__)(frame, 0)
         body, size = entity_reader(schema)(frame, position)
-    except (SerialError, ValueError, TypeError, UnicodeDecodeError, OverflowError) as exc:
-        raise InvalidFrame(f"API key {api_key} version {api_version}: {type(exc).__name__}: {exc}") from None
+    except (SerialError, ValueError, TypeError, KeyError, UnicodeDecodeError, OverflowError) as exc:
+        # kio raises KeyError for a tagged field its schema does not name.
+        raise InvalidFrame(f"API key {api_key} version {api_version}: {type(exc).__name__}: {exc} "
+                           f"(frame starts {bytes(frame[:48]).hex()})") from None
     if position + size != len(frame):
         raise InvalidFrame(f"API key {api_key} version {api_version}: "
                            f"{len(frame) - position - size} bytes after the body")

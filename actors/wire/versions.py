@@ -8,6 +8,11 @@ Fetch v12+ (KIP-405 tiered storage and diverging-epoch fields, then topic ids fr
 Metadata v10+ (topic ids), ListOffsets v6+ (flexible, then max-timestamp lookups), OffsetFetch
 v8+ (several groups per request), DeleteTopics v5+ and CreateTopics v6+ (topic ids and newer
 semantics). kio has no schemas for versions Kafka 4 removed, so ranges start no lower than kio's.
+
+Flexible versions (KIP-482, tagged fields) are not advertised, ApiVersions v3 aside: kio 0.6.5
+refuses a request carrying a tagged field its schema does not name (KeyError "Unknown tagged
+field tag"), where Kafka skips it, and librdkafka 2.x sends such fields (seen on Metadata v9).
+Every client here speaks the non-flexible versions, which carry the same information.
 """
 from __future__ import annotations
 
@@ -18,20 +23,20 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     0: (3, 8),    # Produce (v3 is the first carrying v2 record batches)
     1: (4, 11),   # Fetch
     2: (1, 5),    # ListOffsets
-    3: (0, 9),    # Metadata
-    8: (2, 8),    # OffsetCommit
-    9: (1, 7),    # OffsetFetch
-    10: (0, 3),   # FindCoordinator
-    11: (0, 7),   # JoinGroup
-    12: (0, 4),   # Heartbeat
-    13: (0, 4),   # LeaveGroup
-    14: (0, 5),   # SyncGroup
-    15: (0, 5),   # DescribeGroups
-    16: (0, 4),   # ListGroups
-    18: (0, 3),   # ApiVersions
-    19: (2, 5),   # CreateTopics
-    20: (1, 4),   # DeleteTopics
-    22: (0, 4),   # InitProducerId (answers that idempotence is not supported)
-    23: (2, 4),   # OffsetForLeaderEpoch
-    32: (1, 4),   # DescribeConfigs (read-only)
+    3: (0, 8),    # Metadata
+    8: (2, 7),    # OffsetCommit
+    9: (1, 5),    # OffsetFetch
+    10: (0, 2),   # FindCoordinator
+    11: (0, 5),   # JoinGroup
+    12: (0, 3),   # Heartbeat
+    13: (0, 3),   # LeaveGroup
+    14: (0, 3),   # SyncGroup
+    15: (0, 4),   # DescribeGroups
+    16: (0, 2),   # ListGroups
+    18: (0, 3),   # ApiVersions (v3 is flexible; clients send it first, KIP-511)
+    19: (2, 4),   # CreateTopics
+    20: (1, 3),   # DeleteTopics
+    22: (0, 1),   # InitProducerId (answers that idempotence is not supported)
+    23: (2, 3),   # OffsetForLeaderEpoch
+    32: (1, 3),   # DescribeConfigs (read-only)
 }
