@@ -218,6 +218,17 @@ class Consumer:
         # As in Kafka: the offset of the next record poll will return, not how far fetches reached.
         return next((r.offset for r in self._buffered if (r.topic, r.partition) == tp), self._positions[tp])
 
+    def offsets_for_times(self, timestamps: dict) -> dict[tuple[str, int], int | None]:
+        """Kafka's ``offsetsForTimes``: per partition, the offset of the first committed record
+        whose timestamp (ms) is at or after the one given, or None when no record is that late."""
+        found: dict[tuple[str, int], int | None] = {}
+        for partition, timestamp_ms in timestamps.items():
+            if int(timestamp_ms) < 0:
+                raise ValueError(f"timestamp {timestamp_ms} of {partition} is negative")
+            offset = self._list_offset_waiting(_topic_partition(partition), int(timestamp_ms))
+            found[_topic_partition(partition)] = None if offset < 0 else offset
+        return found
+
     def end_offsets(self, partitions) -> dict[tuple[str, int], int]:
         return {_topic_partition(p): self._list_offset_waiting(_topic_partition(p), LATEST_TIMESTAMP)
                 for p in partitions}

@@ -61,6 +61,26 @@ def test_admin_client_creates_describes_and_deletes_a_topic(cluster, bootstrap, 
     assert topic not in cluster.topics()
 
 
+def test_list_offsets_by_timestamp_agrees_between_confluent_kafka_and_the_python_api(cluster, bootstrap):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    topic = "wire-timestamps"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False})
+    for index in range(10):  # one record per batch: timestamps 1000, 1100, ..., 1900
+        producer.produce(topic, value=b"%d" % index, partition=0, timestamp=1000 + 100 * index)
+        assert producer.flush(30) == 0
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "timestamps"})
+    try:
+        answers = {t: reader.offsets_for_times([TopicPartition(topic, 0, t)], timeout=30)[0].offset
+                   for t in (1000, 1050, 1900)}
+        assert answers == {1000: 0, 1050: 1, 1900: 9}
+    finally:
+        reader.close()
+    consumer = cluster.consumer()
+    assert {t: consumer.offsets_for_times({(topic, 0): t})[(topic, 0)] for t in (1000, 1050, 1900, 5000)} == \
+        {1000: 0, 1050: 1, 1900: 9, 5000: None}
+
+
 def test_kcat_lists_metadata_produces_and_consumes(cluster, bootstrap):
     kcat = shutil.which("kcat") or shutil.which("kafkacat")
     if kcat is None:
