@@ -41,6 +41,7 @@ from actors.core.messages.create_topics import (
     CreatableReplicaAssignment, CreatableTopic, CreateableTopicConfig, CreateTopicsRequest,
 )
 from actors.core.messages.delete_topics import DeleteTopicsRequest
+from actors.core.messages.metadata import MetadataRequest
 from actors.core.messages.elect_leaders import ElectLeadersRequest, TopicPartitions
 from actors.ray_metadata_store import RayKeyValueStore, active_controller
 from orchestration.client import BrokerDirectory, call_with_retries
@@ -146,6 +147,10 @@ class Cluster:
                 cluster._create_group_coordinator(broker_id)
             wait_until(lambda: set(cluster.describe_cluster()["brokers"]) == set(cluster.broker_ids),
                        BROKER_START_TIMEOUT_S, "every broker to register")
+            # A stock client's first Metadata must list the brokers (librdkafka cannot use an
+            # empty answer), so the cluster is ready once every broker's cache has them all.
+            wait_until(cluster._listeners_known_everywhere, BROKER_START_TIMEOUT_S,
+                       "every broker's metadata to list every broker's Kafka listener")
         except BaseException:
             cluster.shutdown()
             raise
@@ -246,6 +251,16 @@ class Cluster:
         """"host:port,..." of every registered broker's PLAINTEXT Kafka listener: all a stock
         Kafka client (confluent-kafka, kafka-python, aiokafka, kcat) needs to connect."""
         return self.listener_addresses("PLAINTEXT")
+
+    def _listeners_known_everywhere(self) -> bool:
+        names = {name for info in self.describe_cluster()["brokers"].values() for name in info.get("listeners", {})}
+        for broker_id in self.broker_ids:
+            for name in names:
+                response = ray.get(self.broker(broker_id).handle_metadata.remote(
+                    MetadataRequest(topics=(), listener_name=name)), timeout=10)
+                if len(response.brokers) < len(self.broker_ids):
+                    return False
+        return True
 
     def listener_addresses(self, listener_name: str, *, timeout_ms: int | None = None) -> str:
         brokers = self.describe_cluster(timeout_ms=timeout_ms)["brokers"]

@@ -81,6 +81,14 @@ def _metadata_to_core(body: Any, version: int, context: WireContext) -> Metadata
     return MetadataRequest(topics=names, allow_auto_topic_creation=False, listener_name=context.listener_name)
 
 
+def _metadata_to_kio(response: Any, version: int, body: Any) -> Any:
+    """Admin clients send CreateTopics and DeleteTopics to the broker Metadata names controller;
+    raykafka's controller is no broker, but every broker forwards those requests to it, so the
+    lowest listed broker id stands in (it must be one the client can reach)."""
+    controller_id = min((b.node_id for b in response.brokers), default=-1)
+    return to_kio(response_class(3, version), response, controller_id=controller_id)
+
+
 def _find_coordinator_to_core(body: Any, version: int, context: WireContext) -> FindCoordinatorRequest:
     return from_kio(FindCoordinatorRequest, body, listener_name=context.listener_name)
 
@@ -182,7 +190,7 @@ APIS: dict[int, Api] = {api.key: api for api in (
     Api(0, "produce", BROKER, "handle_produce", _produce_to_core, _generic_to_kio(0)),
     Api(1, "fetch", BROKER, "handle_fetch", _consumer_only(FetchRequest), _generic_to_kio(1)),
     Api(2, "list_offsets", BROKER, "handle_list_offsets", _consumer_only(ListOffsetsRequest), _generic_to_kio(2)),
-    Api(3, "metadata", BROKER, "handle_metadata", _metadata_to_core, _generic_to_kio(3)),
+    Api(3, "metadata", BROKER, "handle_metadata", _metadata_to_core, _metadata_to_kio),
     Api(10, "find_coordinator", BROKER, "handle_find_coordinator", _find_coordinator_to_core, _generic_to_kio(10)),
     Api(23, "offset_for_leader_epoch", BROKER, "handle_offset_for_leader_epoch",
         _consumer_only(OffsetForLeaderEpochRequest), _generic_to_kio(23)),

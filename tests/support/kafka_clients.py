@@ -79,7 +79,7 @@ def confluent_group(bootstrap: str, topic: str, group_id: str, end_offsets: dict
         while True:
             _check(deadline, "three members to own two partitions each and read them to the end")
             for member in members:
-                member.poll(0.2)
+                member.consume(num_messages=500, timeout=0.2)
             assignments = [{tp.partition for tp in member.assignment()} for member in members]
             if sorted(len(a) for a in assignments) == [2, 2, 2] and _read_to_end_confluent(members, topic, end_offsets):
                 break
@@ -206,25 +206,30 @@ def kafka_python_admin(bootstrap: str, topic: str, timeout_s: float = 60) -> dic
             _check(deadline, f"{topic} to leave the topic list")
             time.sleep(0.2)
         return {"partitions": len(described[0]["partitions"]),
-                "replicas": sorted(len(p["replicas"]) for p in described[0]["partitions"]),
+                "replicas": sorted(len(p.get("replicas", p.get("replica_nodes", ()))) for p in described[0]["partitions"]),
                 "min.insync.replicas": values["min.insync.replicas"]}
     finally:
         admin.close()
 
 
 def _kafka_python_config_values(responses) -> dict[str, str]:
-    """kafka-python returns DescribeConfigs responses as protocol structs or dicts by version."""
-    values = {}
-    for response in responses if isinstance(responses, list) else [responses]:
-        data = response.to_object() if hasattr(response, "to_object") else response
-        if isinstance(data, dict) and "results" in data:
-            for result in data["results"]:
-                for entry in result["configs"]:
-                    values[entry["name"]] = entry["value"]
-        elif isinstance(data, dict):
-            for result in data.values():
-                for name, entry in (result.items() if isinstance(result, dict) else ()):
-                    values[name] = entry.get("value") if isinstance(entry, dict) else entry
+    """Config names and values from DescribeConfigs answers, whichever shape the library returns
+    (protocol structs with ``to_object``, or dicts; names are ``name`` or ``config_names``)."""
+    values: dict[str, str] = {}
+
+    def walk(node) -> None:
+        if hasattr(node, "to_object"):
+            node = node.to_object()
+        if isinstance(node, dict):
+            name = node.get("name", node.get("config_names"))
+            if isinstance(name, str) and ("value" in node or "config_value" in node):
+                values[name] = node.get("value", node.get("config_value"))
+            for child in node.values():
+                walk(child)
+        elif isinstance(node, (list, tuple)):
+            for child in node:
+                walk(child)
+    walk(responses)
     return values
 
 
@@ -309,7 +314,8 @@ def aiokafka_group(bootstrap: str, topic: str, group_id: str, end_offsets: dict[
 
 
 def aiokafka_admin(bootstrap: str, topic: str, timeout_s: float = 60) -> dict:
-    from aiokafka.admin import AIOKafkaAdminClient, ConfigResource, ConfigResourceType, NewTopic
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
     async def run():
         admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
