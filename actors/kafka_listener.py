@@ -32,9 +32,10 @@ from actors.core.config import KafkaConfig
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages import JoinGroupRequest, ProduceRequest
 from actors.core.messages.broker_registration import BrokerEndpoint
-from actors.ray_metadata_store import active_controller
+from actors.core.controller.metadata_store import MetadataStore
+from actors.ray_metadata_store import RayKeyValueStore, active_controller
 from actors.wire.apis import APIS, BROKER, CONTROLLER, COORDINATOR, Api, WireContext, api_versions_error_response
-from actors.wire.describe_configs import describe_configs
+from actors.wire.describe_configs import RESOURCE_TOPIC, describe_configs
 from actors.wire.frames import (
     REQUEST_BYTES_MAX_DEFAULT, SIZE_PREFIX, InvalidFrame, UnsupportedApiVersions, check_frame_size,
     decode_request, encode_response,
@@ -235,11 +236,14 @@ class KafkaListener:
             return api.error_response(request, ErrorCode.NOT_CONTROLLER)
 
     def _describe_configs(self, body: Any) -> dict:
+        """Topic configs as the controller stored them (Kafka's brokers read them from
+        ZooKeeper the same way), so any broker describes any topic."""
         manager = self._broker._core.replica_manager
-        broker_config = KafkaConfig(self._config)
+        topic_overrides = {}
+        if any(resource.resource_type == RESOURCE_TOPIC for resource in body.resources):
+            stored = MetadataStore(RayKeyValueStore(self._namespace)).topics()
+            topic_overrides = {name: dict(record.get("config", {})) for name, record in stored.items() if record}
         return describe_configs(
-            body, broker_id=self._broker_id, broker_config=broker_config.as_dict(),
-            broker_overrides=self._config,
-            topic_overrides={topic: {k: v for k, v in config.as_dict().items() if broker_config.as_dict().get(k) != v}
-                             for topic, config in manager.topic_configs.items()},
-            known_topics=frozenset(manager.metadata_cache.topics))
+            body, broker_id=self._broker_id, broker_config=KafkaConfig(self._config).as_dict(),
+            broker_overrides=self._config, topic_overrides=topic_overrides,
+            known_topics=frozenset(manager.metadata_cache.topics) | frozenset(topic_overrides))

@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from orchestration.cluster import wait_until
 from tests.support.kafka_clients import LIBRARIES
 
 pytestmark = pytest.mark.integration
@@ -58,7 +59,7 @@ def test_admin_client_creates_describes_and_deletes_a_topic(cluster, bootstrap, 
     topic = f"wire-{library}-admin"
     described = LIBRARIES[library]["admin"](bootstrap, topic)
     assert described == {"partitions": 3, "replicas": [2, 2, 2], "min.insync.replicas": "2"}
-    assert topic not in cluster.topics()
+    wait_until(lambda: topic not in cluster.topics(), 60, f"the controller to finish deleting {topic}")
 
 
 def test_list_offsets_by_timestamp_agrees_between_confluent_kafka_and_the_python_api(cluster, bootstrap):

@@ -86,7 +86,8 @@ def confluent_group(bootstrap: str, topic: str, group_id: str, end_offsets: dict
         for member in members:
             member.commit(asynchronous=False)
         committed = members[0].committed([TopicPartition(topic, p) for p in end_offsets], timeout=30)
-        return assignments, {tp.partition: tp.offset for tp in committed}
+        # An empty partition has nothing to commit: librdkafka reports it as -1001, Kafka's "none".
+        return assignments, {tp.partition: max(tp.offset, 0) for tp in committed}
     finally:
         for member in members:
             member.close()
@@ -97,7 +98,8 @@ def _read_to_end_confluent(members, topic: str, end_offsets: dict[int, int]) -> 
     for member in members:
         for tp in member.position(member.assignment()):
             positions[tp.partition] = tp.offset
-    return all(positions.get(p, -1) >= end for p, end in end_offsets.items())
+    # librdkafka reports no position (-1001) for a partition it has read nothing from.
+    return all(end == 0 or positions.get(p, -1) >= end for p, end in end_offsets.items())
 
 
 def confluent_admin(bootstrap: str, topic: str, timeout_s: float = 60) -> dict:
@@ -224,7 +226,9 @@ def _kafka_python_config_values(responses) -> dict[str, str]:
             name = node.get("name", node.get("config_names"))
             if isinstance(name, str) and ("value" in node or "config_value" in node):
                 values[name] = node.get("value", node.get("config_value"))
-            for child in node.values():
+            for key, child in node.items():
+                if isinstance(key, str) and isinstance(child, dict) and "value" in child:
+                    values.setdefault(key, child["value"])  # kafka-python 3: {name: {"value": ...}}
                 walk(child)
         elif isinstance(node, (list, tuple)):
             for child in node:
