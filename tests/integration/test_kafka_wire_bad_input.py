@@ -94,8 +94,8 @@ def seeded_topic(cluster):
 @pytest.mark.parametrize("payload, why", [
     (struct.pack(">i", 104857601), "a size over socket.request.max.bytes"),
     (struct.pack(">i", -5), "a negative size"),
-    (struct.pack(">i", 12) + struct.pack(">hhi", 999, 0, 1) + b"\x00\x00", "an unknown API key"),
-    (struct.pack(">i", 12) + struct.pack(">hhi", 3, 77, 1) + b"\x00\x00", "an unserved Metadata version"),
+    (struct.pack(">i", 10) + struct.pack(">hhi", 999, 0, 1) + b"\x00\x00", "an unknown API key"),
+    (struct.pack(">i", 10) + struct.pack(">hhi", 3, 77, 1) + b"\x00\x00", "an unserved Metadata version"),
     (struct.pack(">i", 40) + b"\xff" * 40, "garbage"),
 ])
 def test_unreadable_input_closes_the_connection(cluster, seeded_topic, payload, why):
