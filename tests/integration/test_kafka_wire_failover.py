@@ -39,6 +39,7 @@ def test_acks_all_records_survive_a_leader_kill_at_their_offsets(cluster):
     cluster.create_topic(TOPIC, partitions=1, replication_factor=3, config={"min.insync.replicas": "2"})
     bootstrap = cluster.bootstrap_servers
     old_leader = leader_of(cluster, TOPIC)
+    (before,) = cluster.describe_topic(TOPIC)
     acked: dict[int, bytes] = {}
     failed: list[str] = []
     lock = threading.Lock()
@@ -65,6 +66,8 @@ def test_acks_all_records_survive_a_leader_kill_at_their_offsets(cluster):
                60, f"broker {old_leader} to be back")
     assert set(cluster.bootstrap_servers.split(",")) == set(bootstrap.split(",")), \
         "the restarted broker listens on the port it had"
+    (after,) = cluster.describe_topic(TOPIC)
+    assert after.leader_epoch > before.leader_epoch, "the kill moved leadership while the producer ran"
     end = max(acked) + 1
     read = {offset: value for _, offset, value in confluent_consume(cluster.bootstrap_servers, TOPIC, [0], end, 120)
             if offset < end}
