@@ -153,3 +153,46 @@ def test_thousands_of_random_and_mutated_frames_leave_the_cluster_serving_and_it
     confluent_produce(cluster.bootstrap_servers, TOPIC, [b"after-%d" % i for i in range(10)], "all", partition=0)
     read = confluent_consume(cluster.bootstrap_servers, TOPIC, [0, 1], 60)
     assert {v for _, _, v in read} >= {b"after-%d" % i for i in range(10)}, "the cluster still serves stock clients"
+
+
+def read_frame(sock: socket.socket) -> bytes:
+    header = b""
+    while len(header) < 4:
+        header += sock.recv(4 - len(header))
+    (size,) = struct.unpack(">i", header)
+    data = b""
+    while len(data) < size:
+        data += sock.recv(size - len(data))
+    return data
+
+
+def test_pipelined_requests_are_answered_in_order_and_acks_0_gets_no_answer(cluster):
+    import datetime
+
+    from actors.records import BatchBuilder
+    cluster.create_topic("wire-order", partitions=1, replication_factor=1)
+    (partition,) = cluster.describe_topic("wire-order")
+    leader = dict(enumerate(addresses(cluster)))[partition.leader]
+    builder = BatchBuilder(batch_size=1 << 20)
+    builder.try_append(None, b"fire-and-forget", None, None)
+    produce = load_request_schema(0, 8)
+    module = __import__(produce.__module__, fromlist=["*"])
+    produce_frame = frame_of(0, 8, produce(transactional_id=None, acks=0, timeout=datetime.timedelta(seconds=5),
+                                           topic_data=(module.TopicProduceData(name="wire-order", partition_data=(
+                                               module.PartitionProduceData(index=0, records=builder.build()),)),)))
+    metadata = frame_of(3, 8, load_request_schema(3, 8)(topics=None, allow_auto_topic_creation=False,
+                                                         include_cluster_authorized_operations=False,
+                                                         include_topic_authorized_operations=False))
+
+    def with_correlation_id(frame: bytes, correlation_id: int) -> bytes:
+        frame = frame[:4] + struct.pack(">i", correlation_id) + frame[8:]
+        return struct.pack(">i", len(frame)) + frame
+
+    pipelined = b"".join(with_correlation_id(frame, cid) for frame, cid in
+                         [(metadata, 1), (produce_frame, 2), (metadata, 3), (metadata, 4)])
+    with connect(leader) as sock:
+        sock.sendall(pipelined)
+        answered = [struct.unpack_from(">i", read_frame(sock))[0] for _ in range(3)]
+    assert answered == [1, 3, 4], "answers come in request order, and the acks=0 produce gets none"
+    read = confluent_consume(cluster.bootstrap_servers, "wire-order", [0], 1)
+    assert [v for _, _, v in read] == [b"fire-and-forget"], "the acks=0 produce was appended all the same"
