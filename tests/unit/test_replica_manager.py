@@ -333,3 +333,15 @@ def test_list_offsets_by_timestamp_in_a_compressed_batch_answers_the_batch_start
     leader.produce("t", 0, batch)
     answer = leader.list_offset("t", 0, 2015)
     assert (answer.offset, answer.timestamp) == (3, 2030), "the earliest offset that can hold it, never later"
+
+
+def test_list_offsets_by_timestamp_over_records_that_do_not_parse_answers_the_batch_start(leader):
+    import struct
+
+    import crc32c
+    batch = bytearray(_timed_batch(1000, 3))
+    batch[61:] = b"\xff" * (len(batch) - 61)  # records that are no varints at all, under a valid CRC
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
+    assert produce_result(leader.answers[leader.produce("t", 0, bytes(batch))]).error_code == ErrorCode.NONE
+    answer = leader.list_offset("t", 0, 1015)
+    assert (answer.error_code, answer.offset) == (ErrorCode.NONE, 0)

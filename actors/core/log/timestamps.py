@@ -31,7 +31,12 @@ def offset_for_timestamp(log, target_timestamp_ms: int, max_offset: int) -> tupl
         while position < len(view):
             header = read_header(view, position)
             if header.last_offset >= offset and header.max_timestamp >= target_timestamp_ms:
-                return _first_record_at_or_after(view, header, target_timestamp_ms, offset)
+                try:
+                    return _first_record_at_or_after(view, header, target_timestamp_ms, offset)
+                except (IndexError, ValueError):
+                    # The log checks a batch's CRC, not its records: a client's malformed records
+                    # get the batch's start, the answer that cannot skip a record.
+                    return max(header.base_offset, offset), header.max_timestamp
             position = header.end_position
             offset = header.next_offset
     return None
