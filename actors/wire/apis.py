@@ -167,8 +167,11 @@ def api_versions_error_response() -> Any:
 
 
 def _init_producer_id_to_kio(response: Any, version: int, body: Any) -> Any:
-    # Idempotent and transactional producers are not supported yet: the producer gets no id.
-    return to_kio(response_class(22, version), {"error_code": ErrorCode.UNSUPPORTED_VERSION,
+    """Idempotent and transactional producers are not supported yet, so no producer gets an id.
+    The answer is the one Kafka gives a producer not allowed idempotent writes
+    (CLUSTER_AUTHORIZATION_FAILED): clients take it as fatal and say so at once, where a code
+    they retry (UNSUPPORTED_VERSION, for one, in librdkafka 2.x) leaves them waiting silently."""
+    return to_kio(response_class(22, version), {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                                  "producer_id": -1, "producer_epoch": -1})
 
 

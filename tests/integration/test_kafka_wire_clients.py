@@ -82,6 +82,25 @@ def test_list_offsets_by_timestamp_agrees_between_confluent_kafka_and_the_python
         {1000: 0, 1050: 1, 1900: 9, 5000: None}
 
 
+def test_an_idempotent_producer_is_refused_at_once_with_a_fatal_error(cluster, bootstrap):
+    import time
+
+    from confluent_kafka import KafkaError, KafkaException, Producer
+    topic = "wire-idempotence"
+    cluster.create_topic(topic, partitions=1, replication_factor=1)
+    errors = []
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "error_cb": errors.append})
+    deadline = time.monotonic() + 60
+    while not errors:  # librdkafka reports the fatal error to error_cb, or raises it from produce/poll
+        assert time.monotonic() < deadline, "the producer reported no error within 60 s"
+        try:
+            producer.produce(topic, value=b"x")
+            producer.poll(0.5)
+        except KafkaException as exc:
+            errors.append(exc.args[0])
+    assert errors[0].fatal() and errors[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED, errors[0]
+
+
 def test_kcat_lists_metadata_produces_and_consumes(cluster, bootstrap):
     kcat = shutil.which("kcat") or shutil.which("kafkacat")
     if kcat is None:
