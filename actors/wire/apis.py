@@ -17,7 +17,7 @@ from actors.core.errors import ErrorCode
 from actors.core.messages import (
     CONSUMER_REPLICA_ID, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult,
     DeleteTopicsRequest, DeleteTopicsResponse, DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse,
-    FetchRequest, FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse,
+    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, HeartbeatResponse,
     JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
     ListGroupsResponse, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetCommitResponse,
     OffsetCommitResponsePartition, OffsetCommitResponseTopic, OffsetFetchRequest, OffsetFetchResponse,
