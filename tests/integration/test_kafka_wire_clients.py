@@ -45,7 +45,10 @@ def test_a_group_of_three_splits_six_partitions_and_commits(cluster, bootstrap, 
     client = LIBRARIES[library]
     topic = f"wire-{library}-group"
     cluster.create_topic(topic, partitions=6, replication_factor=2)
-    acked = LIBRARIES["confluent-kafka"]["produce"](bootstrap, topic, [b"r%d" % i for i in range(120)], "all")
+    acked = []
+    for partition in range(6):  # records in every partition, so every member has something to commit
+        acked += LIBRARIES["confluent-kafka"]["produce"](bootstrap, topic, [b"r%d-%d" % (partition, i) for i in range(20)],
+                                                         "all", partition=partition)
     end_offsets = {p: 0 for p in range(6)}
     for partition, offset, _ in acked:
         end_offsets[partition] = max(end_offsets[partition], offset + 1)
