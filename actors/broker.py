@@ -31,6 +31,7 @@ from actors.core.replica.follower_messages import FollowerAppendRequest
 from actors.drivers.broker import BrokerDriver
 from actors.drivers.request_types import handler_name
 from actors.file_storage import FileStorage
+from actors.kafka_listener import KafkaListener
 from actors.ray_metadata_store import active_controller
 from actors.ray_seams import RayClock, RayEventLog, RayTransport, monotonic_ms, tick_forever
 from actors.shell_support import CallNumbers
@@ -132,9 +133,14 @@ class BrokerActor:
         # A new incarnation per process start: the controller tells a restarted broker apart by it.
         self.incarnation_id = uuid.uuid4().hex
         started = time.monotonic()
+        # Stock Kafka clients' TCP listeners: bound before registering, which advertises them.
+        self._kafka_listener = KafkaListener(broker=self, broker_id=broker_id, namespace=namespace,
+                                             config=self.config, log_dir=log_dir,
+                                             coordinator_actor_name=group_coordinator_actor_name(broker_id))
         core = BrokerCore(broker_id=broker_id, storage=FileStorage(log_dir), config=KafkaConfig(self.config),
                           host=broker_actor_name(broker_id), incarnation_id=self.incarnation_id,
-                          cluster_id=namespace, now_ms=monotonic_ms(), coordinator_host=group_coordinator_actor_name)
+                          cluster_id=namespace, now_ms=monotonic_ms(), coordinator_host=group_coordinator_actor_name,
+                          listeners=self._kafka_listener.bind())
         self._transport = _Transport(self)
         self._clock = RayClock(self._wakeup, f"broker {broker_id}")
         self._driver = BrokerDriver(core, self._transport, self._clock, RayEventLog())
@@ -147,6 +153,7 @@ class BrokerActor:
                             loop.create_task(self._watch_fetchers())]
         # Register with the controller now: after a Ray restart nobody else will call us first.
         self._driver.start()
+        self._background.append(loop.create_task(self._kafka_listener.start()))
 
     # ------------------------------------------------------------------------ the shell proper
     def _wakeup(self) -> None:
@@ -299,6 +306,10 @@ class BrokerActor:
         await self._running.wait()
         return self._driver.core.replica_digest(topic, partition, end_offset, start_offset)
 
+    def cached_topics(self) -> frozenset[str]:
+        """The topics in this broker's metadata cache (its Kafka listener's DescribeConfigs)."""
+        return self._driver.core.cached_topics()
+
     async def describe_broker(self) -> dict:
         described = self._driver.core.describe_broker()
         return {key: described[key] for key in ("broker_id", "state", "broker_epoch", "controller_epoch")} | {
@@ -309,6 +320,7 @@ class BrokerActor:
         stops its background work and its fetchers; it is killed right after."""
         if self._driver.stopped:
             return
+        await self._kafka_listener.close()
         for task in self._background:
             task.cancel()
         self._clock.cancel_all()

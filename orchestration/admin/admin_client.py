@@ -27,6 +27,7 @@ from actors.core.messages.create_topics import (
     CreatableReplicaAssignment, CreatableTopic, CreateableTopicConfig, CreateTopicsRequest,
 )
 from actors.core.messages.delete_topics import DeleteTopicsRequest
+from actors.core.messages.metadata import MetadataRequest
 from actors.core.messages.elect_leaders import ElectLeadersRequest, TopicPartitions
 from actors.ray_metadata_store import active_controller
 from orchestration.admin.groups import GroupDescription, describe_group, list_groups
@@ -120,6 +121,27 @@ class AdminClient:
     def describe_cluster(self, *, timeout_ms: int | None = None) -> dict:
         """The controller's view: its epoch and the live brokers with their epochs."""
         return self._observe_controller("describe_cluster", timeout_ms=timeout_ms)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """"host:port,..." of every registered broker's PLAINTEXT Kafka listener: all a stock
+        Kafka client (confluent-kafka, kafka-python, aiokafka, kcat) needs to connect."""
+        return self.listener_addresses("PLAINTEXT")
+
+    def _listeners_known_everywhere(self) -> bool:
+        names = {name for info in self.describe_cluster()["brokers"].values() for name in info.get("listeners", {})}
+        for broker_id in self.broker_ids:
+            for name in names:
+                response = ray.get(self.broker(broker_id).handle_metadata.remote(
+                    MetadataRequest(topics=(), listener_name=name)), timeout=10)
+                if len(response.brokers) < len(self.broker_ids):
+                    return False
+        return True
+
+    def listener_addresses(self, listener_name: str, *, timeout_ms: int | None = None) -> str:
+        brokers = self.describe_cluster(timeout_ms=timeout_ms)["brokers"]
+        return ",".join(info["listeners"][listener_name] for _, info in sorted(brokers.items())
+                        if listener_name in info.get("listeners", {}))
 
     # -------------------------------------------------------------------------------- topics
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,

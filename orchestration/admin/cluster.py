@@ -93,6 +93,10 @@ class Cluster(AdminClient):
                 cluster._create_group_coordinator(broker_id)
             wait_until(lambda: set(cluster.describe_cluster()["brokers"]) == set(cluster.broker_ids),
                        BROKER_START_TIMEOUT_S, "every broker to register")
+            # A stock client's first Metadata must list the brokers (librdkafka cannot use an
+            # empty answer), so the cluster is ready once every broker's cache has them all.
+            wait_until(cluster._listeners_known_everywhere, BROKER_START_TIMEOUT_S,
+                       "every broker's metadata to list every broker's Kafka listener")
         except BaseException:
             cluster.shutdown()
             raise

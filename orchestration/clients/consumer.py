@@ -39,13 +39,12 @@ from ray.exceptions import ActorDiedError
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import NO_EPOCH
 from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
-from actors.core.messages.list_offsets import (
-    EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
-)
+from actors.core.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from orchestration.chaos.history import HistoryWriter, topic_partition_key
 from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, call_with_retries
 from orchestration.clients.consumer_coordinator import ConsumerCoordinator
 from orchestration.clients.group_member import monotonic_ms
+from orchestration.clients.list_offsets import list_offset
 from orchestration.clients.records import ConsumerRecord, read_records
 from orchestration.errors import KafkaError
 
@@ -217,6 +216,17 @@ class Consumer:
             self._reset(tp, waiting=True)
         # As in Kafka: the offset of the next record poll will return, not how far fetches reached.
         return next((r.offset for r in self._buffered if (r.topic, r.partition) == tp), self._positions[tp])
+
+    def offsets_for_times(self, timestamps: dict) -> dict[tuple[str, int], int | None]:
+        """Kafka's ``offsetsForTimes``: per partition, the offset of the first committed record
+        whose timestamp (ms) is at or after the one given, or None when no record is that late."""
+        found: dict[tuple[str, int], int | None] = {}
+        for partition, timestamp_ms in timestamps.items():
+            if int(timestamp_ms) < 0:
+                raise ValueError(f"timestamp {timestamp_ms} of {partition} is negative")
+            offset = self._list_offset_waiting(_topic_partition(partition), int(timestamp_ms))
+            found[_topic_partition(partition)] = None if offset < 0 else offset
+        return found
 
     def end_offsets(self, partitions) -> dict[tuple[str, int], int]:
         return {_topic_partition(p): self._list_offset_waiting(_topic_partition(p), LATEST_TIMESTAMP)
@@ -459,28 +469,8 @@ class Consumer:
                                  retry_backoff_ms=self._retry_backoff_ms, what=f"ListOffsets {tp[0]}-{tp[1]}")
 
     def _list_offset(self, tp: tuple[str, int], timestamp: int) -> int:
-        self._metadata.update_if_due()
-        try:
-            leader, epoch = self._directory.leader_for(*tp)
-        except KafkaError:
-            self._metadata.request_update()  # a topic not in the metadata yet: ask again later
-            raise
-        if leader < 0:
-            self._metadata.request_update()
-            raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"{tp[0]}-{tp[1]}")
-        request = ListOffsetsRequest(topics=(ListOffsetsTopic(name=tp[0], partitions=(
-            ListOffsetsPartition(partition_index=tp[1], timestamp=timestamp, current_leader_epoch=epoch),)),))
-        try:
-            response = self._directory.call(leader, "handle_list_offsets", request)
-        except KafkaError:
-            self._refresh_metadata_quietly()
-            raise
-        answer = response.topics[0].partitions[0]
-        if answer.error_code != ErrorCode.NONE:
-            if ErrorCode(answer.error_code) in _METADATA_ERRORS:
-                self._refresh_metadata_quietly()
-            raise KafkaError(answer.error_code, f"ListOffsets {tp[0]}-{tp[1]}")
-        return answer.offset
+        return list_offset(self._directory, self._metadata, tp, timestamp,
+                           refresh_metadata=self._refresh_metadata_quietly, metadata_errors=_METADATA_ERRORS)
 
     def _assigned(self, partition) -> tuple[str, int]:
         tp = _topic_partition(partition)

@@ -98,7 +98,8 @@ def test_registration_hands_out_increasing_broker_epochs_and_opens_a_channel_per
     assert epochs == sorted(epochs) and len(set(epochs)) == 3
     assert driver.channels == {b: driver.broker_epochs[b] for b in (1, 2, 3)}
     assert driver.core.describe_cluster()["brokers"] == {
-        b: {"broker_epoch": driver.broker_epochs[b], "host": broker_host(b), "shutting_down": False}
+        b: {"broker_epoch": driver.broker_epochs[b], "host": broker_host(b), "shutting_down": False,
+            "listeners": {}}
         for b in (1, 2, 3)}
 
 

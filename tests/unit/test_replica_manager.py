@@ -304,3 +304,44 @@ def test_a_stale_leader_and_isr_applies_neither_its_partition_state_nor_its_topi
     refused = driver.become("new", 0, leader=0, leader_epoch=-1)
     assert refused.partition_errors[0].error_code == ErrorCode.STALE_CONTROLLER_EPOCH
     assert ("new", 0) not in driver.manager.partitions and driver.storage.list_dir("") == ["t-0"]
+
+
+def _timed_batch(first_timestamp_ms: int, count: int, compression_type: int = 0) -> bytes:
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=compression_type, is_transactional=False,
+                                        producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
+    for index in range(count):
+        assert builder.append(index, timestamp=first_timestamp_ms + 10 * index, key=None, value=b"x" * 200,
+                              headers=[]) is not None
+    return bytes(builder.build())
+
+
+def test_list_offsets_by_timestamp_answers_the_first_record_at_or_after_it(leader):
+    leader.produce("t", 0, _timed_batch(1000, 3))  # offsets 0..2 at 1000, 1010, 1020
+    leader.produce("t", 0, _timed_batch(2000, 3))  # offsets 3..5 at 2000, 2010, 2020
+    cases = {0: (0, 1000), 1000: (0, 1000), 1001: (1, 1010), 1020: (2, 1020), 1500: (3, 2000), 2015: (5, 2020),
+             2021: (-1, -1)}
+    for timestamp, expected in cases.items():
+        answer = leader.list_offset("t", 0, timestamp)
+        assert (answer.error_code, answer.offset, answer.timestamp) == (ErrorCode.NONE, *expected), timestamp
+
+
+def test_list_offsets_by_timestamp_in_a_compressed_batch_answers_the_batch_start(leader):
+    leader.produce("t", 0, _timed_batch(1000, 3))
+    batch = _timed_batch(2000, 4, compression_type=1)  # gzip, offsets 3..6
+    assert batch[21 + 1] & 0x07 == 1, "the batch is compressed"
+    leader.produce("t", 0, batch)
+    answer = leader.list_offset("t", 0, 2015)
+    assert (answer.offset, answer.timestamp) == (3, 2030), "the earliest offset that can hold it, never later"
+
+
+def test_list_offsets_by_timestamp_over_records_that_do_not_parse_answers_the_batch_start(leader):
+    import struct
+
+    import crc32c
+    batch = bytearray(_timed_batch(1000, 3))
+    batch[61:] = b"\xff" * (len(batch) - 61)  # records that are no varints at all, under a valid CRC
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
+    assert produce_result(leader.answers[leader.produce("t", 0, bytes(batch))]).error_code == ErrorCode.NONE
+    answer = leader.list_offset("t", 0, 1015)
+    assert (answer.error_code, answer.offset) == (ErrorCode.NONE, 0)

@@ -244,3 +244,13 @@ def test_a_leader_and_isr_without_a_controller_epoch_is_refused():
     unstamped = LeaderAndIsr(leader=1, leader_epoch=0, isr=(1,), partition_epoch=0)
     with pytest.raises(AssertionError):
         batch.add_leader_and_isr_request_for_brokers([1], ("a", 0), unstamped, (1,))
+
+
+def test_update_metadata_carries_each_live_brokers_kafka_listeners():
+    from actors.core.messages.broker_registration import BrokerEndpoint
+    endpoint = BrokerEndpoint(name="PLAINTEXT", host="127.0.0.1", port=40001)
+    batch = new_batch()
+    batch.add_update_metadata_request_for_brokers([1, 2])
+    requests = send(batch, broker_endpoints={1: (endpoint,)})
+    (_, request), _ = requests
+    assert [(b.id, b.endpoints) for b in request.live_brokers] == [(1, (endpoint,)), (2, ()), (3, ())]

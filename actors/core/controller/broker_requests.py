@@ -41,6 +41,7 @@ class BrokerRequests:
             controller_epoch=self.controller_epoch,
             broker_epochs={b: context.brokers[b].broker_epoch for b in live},
             live_brokers={b: context.brokers[b].host for b in live},
+            broker_endpoints={b: context.brokers[b].listeners for b in live},
             partition_states=context.partition_state_lookup,
             topics_to_be_deleted=context.topics_to_delete)
         return [Send(destination=broker_destination(b), message=request) for b, request in pairs]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from actors.core.controller.metadata_store import MetadataStore
 from actors.core.controller.state import LeaderAndIsr, PartitionStates, ReplicaStates, TopicPartition
 from actors.core.messages._base import NO_LEADER
+from actors.core.messages.broker_registration import BrokerEndpoint
 
 
 @dataclass(slots=True)
@@ -25,10 +26,12 @@ class BrokerInfo:
     incarnation_id: str
     last_heartbeat_ms: int
     shutting_down: bool = False
+    listeners: tuple[BrokerEndpoint, ...] = ()  # its Kafka listeners, as it registered them
 
     def as_record(self) -> dict:
         return {"broker_id": self.broker_id, "broker_epoch": self.broker_epoch, "host": self.host,
-                "incarnation_id": self.incarnation_id}
+                "incarnation_id": self.incarnation_id,
+                "listeners": [[e.name, e.host, e.port, e.security_protocol] for e in self.listeners]}
 
 
 @dataclass(slots=True)
@@ -52,7 +55,9 @@ class ControllerContext:
         session runs out without a heartbeat."""
         for broker_id, record in self.store.brokers().items():
             self.brokers[broker_id] = BrokerInfo(broker_id, record["broker_epoch"], record["host"],
-                                                 record.get("incarnation_id", ""), last_heartbeat_ms=now_ms)
+                                                 record.get("incarnation_id", ""), last_heartbeat_ms=now_ms,
+                                                 listeners=tuple(BrokerEndpoint(name=n, host=h, port=p, security_protocol=s)
+                                                                 for n, h, p, s in record.get("listeners", ())))
         for name, record in self.store.topics().items():
             self.topics[name] = TopicInfo({int(p): tuple(r) for p, r in record["partitions"].items()},
                                           dict(record["config"]))

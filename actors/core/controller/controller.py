@@ -198,7 +198,7 @@ class ControllerCore:
             effects += self._on_broker_failure([request.broker_id])
         lost_data = lost_disks.directory_changed(self.context, request.broker_id, request.log_dirs)
         info = BrokerInfo(request.broker_id, self.store.next_broker_epoch(), request.host,
-                          request.incarnation_id, last_heartbeat_ms=now_ms)
+                          request.incarnation_id, last_heartbeat_ms=now_ms, listeners=tuple(request.listeners))
         self.context.put_broker(info)
         effects.append(Respond(request_id=request_id, response=BrokerRegistrationResponse(
             broker_epoch=info.broker_epoch)))
@@ -481,7 +481,8 @@ class ControllerCore:
     def describe_cluster(self) -> dict:
         return {
             "controller_epoch": self.controller_epoch, "active": self.active,
-            "brokers": {b: {"broker_epoch": i.broker_epoch, "host": i.host, "shutting_down": i.shutting_down}
+            "brokers": {b: {"broker_epoch": i.broker_epoch, "host": i.host, "shutting_down": i.shutting_down,
+                            "listeners": {e.name: f"{e.host}:{e.port}" for e in i.listeners}}
                         for b, i in sorted(self.context.brokers.items())},
             "topics": sorted(self.context.topics),
             "topics_being_deleted": sorted(self.context.topics_to_delete),

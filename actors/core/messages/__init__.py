@@ -156,6 +156,7 @@ from actors.core.messages.alter_partition import (
     AlterPartitionResponse,
 )
 from actors.core.messages.broker_registration import (
+    BrokerEndpoint,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
 )
@@ -313,6 +314,7 @@ __all__ = [
     "AlterPartitionResponsePartitionData",
     "AlterPartitionResponseTopicData",
     "AlterPartitionResponse",
+    "BrokerEndpoint",
     "BrokerRegistrationRequest",
     "BrokerRegistrationResponse",
     "BrokerHeartbeatRequest",

@@ -16,6 +16,16 @@ from actors.core.messages._base import message
 
 
 @message
+class BrokerEndpoint:
+    """One of a broker's Kafka listeners, as ``advertised.listeners`` names it: what stock Kafka
+    clients connect to (raykafka's own clients reach the broker actor through Ray instead)."""
+    name: str  # the listener name, e.g. "PLAINTEXT"
+    host: str
+    port: int  # 1..65535
+    security_protocol: str = "PLAINTEXT"
+
+
+@message
 class BrokerRegistrationRequest:
     broker_id: int
     cluster_id: str  # a mismatch is INCONSISTENT_CLUSTER_ID
@@ -23,6 +33,7 @@ class BrokerRegistrationRequest:
     host: str  # the broker actor's name in the cluster's Ray namespace
     rack: str | None = None
     log_dirs: tuple[str, ...] = ()  # directory ids from meta.properties
+    listeners: tuple[BrokerEndpoint, ...] = ()  # the broker's advertised Kafka listeners
 
 
 @message

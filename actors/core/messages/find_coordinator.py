@@ -18,6 +18,10 @@ COORDINATOR_KEY_TYPE_TRANSACTION = 1
 class FindCoordinatorRequest:
     key: str  # the group id
     key_type: int = COORDINATOR_KEY_TYPE_GROUP  # only groups are implemented
+    # The Kafka listener the request came in on: the coordinator is then the broker's endpoint on
+    # it (a stock client talks to the coordinator through that broker); None gives the
+    # coordinator actor's name, for raykafka's own clients.
+    listener_name: str | None = None
 
 
 @message

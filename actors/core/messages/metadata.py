@@ -14,6 +14,10 @@ from actors.core.messages._base import NO_EPOCH, NO_LEADER, message
 class MetadataRequest:
     topics: tuple[str, ...] | None = None  # None asks for every topic
     allow_auto_topic_creation: bool = False
+    # The Kafka listener the request came in on: brokers are then described by their endpoint on
+    # that listener (and those without one are left out), as Kafka answers. None describes them
+    # by actor name, for raykafka's own clients.
+    listener_name: str | None = None
 
 
 @message

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
+from actors.core.messages.broker_registration import BrokerEndpoint
 
 
 @message
@@ -35,6 +36,7 @@ class UpdateMetadataBroker:
     host: str  # the broker actor's name in the cluster's Ray namespace
     port: int = 0
     rack: str | None = None
+    endpoints: tuple[BrokerEndpoint, ...] = ()  # the broker's Kafka listeners, from its registration
 
 
 @message

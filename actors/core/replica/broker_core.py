@@ -47,15 +47,15 @@ PARKED_CONTROL_REQUESTS_MAX = 10_000
 class BrokerCore:
     def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, host: str,
                  incarnation_id: str, cluster_id: str, now_ms: int,
-                 coordinator_host: Callable[[int], str] = lambda broker_id: f"group-coordinator-{broker_id}"
-                 ) -> None:
+                 coordinator_host: Callable[[int], str] = lambda broker_id: f"group-coordinator-{broker_id}",
+                 listeners: tuple = ()) -> None:
         self.broker_id = broker_id
         self.replica_manager = ReplicaManager(broker_id=broker_id, storage=storage, config=config,
                                               now_ms=now_ms)
         self.directory_id = load_or_create_directory_id(storage, broker_id, incarnation_id)
         self.lifecycle = BrokerLifecycle(broker_id=broker_id, host=host, incarnation_id=incarnation_id,
                                          cluster_id=cluster_id, config=config, now_ms=now_ms,
-                                         directory_id=self.directory_id)
+                                         directory_id=self.directory_id, listeners=listeners)
         self._parked: list[tuple[Callable, int, Any]] = []
         self.coordinator_finder = CoordinatorFinder(self.replica_manager, coordinator_host)
         self.producer_ids = ProducerIdManager(broker_id)
@@ -109,6 +109,9 @@ class BrokerCore:
     def handle_internal_produce(self, request_id: int, request, now_ms: int) -> list[Effect]:
         """A produce from this broker's own group coordinator, the one writer of internal topics."""
         return self.replica_manager.handle_produce(request_id, request, now_ms, internal_topics_allowed=True)
+
+    def cached_topics(self) -> frozenset[str]:
+        return frozenset(self.replica_manager.metadata_cache.topics)
 
     def handle_init_producer_id(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self.producer_ids.handle_init_producer_id(request_id, request, self.lifecycle.broker_epoch)

@@ -61,10 +61,12 @@ _TRANSITIONS = {
 
 class BrokerLifecycle:
     def __init__(self, *, broker_id: int, host: str, incarnation_id: str, cluster_id: str,
-                 config: KafkaConfig, now_ms: int, directory_id: str | None = None) -> None:
+                 config: KafkaConfig, now_ms: int, directory_id: str | None = None,
+                 listeners: tuple = ()) -> None:
         settings = config.with_overrides({k: v for k, v in LIFECYCLE_DEFAULTS.items() if k not in config})
         self.broker_id = broker_id
         self.host = host
+        self.listeners = tuple(listeners)  # BrokerEndpoints: the Kafka listeners to register
         self.incarnation_id = incarnation_id
         self.cluster_id = cluster_id
         self.directory_id = directory_id
@@ -91,7 +93,8 @@ class BrokerLifecycle:
         self._in_flight = True
         return [Send(destination=CONTROLLER, message=BrokerRegistrationRequest(
             broker_id=self.broker_id, cluster_id=self.cluster_id, incarnation_id=self.incarnation_id,
-            host=self.host, log_dirs=(self.directory_id,) if self.directory_id else ()))]
+            host=self.host, log_dirs=(self.directory_id,) if self.directory_id else (),
+            listeners=self.listeners))]
 
     def tick(self, now_ms: int) -> list[Effect]:
         if self._in_flight or now_ms < self._next_attempt_ms:

@@ -40,9 +40,17 @@ class CoordinatorFinder:
     def handle_find_coordinator(self, request_id: int, request: FindCoordinatorRequest,
                                 now_ms: int) -> list[Effect]:
         def answer(code: ErrorCode, message: str | None = None, node_id: int = -1) -> list[Effect]:
-            host = self.coordinator_host(node_id) if node_id >= 0 else ""
+            host, port = (self.coordinator_host(node_id) if node_id >= 0 else ""), 0
+            if node_id >= 0 and request.listener_name is not None:
+                # A stock client reaches the coordinator through its broker's listener.
+                endpoint = self.manager.metadata_cache.endpoint(node_id, request.listener_name)
+                if endpoint is None:
+                    code, message, node_id = ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1
+                    host, port = "", 0
+                else:
+                    host, port = endpoint
             return [Respond(request_id=request_id, response=FindCoordinatorResponse(
-                error_code=code, error_message=message, node_id=node_id, host=host))]
+                error_code=code, error_message=message, node_id=node_id, host=host, port=port))]
         if request.key_type != COORDINATOR_KEY_TYPE_GROUP:
             return answer(ErrorCode.INVALID_REQUEST, "only group coordinators are implemented")
         if not isinstance(request.key, str) or not request.key:

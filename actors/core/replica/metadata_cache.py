@@ -48,6 +48,8 @@ class MetadataCache:
         self.controller_id = -1
         # The live brokers of the newest UpdateMetadata, by id.
         self.brokers: dict[int, MetadataResponseBroker] = {}
+        # The same brokers' Kafka listeners: listener name -> (host, port), by broker id.
+        self.endpoints: dict[int, dict[str, tuple[str, int]]] = {}
         # topic -> partition index -> the partition's state as last sent by the controller. A topic
         # is present only while it has at least one partition.
         self.topics: dict[str, dict[int, UpdateMetadataPartitionState]] = {}
@@ -61,6 +63,8 @@ class MetadataCache:
                                               rack=broker.rack)
             for broker in request.live_brokers
         }
+        self.endpoints = {broker.id: {e.name: (e.host, e.port) for e in broker.endpoints}
+                          for broker in request.live_brokers}
         deleted: list[tuple[str, int]] = []
         changed = False
         for topic_state in request.topic_states:
@@ -112,6 +116,23 @@ class MetadataCache:
             leader_id=state.leader, leader_epoch=state.leader_epoch, replica_nodes=live_replicas,
             isr_nodes=live_isr, offline_replicas=tuple(state.offline_replicas))
 
+    def endpoint(self, broker_id: int, listener_name: str) -> tuple[str, int] | None:
+        """(host, port) of a live broker's listener ``listener_name``, or None."""
+        return self.endpoints.get(broker_id, {}).get(listener_name)
+
+    def brokers_on(self, listener_name: str | None) -> tuple[MetadataResponseBroker, ...]:
+        """The live brokers, by actor name, or by their endpoint on ``listener_name`` (Kafka
+        leaves out a broker without that listener)."""
+        if listener_name is None:
+            return tuple(self.brokers[b] for b in sorted(self.brokers))
+        found = []
+        for broker_id in sorted(self.brokers):
+            endpoint = self.endpoint(broker_id, listener_name)
+            if endpoint is not None:
+                found.append(MetadataResponseBroker(node_id=broker_id, host=endpoint[0], port=endpoint[1],
+                                                    rack=self.brokers[broker_id].rack))
+        return tuple(found)
+
     def handle_metadata(self, request: MetadataRequest) -> MetadataResponse:
         names = sorted(self.topics) if request.topics is None else list(request.topics)
         topics = []
@@ -123,6 +144,6 @@ class MetadataCache:
             topics.append(MetadataResponseTopic(
                 name=name, is_internal=name in INTERNAL_TOPICS,
                 partitions=tuple(self.partition_metadata(partitions[index]) for index in sorted(partitions))))
-        return MetadataResponse(brokers=tuple(self.brokers[b] for b in sorted(self.brokers)),
+        return MetadataResponse(brokers=self.brokers_on(request.listener_name),
                                 topics=tuple(topics), cluster_id=self.cluster_id,
                                 controller_id=self.controller_id)

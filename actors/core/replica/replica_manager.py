@@ -41,6 +41,7 @@ from actors.core.messages.fetch import FetchRequest
 from actors.core.messages.leader_and_isr import (
     LeaderAndIsrPartitionError, LeaderAndIsrRequest, LeaderAndIsrResponse,
 )
+from actors.core.log.timestamps import offset_for_timestamp
 from actors.core.messages.list_offsets import (
     EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsPartitionResponse, ListOffsetsRequest,
     ListOffsetsResponse, ListOffsetsTopicResponse,
@@ -339,9 +340,18 @@ class ReplicaManager:
         elif asked.timestamp == LATEST_TIMESTAMP:
             # Consumers see the committed end; a replica sees the whole log.
             offset = partition.log_end_offset if replica_id >= 0 else partition.high_watermark
+        elif asked.timestamp < 0:
+            return error(ErrorCode.INVALID_REQUEST)  # a sentinel Kafka 2.4 does not know
         else:
-            # raykafka keeps no time index: only the earliest/latest sentinels are served.
-            return error(ErrorCode.INVALID_REQUEST)
+            # Consumers look among committed records only, as Kafka 2.4 does (read-uncommitted).
+            max_offset = partition.log_end_offset if replica_id >= 0 else partition.high_watermark
+            found = offset_for_timestamp(partition.log, asked.timestamp, max_offset)
+            if found is None:  # no record that late: Kafka answers offset and timestamp -1
+                return ListOffsetsPartitionResponse(partition_index=asked.partition_index, offset=-1,
+                                                    timestamp=-1, leader_epoch=partition.leader_epoch)
+            offset, timestamp = found
+            return ListOffsetsPartitionResponse(partition_index=asked.partition_index, offset=offset,
+                                                timestamp=timestamp, leader_epoch=partition.leader_epoch)
         return ListOffsetsPartitionResponse(partition_index=asked.partition_index, offset=offset,
                                             timestamp=-1, leader_epoch=partition.leader_epoch)
 

@@ -1,0 +1,248 @@
+"""A broker's Kafka listeners: TCP servers speaking Kafka's binary protocol to stock clients.
+
+Each broker actor runs one server per listener (``listeners``, default
+``PLAINTEXT://127.0.0.1:0``) on its own event loop. A connection is served as Kafka's network
+layer serves one: a 4-byte size is read first and a size over ``socket.request.max.bytes``
+closes the connection before any body is read; then the request is decoded by kio
+(``actors.wire.frames``), translated to raykafka's message (``actors.wire.apis``), handed to its
+target, and the answer translated back and written. The connection reads its next request only
+after answering this one (Kafka mutes a connection while a request is in flight), so requests on
+one connection are handled and answered in order; that also gives one producer connection the
+ordering that Ray calls do not promise. A produce with acks=0 is handled and not answered.
+
+Targets: data and metadata requests go to this broker actor's own handlers (in-process); group
+requests to this broker's group coordinator actor; CreateTopics and DeleteTopics to the active
+controller (every broker forwards them, as KIP-590 brokers do). What the listener cannot read
+closes that connection and touches nothing else; a target that cannot be reached is answered
+with the API's error code (COORDINATOR_NOT_AVAILABLE, NOT_CONTROLLER), which clients retry.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import socket
+import time
+from typing import Any
+
+import ray
+from loguru import logger
+
+from actors.core.config import KafkaConfig
+from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.messages import JoinGroupRequest, ProduceRequest
+from actors.core.messages.broker_registration import BrokerEndpoint
+from actors.core.controller.metadata_store import MetadataStore
+from actors.ray_metadata_store import RayKeyValueStore, active_controller
+from actors.wire.apis import APIS, BROKER, CONTROLLER, COORDINATOR, Api, WireContext, api_versions_error_response
+from actors.wire.describe_configs import RESOURCE_TOPIC, describe_configs
+from actors.wire.frames import (
+    REQUEST_BYTES_MAX_DEFAULT, SIZE_PREFIX, InvalidFrame, UnsupportedApiVersions, check_frame_size,
+    decode_request, encode_response,
+)
+from actors.wire.listeners import (
+    LISTENER_PORTS_FILE, LISTENERS_DEFAULT, advertised_endpoints, decode_remembered_ports, encode_remembered_ports,
+    parse_listeners, ports_to_bind,
+)
+
+# How long a restarted broker tries to bind the port it had before taking a new one: the port
+# may still be held for a moment by the process Ray is replacing.
+REBIND_TIMEOUT_S = 10.0
+REBIND_BACKOFF_S = 0.2
+# Slack over a request's own timeout_ms before the listener stops waiting for the controller.
+CONTROLLER_CALL_SLACK_S = 10.0
+# Connections served at once per listener; more are closed on accept (each holds at most one
+# request of up to socket.request.max.bytes).
+CONNECTIONS_MAX = 1000
+
+
+class KafkaListener:
+    def __init__(self, *, broker: Any, broker_id: int, namespace: str, config: dict[str, str], log_dir: str,
+                 coordinator_actor_name: str) -> None:
+        self._broker = broker  # the BrokerActor whose handlers serve data requests
+        self._broker_id = broker_id
+        self._coordinator_actor_name = coordinator_actor_name  # this broker's group coordinator actor
+        self._namespace = namespace
+        self._config = dict(config)
+        self._log_dir = log_dir
+        self._request_bytes_max = int(config.get("socket.request.max.bytes", REQUEST_BYTES_MAX_DEFAULT))
+        self._sockets: dict[str, socket.socket] = {}
+        self._servers: list[asyncio.AbstractServer] = []
+        self._connections: set[asyncio.Task] = set()
+        self._coordinator = None
+
+    # ------------------------------------------------------------------------------ binding
+    def bind(self) -> tuple[BrokerEndpoint, ...]:
+        """Bind every listener (synchronously, before the broker registers) and return the
+        endpoints to advertise."""
+        listeners = parse_listeners(self._config.get("listeners", LISTENERS_DEFAULT))
+        ports_path = os.path.join(self._log_dir, LISTENER_PORTS_FILE)
+        remembered = {}
+        if os.path.exists(ports_path):
+            with open(ports_path, encoding="utf-8") as file:
+                remembered = decode_remembered_ports(file.read())
+        wanted = ports_to_bind(listeners, remembered)
+        bound: dict[str, int] = {}
+        for listener in listeners:
+            sock = self._bind_one(listener.host, wanted[listener.name], configured=listener.port != 0)
+            self._sockets[listener.name] = sock
+            bound[listener.name] = sock.getsockname()[1]
+        with open(ports_path + ".tmp", "w", encoding="utf-8") as file:
+            file.write(encode_remembered_ports(bound))
+        os.replace(ports_path + ".tmp", ports_path)
+        endpoints = advertised_endpoints(self._config, bound)
+        logger.info("broker {} Kafka listeners bound: {}", self._broker_id,
+                    ", ".join(f"{e.name}://{e.host}:{e.port}" for e in endpoints))
+        return endpoints
+
+    def _bind_one(self, host: str, port: int, *, configured: bool) -> socket.socket:
+        deadline = time.monotonic() + REBIND_TIMEOUT_S
+        while True:
+            sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((host, port))
+                sock.listen(128)
+                sock.setblocking(False)
+                return sock
+            except OSError as exc:
+                sock.close()
+                if port == 0 or time.monotonic() >= deadline:
+                    if configured or port == 0:
+                        raise
+                    # A remembered port someone else took: clients find the new one in Metadata.
+                    logger.warning("broker {} cannot bind its earlier port {} ({}); binding a free one",
+                                   self._broker_id, port, exc)
+                    port = 0
+                    continue
+                time.sleep(REBIND_BACKOFF_S)
+
+    async def start(self) -> None:
+        for name, sock in self._sockets.items():
+            server = await asyncio.start_server(
+                lambda reader, writer, name=name: self._accept(reader, writer, name), sock=sock,
+                limit=64 * 1024)
+            self._servers.append(server)
+
+    async def close(self) -> None:
+        for server in self._servers:
+            server.close()
+        for task in list(self._connections):
+            task.cancel()
+
+    # --------------------------------------------------------------------------- connections
+    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener_name: str) -> None:
+        if len(self._connections) >= CONNECTIONS_MAX:
+            writer.close()
+            return
+        task = asyncio.get_running_loop().create_task(self._serve(reader, writer, listener_name))
+        self._connections.add(task)
+        task.add_done_callback(self._connections.discard)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener_name: str) -> None:
+        peer = writer.get_extra_info("peername") or ("", 0)
+        context = WireContext(listener_name=listener_name, client_host=str(peer[0]))
+        try:
+            while True:
+                (size,) = SIZE_PREFIX.unpack(await reader.readexactly(SIZE_PREFIX.size))
+                check_frame_size(size, self._request_bytes_max)
+                frame = await reader.readexactly(size)
+                response = await self._handle(frame, context)
+                if response is not None:
+                    writer.write(response)
+                    await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the client went away
+        except InvalidFrame as exc:
+            logger.info("broker {} closed a Kafka connection from {}: {}", self._broker_id, peer, exc)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("broker {} closed a Kafka connection from {} on an unexpected error",
+                             self._broker_id, peer)
+        finally:
+            writer.close()
+
+    async def _handle(self, frame: bytes, context: WireContext) -> bytes | None:
+        """One request frame to its response frame (None for acks=0); InvalidFrame closes."""
+        try:
+            decoded = decode_request(frame)
+        except UnsupportedApiVersions as exc:
+            return encode_response(exc.correlation_id, api_versions_error_response())
+        api = APIS[decoded.api_key]
+        context = dataclasses.replace(context, client_id=decoded.client_id or "")
+        try:
+            request = api.to_core(decoded.body, decoded.api_version, context)
+        except (TypeError, ValueError) as exc:
+            raise InvalidFrame(f"{api.name} v{decoded.api_version}: {exc}") from None
+        response = await self._route(api, request, decoded, context)
+        if isinstance(request, ProduceRequest) and request.acks == 0:
+            return None
+        return encode_response(decoded.correlation_id, api.to_kio(response, decoded.api_version, decoded.body))
+
+    async def _route(self, api: Api, request: Any, decoded, context: WireContext) -> Any:
+        try:
+            if api.route == BROKER:
+                return await getattr(self._broker, api.handler)(request)
+            if api.route == COORDINATOR:
+                return await self._ask_coordinator(api, request, decoded.api_version, context)
+            if api.route == CONTROLLER:
+                return await self._ask_controller(api, request)
+        except KafkaProtocolError as exc:
+            raise InvalidFrame(f"{api.name}: {exc}") from None
+        return self._answer_locally(api, request)
+
+    def _answer_locally(self, api: Api, request: Any) -> Any:
+        if api.handler == "api_versions":
+            return ErrorCode.NONE
+        if api.handler == "describe_configs":
+            return self._describe_configs(request)
+        return None  # init_producer_id: its translation answers alone
+
+    async def _ask_coordinator(self, api: Api, request: Any, version: int, context: WireContext) -> Any:
+        try:
+            if self._coordinator is None:
+                self._coordinator = ray.get_actor(self._coordinator_actor_name, namespace=self._namespace)
+            method = getattr(self._coordinator, api.handler)
+            if isinstance(request, JoinGroupRequest):
+                response = await method.remote(request, context.client_id, context.client_host)
+                if version < 4 and response.error_code == ErrorCode.MEMBER_ID_REQUIRED:
+                    # Before KIP-394 a client cannot take an id and rejoin: rejoin for it.
+                    request = dataclasses.replace(request, member_id=response.member_id)
+                    response = await method.remote(request, context.client_id, context.client_host)
+                return response
+            return await method.remote(request)
+        except KafkaProtocolError:
+            raise
+        except Exception as exc:
+            if isinstance(getattr(exc, "cause", None), KafkaProtocolError):
+                raise exc.cause from None
+            logger.info("broker {} could not reach its group coordinator: {!r}", self._broker_id, exc)
+            self._coordinator = None
+            return api.error_response(request, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+    async def _ask_controller(self, api: Api, request: Any) -> Any:
+        try:
+            found = active_controller(self._namespace)
+            if found is None:
+                return api.error_response(request, ErrorCode.NOT_CONTROLLER)
+            controller = ray.get_actor(found["actor_name"], namespace=self._namespace)
+            timeout_s = request.timeout_ms / 1000 + CONTROLLER_CALL_SLACK_S
+            return await asyncio.wait_for(getattr(controller, api.handler).remote(request), timeout=timeout_s)
+        except Exception as exc:
+            if isinstance(getattr(exc, "cause", None), KafkaProtocolError):
+                raise exc.cause from None
+            logger.info("broker {} could not reach the controller: {!r}", self._broker_id, exc)
+            return api.error_response(request, ErrorCode.NOT_CONTROLLER)
+
+    def _describe_configs(self, body: Any) -> dict:
+        """Topic configs as the controller stored them (Kafka's brokers read them from
+        ZooKeeper the same way), so any broker describes any topic."""
+        topic_overrides = {}
+        if any(resource.resource_type == RESOURCE_TOPIC for resource in body.resources):
+            stored = MetadataStore(RayKeyValueStore(self._namespace)).topics()
+            topic_overrides = {name: dict(record.get("config", {})) for name, record in stored.items() if record}
+        return describe_configs(
+            body, broker_id=self._broker_id, broker_config=KafkaConfig(self._config).as_dict(),
+            broker_overrides=self._config, topic_overrides=topic_overrides,
+            known_topics=self._broker.cached_topics() | frozenset(topic_overrides))

@@ -1,0 +1,217 @@
+"""Each served API's translation between kio's request/response classes and raykafka's messages.
+
+An ``Api`` says where a request goes (``route``: the broker itself, its group coordinator, the
+active controller, or ``local`` for what the listener answers alone), which handler takes it,
+how the kio request becomes a raykafka request (``to_core``) and how the raykafka response
+becomes the kio response of the request's version (``to_kio``), and what to answer when the
+target cannot be reached (``error_response``: a raykafka response carrying one error code).
+Most conversions are ``convert``'s name matching; the functions here hold the differences.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from actors.core.errors import ErrorCode
+from actors.core.messages import (
+    CONSUMER_REPLICA_ID, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult,
+    DeleteTopicsRequest, DeleteTopicsResponse, DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse,
+    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, HeartbeatResponse,
+    JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
+    ListGroupsResponse, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic, OffsetFetchRequest, OffsetFetchResponse,
+    OffsetForLeaderEpochRequest, PartitionProduceData, ProduceRequest, SyncGroupRequest, SyncGroupResponse,
+    TopicProduceData,
+)
+from actors.core.messages.leave_group import MemberIdentity
+from actors.wire.convert import duration_ms, from_kio, to_kio
+from actors.wire.frames import response_class
+from actors.wire.versions import SUPPORTED_VERSIONS
+
+BROKER, COORDINATOR, CONTROLLER, LOCAL = "broker", "coordinator", "controller", "local"
+
+
+@dataclass(frozen=True)
+class WireContext:
+    """What a translation may need to know about the connection it serves."""
+    listener_name: str = "PLAINTEXT"
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True)
+class Api:
+    key: int
+    name: str
+    route: str
+    handler: str  # the target's method, e.g. "handle_produce"
+    to_core: Callable[[Any, int, WireContext], Any]
+    to_kio: Callable[[Any, int, Any], Any]  # (raykafka response, version, kio request) -> kio response
+    error_response: Callable[[Any, ErrorCode], Any] | None = None  # (raykafka request, code)
+
+
+def _generic_to_core(message_type: type, **fixed: Any) -> Callable[[Any, int, WireContext], Any]:
+    def convert(body: Any, version: int, context: WireContext) -> Any:
+        return from_kio(message_type, body, **fixed)
+    return convert
+
+
+def _generic_to_kio(api_key: int) -> Callable[[Any, int, Any], Any]:
+    def convert(response: Any, version: int, body: Any) -> Any:
+        return to_kio(response_class(api_key, version), response)
+    return convert
+
+
+# ----------------------------------------------------------------------------- data APIs
+def _produce_to_core(body: Any, version: int, context: WireContext) -> ProduceRequest:
+    # Records may be null on the wire; an empty partition payload is what the log refuses.
+    return ProduceRequest(
+        acks=int(body.acks), timeout_ms=duration_ms(body.timeout), transactional_id=body.transactional_id,
+        topic_data=tuple(TopicProduceData(name=str(topic.name), partition_data=tuple(
+            PartitionProduceData(index=int(partition.index), records=bytes(partition.records or b""))
+            for partition in topic.partition_data)) for topic in body.topic_data))
+
+
+def _metadata_to_core(body: Any, version: int, context: WireContext) -> MetadataRequest:
+    # Metadata v0 asks for every topic with an empty list; later versions with null.
+    names = None if body.topics is None else tuple(str(topic.name) for topic in body.topics)
+    if version == 0 and not names:
+        names = None
+    return MetadataRequest(topics=names, allow_auto_topic_creation=False, listener_name=context.listener_name)
+
+
+def _metadata_to_kio(response: Any, version: int, body: Any) -> Any:
+    """Admin clients send CreateTopics and DeleteTopics to the broker Metadata names controller;
+    raykafka's controller is no broker, but every broker forwards those requests to it, so the
+    lowest listed broker id stands in (it must be one the client can reach)."""
+    controller_id = min((b.node_id for b in response.brokers), default=-1)
+    return to_kio(response_class(3, version), response, controller_id=controller_id)
+
+
+def _find_coordinator_to_core(body: Any, version: int, context: WireContext) -> FindCoordinatorRequest:
+    return from_kio(FindCoordinatorRequest, body, listener_name=context.listener_name)
+
+
+def _consumer_only(message_type: type) -> Callable[[Any, int, WireContext], Any]:
+    """A stock client is never a replica: its requests are a consumer's whatever replica_id says,
+    so a forged replica id cannot read past the high watermark or count as a follower's ack."""
+    def convert(body: Any, version: int, context: WireContext) -> Any:
+        fixed: dict[str, Any] = {"replica_id": CONSUMER_REPLICA_ID}
+        if message_type is FetchRequest:
+            # No fetch sessions (KIP-227): session id 0 tells the client to send full fetches.
+            fixed.update(session_id=0, session_epoch=-1)
+        return from_kio(message_type, body, **fixed)
+    return convert
+
+
+# ----------------------------------------------------------------------------- group APIs
+def _join_group_to_core(body: Any, version: int, context: WireContext) -> JoinGroupRequest:
+    fixed: dict[str, Any] = {}
+    if version == 0:  # v0 has no rebalance timeout: Kafka uses the session timeout for both
+        fixed["rebalance_timeout_ms"] = duration_ms(body.session_timeout)
+    return from_kio(JoinGroupRequest, body, **fixed)
+
+
+def _offset_commit_to_core(body: Any, version: int, context: WireContext) -> OffsetCommitRequest:
+    return from_kio(OffsetCommitRequest, body, generation_id=int(body.generation_id_or_member_epoch))
+
+
+def _leave_group_to_core(body: Any, version: int, context: WireContext) -> LeaveGroupRequest:
+    if version < 3:  # one member per request before KIP-345
+        return LeaveGroupRequest(group_id=str(body.group_id), members=(MemberIdentity(member_id=str(body.member_id)),))
+    return from_kio(LeaveGroupRequest, body)
+
+
+def _leave_group_to_kio(response: LeaveGroupResponse, version: int, body: Any) -> Any:
+    error_code = response.error_code
+    if version < 3 and error_code == ErrorCode.NONE and response.members:
+        error_code = response.members[0].error_code
+    return to_kio(response_class(13, version), response, error_code=error_code)
+
+
+def _offset_commit_error(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
+    return OffsetCommitResponse(topics=tuple(OffsetCommitResponseTopic(name=topic.name, partitions=tuple(
+        OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code) for p in topic.partitions))
+        for topic in request.topics))
+
+
+def _offset_fetch_error(request: OffsetFetchRequest, code: ErrorCode) -> OffsetFetchResponse:
+    return OffsetFetchResponse(topics=(), error_code=code)
+
+
+def _describe_groups_error(request: DescribeGroupsRequest, code: ErrorCode) -> DescribeGroupsResponse:
+    return DescribeGroupsResponse(groups=tuple(DescribedGroup(group_id=g, error_code=code) for g in request.groups))
+
+
+def _create_topics_error(request: CreateTopicsRequest, code: ErrorCode) -> CreateTopicsResponse:
+    return CreateTopicsResponse(topics=tuple(CreatableTopicResult(name=t.name, error_code=code) for t in request.topics))
+
+
+def _delete_topics_error(request: DeleteTopicsRequest, code: ErrorCode) -> DeleteTopicsResponse:
+    return DeleteTopicsResponse(responses=tuple(DeletableTopicResult(name=n, error_code=code)
+                                                for n in request.topic_names))
+
+
+# ----------------------------------------------------------------------------- local APIs
+def _api_versions_to_kio(response: Any, version: int, body: Any) -> Any:
+    """``response`` is the error code: NONE, or UNSUPPORTED_VERSION for a version we lack."""
+    keys = [{"api_key": key, "min_version": low, "max_version": high}
+            for key, (low, high) in sorted(SUPPORTED_VERSIONS.items())]
+    return to_kio(response_class(18, version), {"error_code": response, "api_keys": keys, "throttle_time_ms": 0})
+
+
+def api_versions_error_response() -> Any:
+    """ApiVersions v0's answer to a version the broker does not know (KIP-511)."""
+    return _api_versions_to_kio(ErrorCode.UNSUPPORTED_VERSION, 0, None)
+
+
+def _init_producer_id_to_kio(response: Any, version: int, body: Any) -> Any:
+    """Idempotent and transactional producers are not supported yet, so no producer gets an id.
+    The answer is the one Kafka gives a producer not allowed idempotent writes
+    (CLUSTER_AUTHORIZATION_FAILED): clients take it as fatal and say so at once, where a code
+    they retry (UNSUPPORTED_VERSION, for one, in librdkafka 2.x) leaves them waiting silently."""
+    return to_kio(response_class(22, version), {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                                 "producer_id": -1, "producer_epoch": -1})
+
+
+def _passthrough(body: Any, version: int, context: WireContext) -> Any:
+    return body
+
+
+def _group(key: int, name: str, message_type: type, error_response: Callable | None = None,
+           to_core: Callable | None = None, to_kio_: Callable | None = None) -> Api:
+    return Api(key, name, COORDINATOR, f"handle_{name}", to_core or _generic_to_core(message_type),
+               to_kio_ or _generic_to_kio(key), error_response)
+
+
+def _simple_error(response_type: type) -> Callable[[Any, ErrorCode], Any]:
+    return lambda request, code: response_type(error_code=code)
+
+
+APIS: dict[int, Api] = {api.key: api for api in (
+    Api(0, "produce", BROKER, "handle_produce", _produce_to_core, _generic_to_kio(0)),
+    Api(1, "fetch", BROKER, "handle_fetch", _consumer_only(FetchRequest), _generic_to_kio(1)),
+    Api(2, "list_offsets", BROKER, "handle_list_offsets", _consumer_only(ListOffsetsRequest), _generic_to_kio(2)),
+    Api(3, "metadata", BROKER, "handle_metadata", _metadata_to_core, _metadata_to_kio),
+    Api(10, "find_coordinator", BROKER, "handle_find_coordinator", _find_coordinator_to_core, _generic_to_kio(10)),
+    Api(23, "offset_for_leader_epoch", BROKER, "handle_offset_for_leader_epoch",
+        _consumer_only(OffsetForLeaderEpochRequest), _generic_to_kio(23)),
+    _group(8, "offset_commit", OffsetCommitRequest, _offset_commit_error, to_core=_offset_commit_to_core),
+    _group(9, "offset_fetch", OffsetFetchRequest, _offset_fetch_error),
+    _group(11, "join_group", JoinGroupRequest, _simple_error(JoinGroupResponse), to_core=_join_group_to_core),
+    _group(12, "heartbeat", HeartbeatRequest, _simple_error(HeartbeatResponse)),
+    _group(13, "leave_group", LeaveGroupRequest, _simple_error(LeaveGroupResponse), to_core=_leave_group_to_core,
+           to_kio_=_leave_group_to_kio),
+    _group(14, "sync_group", SyncGroupRequest, _simple_error(SyncGroupResponse)),
+    _group(15, "describe_groups", DescribeGroupsRequest, _describe_groups_error),
+    _group(16, "list_groups", ListGroupsRequest, _simple_error(ListGroupsResponse)),
+    Api(19, "create_topics", CONTROLLER, "handle_create_topics", _generic_to_core(CreateTopicsRequest),
+        _generic_to_kio(19), _create_topics_error),
+    Api(20, "delete_topics", CONTROLLER, "handle_delete_topics", _generic_to_core(DeleteTopicsRequest),
+        _generic_to_kio(20), _delete_topics_error),
+    Api(18, "api_versions", LOCAL, "api_versions", _passthrough, _api_versions_to_kio),
+    Api(22, "init_producer_id", LOCAL, "init_producer_id", _passthrough, _init_producer_id_to_kio),
+    Api(32, "describe_configs", LOCAL, "describe_configs", _passthrough, _generic_to_kio(32)),
+)}
+assert set(APIS) == set(SUPPORTED_VERSIONS), "every advertised API has a translation, and no other"

@@ -1,0 +1,175 @@
+"""Values between kio's generated classes and raykafka's messages, matched by field name.
+
+Kafka's JSON schemas name the fields of both (snake_case), so one rule covers almost every
+API: a raykafka field ``x`` takes kio's ``x``; a raykafka ``x_ms`` takes kio's ``x`` where kio
+holds a ``timedelta`` or ``datetime`` (kio turns Kafka's millisecond fields into those). Nested
+entities and tuples of entities are converted recursively, with the nested class read from the
+type hints, so the same code serves every version of an API: a field a version lacks takes the
+other side's default. An API whose shapes differ more converts the difference itself.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import functools
+import typing
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode as KioErrorCode
+
+from actors.core.errors import ErrorCode
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[tuple[dataclasses.Field, Any], ...]:
+    """Each dataclass field of ``cls`` with its resolved type."""
+    hints = typing.get_type_hints(cls)
+    return tuple((field, hints[field.name]) for field in dataclasses.fields(cls))
+
+
+def _entity_class(hint: Any) -> type | None:
+    """The dataclass a field holds (alone, in a tuple, or optional), or None for a primitive."""
+    if dataclasses.is_dataclass(hint):
+        return hint
+    for argument in typing.get_args(hint):
+        found = _entity_class(argument)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_tuple(hint: Any) -> bool:
+    if typing.get_origin(hint) is tuple:
+        return True
+    return any(typing.get_origin(argument) is tuple for argument in typing.get_args(hint))
+
+
+def _is_optional(hint: Any) -> bool:
+    return type(None) in typing.get_args(hint)
+
+
+def duration_ms(value: Any) -> int:
+    return int(value / datetime.timedelta(milliseconds=1))
+
+
+def _zero(field: dataclasses.Field, hint: Any) -> Any:
+    """What a kio field without a default gets when raykafka has nothing for it."""
+    kafka_type = field.metadata.get("kafka_type", "")
+    if _is_tuple(hint):
+        return ()
+    if _is_optional(hint):
+        return None
+    if kafka_type.startswith("timedelta"):
+        return datetime.timedelta(0)
+    if kafka_type == "error_code":
+        return KioErrorCode.none
+    if kafka_type == "string":
+        return ""
+    if kafka_type in ("bytes", "records"):
+        return b""
+    if kafka_type == "bool":
+        return False
+    if kafka_type == "uuid":
+        return uuid.UUID(int=0)
+    if kafka_type.startswith(("int", "uint", "float")):
+        return 0
+    entity = _entity_class(hint)
+    assert entity is not None, f"no zero value for {field.name} ({hint})"
+    return to_kio(entity, None)
+
+
+def _lookup(source: Any, name: str) -> tuple[bool, Any]:
+    if source is None:
+        return False, None
+    if isinstance(source, dict):
+        if name in source:
+            return True, source[name]
+        return False, None
+    if hasattr(source, name):
+        return True, getattr(source, name)
+    return False, None
+
+
+def _kio_value(field: dataclasses.Field, hint: Any, value: Any) -> Any:
+    kafka_type = field.metadata.get("kafka_type", "")
+    entity = _entity_class(hint)
+    if value is None:
+        return None if _is_optional(hint) else _zero(field, hint)
+    if entity is not None:
+        if _is_tuple(hint):
+            return tuple(to_kio(entity, item) for item in value)
+        return to_kio(entity, value)
+    if kafka_type.startswith("timedelta"):
+        return datetime.timedelta(milliseconds=value)
+    if kafka_type.startswith("datetime"):
+        return None if value < 0 else _EPOCH + datetime.timedelta(milliseconds=value)
+    if kafka_type == "error_code":
+        return KioErrorCode(int(value))
+    if kafka_type in ("bytes", "records"):
+        return bytes(value)
+    if _is_tuple(hint):
+        return tuple(value)
+    return value
+
+
+def to_kio(cls: type, source: Any, **overrides: Any) -> Any:
+    """A kio ``cls`` filled from ``source`` (a raykafka message or a dict) and ``overrides``."""
+    values = {}
+    for field, hint in _fields(cls):
+        found, value = _lookup(overrides, field.name)
+        if not found:
+            found, value = _lookup(source, field.name)
+        if not found and field.metadata.get("kafka_type", "").startswith(("timedelta", "datetime")):
+            found, value = _lookup(source, field.name + "_ms")
+        if found:
+            values[field.name] = _kio_value(field, hint, value)
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            values[field.name] = _zero(field, hint)
+    return cls(**values)
+
+
+def _core_value(hint: Any, value: Any) -> Any:
+    entity = _entity_class(hint)
+    if value is None:
+        return None
+    if isinstance(value, (datetime.timedelta,)):
+        return duration_ms(value)
+    if isinstance(value, datetime.datetime):
+        return duration_ms(value - _EPOCH)
+    if isinstance(value, KioErrorCode):
+        return ErrorCode(int(value))
+    if entity is not None:
+        if _is_tuple(hint):
+            return tuple(from_kio(entity, item) for item in value)
+        return from_kio(entity, value)
+    if isinstance(value, tuple):
+        return tuple(_plain(item) for item in value)
+    return _plain(value)
+
+
+def _plain(value: Any) -> Any:
+    """kio's nominal types (TopicName, BrokerId, i32, ...) as the builtin they subclass, so a
+    message holds only builtins (Ray pickles them cheaply; validation compares exact types)."""
+    for builtin in (bool, int, str, bytes):
+        if isinstance(value, builtin):
+            return builtin(value)
+    return value
+
+
+def from_kio(cls: type, source: Any, **overrides: Any) -> Any:
+    """A raykafka message ``cls`` filled from kio's ``source`` and ``overrides``; a field kio's
+    version lacks keeps the message's default."""
+    values = {}
+    for field, hint in _fields(cls):
+        if field.name in overrides:
+            values[field.name] = overrides[field.name]
+            continue
+        found, value = _lookup(source, field.name)
+        if not found and field.name.endswith("_ms"):
+            found, value = _lookup(source, field.name[:-3])
+        if found:
+            values[field.name] = _core_value(hint, value)
+    return cls(**values)

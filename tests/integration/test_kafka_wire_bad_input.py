@@ -1,0 +1,198 @@
+"""Bad input on a broker's Kafka listener hurts nothing but its own connection: an oversize size,
+a truncated frame, an unknown API key and garbage are closed; ApiVersions at an unknown version is
+answered UNSUPPORTED_VERSION; then thousands of seeded random and mutated frames later every
+broker is the same incarnation (no restart), every replica's log is byte-for-byte unchanged, and
+a stock client still produces and consumes."""
+from __future__ import annotations
+
+import io
+import random
+import socket
+import struct
+
+import pytest
+import ray
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+from tests.support.kafka_clients import confluent_consume, confluent_produce
+
+pytestmark = pytest.mark.integration
+
+TOPIC = "wire-fuzz"
+FRAMES = 3000
+SEED = 1305
+
+
+def frame_of(api_key: int, version: int, body) -> bytes:
+    schema = load_request_schema(api_key, version)
+    buffer = io.BytesIO()
+    entity_writer(schema.__header_schema__)(buffer, schema.__header_schema__(
+        request_api_key=api_key, request_api_version=version, correlation_id=1, client_id="fuzz"))
+    entity_writer(schema)(buffer, body)
+    return buffer.getvalue()
+
+
+def seed_frames() -> list[bytes]:
+    """Valid requests that read or fail validation whatever a mutation does to them: reads, and a
+    produce whose 'batch' is garbage (any append attempt fails its CRC)."""
+    import datetime
+    metadata = load_request_schema(3, 8)
+    fetch = load_request_schema(1, 11)
+    fetch_module = __import__(fetch.__module__, fromlist=["*"])
+    produce = load_request_schema(0, 8)
+    produce_module = __import__(produce.__module__, fromlist=["*"])
+    return [
+        frame_of(3, 8, metadata(topics=None, allow_auto_topic_creation=False,
+                                include_cluster_authorized_operations=False, include_topic_authorized_operations=False)),
+        frame_of(1, 11, fetch(replica_id=-1, max_wait=datetime.timedelta(milliseconds=10), min_bytes=1,
+                              topics=(fetch_module.FetchTopic(topic=TOPIC, partitions=(fetch_module.FetchPartition(
+                                  partition=0, fetch_offset=0, partition_max_bytes=1 << 16),)),),
+                              forgotten_topics_data=())),
+        frame_of(0, 8, produce(transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=1), topic_data=(
+            produce_module.TopicProduceData(name=TOPIC, partition_data=(produce_module.PartitionProduceData(
+                index=0, records=b"\x00" * 70),)),))),
+        struct.pack(">hhi", 18, 3, 1) + b"\x00\x04fuzz\x00\x00\x00\x00",
+    ]
+
+
+def connect(address: tuple[str, int]) -> socket.socket:
+    sock = socket.create_connection(address, timeout=10)
+    sock.settimeout(10)
+    return sock
+
+
+def closed_by_broker(sock: socket.socket) -> bool:
+    """True once the broker closed the connection (reads return nothing)."""
+    try:
+        return sock.recv(1 << 16) == b""
+    except ConnectionResetError:
+        return True
+
+
+def addresses(cluster) -> list[tuple[str, int]]:
+    return [(host, int(port)) for host, port in (item.rsplit(":", 1) for item in cluster.bootstrap_servers.split(","))]
+
+
+def state_of(cluster) -> dict:
+    partitions = cluster.describe_topic(TOPIC)
+    return {
+        "incarnations": {b: ray.get(cluster.broker(b).ping.remote(), timeout=30)["incarnation_id"]
+                         for b in cluster.broker_ids},
+        "partitions": [(p.partition, p.leader, p.leader_epoch, p.high_watermark, p.log_end_offset) for p in partitions],
+        "digests": {p.partition: cluster.replica_digests(TOPIC, p.partition, p.log_end_offset) for p in partitions},
+    }
+
+
+@pytest.fixture(scope="module")
+def seeded_topic(cluster):
+    cluster.create_topic(TOPIC, partitions=2, replication_factor=3)
+    confluent_produce(cluster.bootstrap_servers, TOPIC, [b"before-%d" % i for i in range(50)], "all")
+    return TOPIC
+
+
+@pytest.mark.parametrize("payload, why", [
+    (struct.pack(">i", 104857601), "a size over socket.request.max.bytes"),
+    (struct.pack(">i", -5), "a negative size"),
+    (struct.pack(">i", 10) + struct.pack(">hhi", 999, 0, 1) + b"\x00\x00", "an unknown API key"),
+    (struct.pack(">i", 10) + struct.pack(">hhi", 3, 77, 1) + b"\x00\x00", "an unserved Metadata version"),
+    (struct.pack(">i", 40) + b"\xff" * 40, "garbage"),
+])
+def test_unreadable_input_closes_the_connection(cluster, seeded_topic, payload, why):
+    with connect(addresses(cluster)[0]) as sock:
+        sock.sendall(payload)
+        assert closed_by_broker(sock), f"the broker closes a connection that sent {why}"
+
+
+def test_a_truncated_frame_waits_for_its_body_and_the_client_closing_changes_nothing(cluster, seeded_topic):
+    before = state_of(cluster)
+    with connect(addresses(cluster)[1]) as sock:
+        sock.sendall(struct.pack(">i", 1000) + b"\x00\x03\x00\x08")
+    assert state_of(cluster) == before
+
+
+def test_api_versions_at_an_unknown_version_is_answered_unsupported_version(cluster, seeded_topic):
+    with connect(addresses(cluster)[2]) as sock:
+        request = struct.pack(">hhi", 18, 99, 77) + b"\x00\x04fuzz"
+        sock.sendall(struct.pack(">i", len(request)) + request)
+        (size,) = struct.unpack(">i", sock.recv(4))
+        data = b""
+        while len(data) < size:
+            data += sock.recv(size - len(data))
+    schema = load_response_schema(18, 0)
+    header, position = entity_reader(schema.__header_schema__)(data, 0)
+    body, _ = entity_reader(schema)(data, position)
+    assert (header.correlation_id, int(body.error_code)) == (77, 35)
+    assert any(k.api_key == 3 for k in body.api_keys), "the answer still lists what the broker serves"
+
+
+def test_thousands_of_random_and_mutated_frames_leave_the_cluster_serving_and_its_logs_unchanged(cluster, seeded_topic):
+    before = state_of(cluster)
+    rng = random.Random(SEED)
+    seeds = seed_frames()
+    targets = addresses(cluster)
+    sent = 0
+    for _ in range(FRAMES):
+        if rng.random() < 0.3:
+            body = rng.randbytes(rng.randrange(0, 80))
+        else:
+            body = bytearray(rng.choice(seeds))
+            for _ in range(rng.randrange(1, 4)):
+                body[rng.randrange(len(body))] = rng.randrange(256)
+            body = bytes(body)
+        size = len(body) if rng.random() < 0.9 else rng.randrange(-10, 1 << 31)
+        with connect(rng.choice(targets)) as sock:
+            try:
+                sock.sendall(struct.pack(">i", size) + body)
+            except OSError:
+                pass  # the broker closed first, as it may
+        sent += 1
+    assert sent == FRAMES
+    after = state_of(cluster)
+    assert after == before, "no broker restarted and no replica's log changed"
+    confluent_produce(cluster.bootstrap_servers, TOPIC, [b"after-%d" % i for i in range(10)], "all", partition=0)
+    read = confluent_consume(cluster.bootstrap_servers, TOPIC, [0, 1], 60)
+    assert {v for _, _, v in read} >= {b"after-%d" % i for i in range(10)}, "the cluster still serves stock clients"
+
+
+def read_frame(sock: socket.socket) -> bytes:
+    header = b""
+    while len(header) < 4:
+        header += sock.recv(4 - len(header))
+    (size,) = struct.unpack(">i", header)
+    data = b""
+    while len(data) < size:
+        data += sock.recv(size - len(data))
+    return data
+
+
+def test_pipelined_requests_are_answered_in_order_and_acks_0_gets_no_answer(cluster):
+    import datetime
+
+    from actors.records import BatchBuilder
+    cluster.create_topic("wire-order", partitions=1, replication_factor=1)
+    (partition,) = cluster.describe_topic("wire-order")
+    leader = dict(enumerate(addresses(cluster)))[partition.leader]
+    builder = BatchBuilder(batch_size=1 << 20)
+    builder.try_append(None, b"fire-and-forget", None, None)
+    produce = load_request_schema(0, 8)
+    module = __import__(produce.__module__, fromlist=["*"])
+    produce_frame = frame_of(0, 8, produce(transactional_id=None, acks=0, timeout=datetime.timedelta(seconds=5),
+                                           topic_data=(module.TopicProduceData(name="wire-order", partition_data=(
+                                               module.PartitionProduceData(index=0, records=builder.build()),)),)))
+    metadata = frame_of(3, 8, load_request_schema(3, 8)(topics=None, allow_auto_topic_creation=False,
+                                                         include_cluster_authorized_operations=False,
+                                                         include_topic_authorized_operations=False))
+
+    def with_correlation_id(frame: bytes, correlation_id: int) -> bytes:
+        frame = frame[:4] + struct.pack(">i", correlation_id) + frame[8:]
+        return struct.pack(">i", len(frame)) + frame
+
+    pipelined = b"".join(with_correlation_id(frame, cid) for frame, cid in
+                         [(metadata, 1), (produce_frame, 2), (metadata, 3), (metadata, 4)])
+    with connect(leader) as sock:
+        sock.sendall(pipelined)
+        answered = [struct.unpack_from(">i", read_frame(sock))[0] for _ in range(3)]
+    assert answered == [1, 3, 4], "answers come in request order, and the acks=0 produce gets none"
+    read = confluent_consume(cluster.bootstrap_servers, "wire-order", [0], 1)
+    assert [v for _, _, v in read] == [b"fire-and-forget"], "the acks=0 produce was appended all the same"

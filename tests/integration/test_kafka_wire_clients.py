@@ -1,0 +1,120 @@
+"""Stock Kafka clients (confluent-kafka, kafka-python, aiokafka, and kcat when installed) talk to a
+real 3-broker raykafka cluster through its Kafka listeners: each produces with acks 0, 1 and all
+and reads every record back at its acknowledged offset; three consumers of each library share six
+partitions two by two and commit to the end; each admin client creates, describes and deletes a
+topic."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from orchestration.admin.wait import wait_until
+from tests.support.kafka_clients import LIBRARIES
+
+pytestmark = pytest.mark.integration
+
+RECORDS = 60
+
+
+@pytest.fixture(scope="module")
+def bootstrap(cluster):
+    servers = cluster.bootstrap_servers
+    assert servers.count(",") == 2, f"three brokers' listeners expected, got {servers!r}"
+    return servers
+
+
+@pytest.mark.parametrize("acks", ["0", "1", "all"])
+@pytest.mark.parametrize("library", sorted(LIBRARIES))
+def test_produce_and_consume_with_each_acks(cluster, bootstrap, library, acks):
+    client = LIBRARIES[library]
+    topic = f"wire-{library}-acks-{acks}"
+    cluster.create_topic(topic, partitions=2, replication_factor=3)
+    values = [f"{library}-{acks}-{i}".encode() for i in range(RECORDS)]
+    acked = client["produce"](bootstrap, topic, values, client["acks"][acks])
+    assert sorted(v for _, _, v in acked) == sorted(values)
+    read = client["consume"](bootstrap, topic, [0, 1], RECORDS)
+    assert sorted(v for _, _, v in read) == sorted(values), "every produced record is read back once"
+    if acks != "0":  # acks=0 gets no offsets back
+        assert {(p, o): v for p, o, v in acked} == {(p, o): v for p, o, v in read}
+
+
+@pytest.mark.parametrize("library", sorted(LIBRARIES))
+def test_a_group_of_three_splits_six_partitions_and_commits(cluster, bootstrap, library):
+    client = LIBRARIES[library]
+    topic = f"wire-{library}-group"
+    cluster.create_topic(topic, partitions=6, replication_factor=2)
+    acked = []
+    for partition in range(6):  # records in every partition, so every member has something to commit
+        acked += LIBRARIES["confluent-kafka"]["produce"](bootstrap, topic, [b"r%d-%d" % (partition, i) for i in range(20)],
+                                                         "all", partition=partition)
+    end_offsets = {p: 0 for p in range(6)}
+    for partition, offset, _ in acked:
+        end_offsets[partition] = max(end_offsets[partition], offset + 1)
+    assignments, committed = client["group"](bootstrap, topic, f"group-{library}", end_offsets)
+    assert sorted(p for a in assignments for p in a) == list(range(6)), assignments
+    assert committed == end_offsets
+
+
+@pytest.mark.parametrize("library", sorted(LIBRARIES))
+def test_admin_client_creates_describes_and_deletes_a_topic(cluster, bootstrap, library):
+    topic = f"wire-{library}-admin"
+    described = LIBRARIES[library]["admin"](bootstrap, topic)
+    assert described == {"partitions": 3, "replicas": [2, 2, 2], "min.insync.replicas": "2"}
+    wait_until(lambda: topic not in cluster.topics(), 60, f"the controller to finish deleting {topic}")
+
+
+def test_list_offsets_by_timestamp_agrees_between_confluent_kafka_and_the_python_api(cluster, bootstrap):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    topic = "wire-timestamps"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False})
+    for index in range(10):  # one record per batch: timestamps 1000, 1100, ..., 1900
+        producer.produce(topic, value=b"%d" % index, partition=0, timestamp=1000 + 100 * index)
+        assert producer.flush(30) == 0
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "timestamps"})
+    try:
+        answers = {t: reader.offsets_for_times([TopicPartition(topic, 0, t)], timeout=30)[0].offset
+                   for t in (1000, 1050, 1900)}
+        assert answers == {1000: 0, 1050: 1, 1900: 9}
+    finally:
+        reader.close()
+    consumer = cluster.consumer()
+    assert {t: consumer.offsets_for_times({(topic, 0): t})[(topic, 0)] for t in (1000, 1050, 1900, 5000)} == \
+        {1000: 0, 1050: 1, 1900: 9, 5000: None}
+
+
+def test_an_idempotent_producer_is_refused_at_once_with_a_fatal_error(cluster, bootstrap):
+    import time
+
+    from confluent_kafka import KafkaError, KafkaException, Producer
+    topic = "wire-idempotence"
+    cluster.create_topic(topic, partitions=1, replication_factor=1)
+    errors = []
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "error_cb": errors.append})
+    deadline = time.monotonic() + 60
+    while not errors:  # librdkafka reports the fatal error to error_cb, or raises it from produce/poll
+        assert time.monotonic() < deadline, "the producer reported no error within 60 s"
+        try:
+            producer.produce(topic, value=b"x")
+            producer.poll(0.5)
+        except KafkaException as exc:
+            errors.append(exc.args[0])
+    assert errors[0].fatal() and errors[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED, errors[0]
+
+
+def test_kcat_lists_metadata_produces_and_consumes(cluster, bootstrap):
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    if kcat is None:
+        pytest.skip("kcat is not installed (Debian package kcat); the kcat check did not run")
+    topic = "wire-kcat"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    listing = subprocess.run([kcat, "-b", bootstrap, "-L", "-t", topic], capture_output=True, text=True, timeout=60)
+    assert listing.returncode == 0 and topic in listing.stdout, listing.stderr
+    produced = subprocess.run([kcat, "-b", bootstrap, "-P", "-t", topic, "-p", "0"], input="a\nb\nc\n",
+                              capture_output=True, text=True, timeout=60)
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run([kcat, "-b", bootstrap, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-c", "3",
+                               "-e", "-f", "%o:%s\n"], capture_output=True, text=True, timeout=60)
+    assert consumed.stdout.split() == ["0:a", "1:b", "2:c"], consumed.stderr
