@@ -17,7 +17,7 @@ from actors.core.errors import ErrorCode
 from actors.core.messages import (
     CONSUMER_REPLICA_ID, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult,
     DeleteTopicsRequest, DeleteTopicsResponse, DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse,
-    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, HeartbeatResponse,
+    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, HeartbeatResponse, InitProducerIdRequest,
     JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
     ListGroupsResponse, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetCommitResponse,
     OffsetCommitResponsePartition, OffsetCommitResponseTopic, OffsetFetchRequest, OffsetFetchResponse,
@@ -166,13 +166,11 @@ def api_versions_error_response() -> Any:
     return _api_versions_to_kio(ErrorCode.UNSUPPORTED_VERSION, 0, None)
 
 
-def _init_producer_id_to_kio(response: Any, version: int, body: Any) -> Any:
-    """Idempotent and transactional producers are not supported yet, so no producer gets an id.
-    The answer is the one Kafka gives a producer not allowed idempotent writes
-    (CLUSTER_AUTHORIZATION_FAILED): clients take it as fatal and say so at once, where a code
-    they retry (UNSUPPORTED_VERSION, for one, in librdkafka 2.x) leaves them waiting silently."""
-    return to_kio(response_class(22, version), {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                                                 "producer_id": -1, "producer_epoch": -1})
+def _init_producer_id_to_core(body: Any, version: int, context: WireContext) -> InitProducerIdRequest:
+    """An idempotent producer's InitProducerId, answered by the broker from its producer-id block;
+    a transactional one (a transactional id) is refused there, as transactions are not built."""
+    return InitProducerIdRequest(transactional_id=body.transactional_id,
+                                 transaction_timeout_ms=duration_ms(body.transaction_timeout))
 
 
 def _passthrough(body: Any, version: int, context: WireContext) -> Any:
@@ -211,7 +209,7 @@ APIS: dict[int, Api] = {api.key: api for api in (
     Api(20, "delete_topics", CONTROLLER, "handle_delete_topics", _generic_to_core(DeleteTopicsRequest),
         _generic_to_kio(20), _delete_topics_error),
     Api(18, "api_versions", LOCAL, "api_versions", _passthrough, _api_versions_to_kio),
-    Api(22, "init_producer_id", LOCAL, "init_producer_id", _passthrough, _init_producer_id_to_kio),
+    Api(22, "init_producer_id", BROKER, "handle_init_producer_id", _init_producer_id_to_core, _generic_to_kio(22)),
     Api(32, "describe_configs", LOCAL, "describe_configs", _passthrough, _generic_to_kio(32)),
 )}
 assert set(APIS) == set(SUPPORTED_VERSIONS), "every advertised API has a translation, and no other"

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from orchestration.admin.wait import wait_until
-from tests.support.kafka_clients import LIBRARIES
+from tests.support.kafka_clients import LIBRARIES, confluent_consume
 
 pytestmark = pytest.mark.integration
 
@@ -85,23 +85,26 @@ def test_list_offsets_by_timestamp_agrees_between_confluent_kafka_and_the_python
         {1000: 0, 1050: 1, 1900: 9, 5000: None}
 
 
-def test_an_idempotent_producer_is_refused_at_once_with_a_fatal_error(cluster, bootstrap):
-    import time
-
-    from confluent_kafka import KafkaError, KafkaException, Producer
+def test_an_idempotent_confluent_kafka_producer_gets_an_id_and_writes_each_record_once(cluster, bootstrap):
+    """librdkafka's idempotent producer: InitProducerId is answered from the broker's producer-id
+    block, every batch carries the id and its sequence, and every record is in the log once."""
+    from confluent_kafka import Producer
     topic = "wire-idempotence"
-    cluster.create_topic(topic, partitions=1, replication_factor=1)
-    errors = []
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "error_cb": errors.append})
-    deadline = time.monotonic() + 60
-    while not errors:  # librdkafka reports the fatal error to error_cb, or raises it from produce/poll
-        assert time.monotonic() < deadline, "the producer reported no error within 60 s"
-        try:
-            producer.produce(topic, value=b"x")
-            producer.poll(0.5)
-        except KafkaException as exc:
-            errors.append(exc.args[0])
-    assert errors[0].fatal() and errors[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED, errors[0]
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    errors, acked = [], []
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5,
+                         "error_cb": errors.append})
+
+    def delivered(error, message):
+        (errors if error is not None else acked).append(error or (message.offset(), message.value()))
+    values = [b"i%d" % i for i in range(500)]
+    for value in values:
+        producer.produce(topic, value=value, partition=0, on_delivery=delivered)
+        producer.poll(0)
+    assert producer.flush(60) == 0 and not errors, errors[:3]
+    assert sorted(acked) == list(enumerate(values))
+    stored = confluent_consume(bootstrap, topic, [0], len(values))
+    assert [(offset, value) for _, offset, value in stored] == list(enumerate(values))
 
 
 def test_kcat_lists_metadata_produces_and_consumes(cluster, bootstrap):

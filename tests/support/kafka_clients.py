@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-# librdkafka's idempotent producer needs InitProducerId, which raykafka refuses for now.
+# Plain (non-idempotent) producers here, so acks 0 and 1 can be tested as such; the idempotent
+# producer has its own test.
 CONFLUENT_PRODUCER = {"enable.idempotence": False, "linger.ms": 5}
 CONSUMER_MEMBERS = 3
 
