@@ -34,6 +34,8 @@ chaos: $(STAMP)
 	$(VPY) -m pytest tests -m chaos
 
 bench: $(STAMP)
+	$(VPY) -m pip install --quiet -e ".[test,bench]"
+	$(VPY) benchmarks/wire_throughput.py
 	$(VPY) benchmarks/fetch_throughput.py
 	$(VPY) benchmarks/failover_time.py
 	$(VPY) benchmarks/replication_throughput.py

@@ -146,6 +146,7 @@ class ProducerTask:
     partitions: int
     config: dict = field(default_factory=dict)
     seed: int = 0
+    client: str = "raykafka"  # or "confluent-kafka": librdkafka over Kafka's wire protocol
 
 
 @dataclass(frozen=True)
@@ -193,11 +194,15 @@ def _key(task: ProducerTask, sequence: int, rng: random.Random) -> bytes | None:
 
 def run_producer(target: RayTarget, task: ProducerTask, progress_name: str) -> Iterator[tuple]:
     """One producer of the load job; yields ("row", LOAD_COLUMNS...) and ("event", ...) tuples."""
-    from orchestration.clients.producer import Producer
     directory = target.directory()
     progress = ray.get_actor(progress_name, namespace=target.namespace)
     history = TaskHistory()
-    producer = Producer(directory, task.config, history=history, process=task.process)
+    if task.client == "confluent-kafka":
+        from orchestration.spark.confluent_producer import ConfluentLoadProducer
+        producer = ConfluentLoadProducer(target.bootstrap_servers, task.config, history=history, process=task.process)
+    else:
+        from orchestration.clients.producer import Producer
+        producer = Producer(directory, task.config, history=history, process=task.process)
     reporter = _Reporter(progress)
     rng = random.Random(task.seed)
     started = time.time()

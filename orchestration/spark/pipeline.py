@@ -111,7 +111,7 @@ def _producer_tasks(workload: Workload, topics: list[str], config: dict):
                 process=f"producer-{topic}-{p}", topic=topic, records=shares[index] if shares else None,
                 duration_s=workload.duration_s, rate_per_s=workload.rate_per_producer(),
                 message_size=workload.message_size, key_distributor=workload.key_distributor,
-                partitions=workload.partitions_per_topic, config=config, seed=index))
+                partitions=workload.partitions_per_topic, config=config, seed=index, client=workload.client))
     return tasks
 
 
@@ -201,7 +201,7 @@ def run_workload(workload: Workload, *, address: str | None = None, output_dir: 
         if address:
             ray.init(address=address, namespace=namespace, log_to_driver=False)
         else:
-            from orchestration.ray_runtime import start_local_ray
+            from orchestration.admin.ray_runtime import start_local_ray
             start_local_ray(num_cpus=num_cpus, namespace=namespace)
     try:
         return _run_on_ray(workload, output, show_progress, log_dir, spark_sizing, out)
@@ -251,7 +251,8 @@ def run_on(cluster, spark, workload: Workload, output_dir: str | Path, *, show_p
 def _describe_load(workload: Workload) -> str:
     size = f"{workload.record_count} records" if workload.record_count else f"{workload.duration_s:.0f}s"
     rate = f" at {workload.producer_rate:.0f} records/s" if workload.producer_rate else " as fast as they go"
-    return f"load job: {workload.producers} producer task(s), acks={workload.acks}, {size}{rate}"
+    return (f"load job: {workload.producers} {workload.client} producer task(s), acks={workload.acks}, "
+            f"{size}{rate}")
 
 
 def _follow(thread: threading.Thread, display: _Display, phase: str, total: int | None, on_tick=None) -> None:

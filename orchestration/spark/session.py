@@ -103,12 +103,14 @@ class RayTarget:
     address: str
     namespace: str
     bootstrap_broker_ids: tuple[int, ...] = (0,)
+    bootstrap_servers: str = ""  # the brokers' Kafka listeners, for stock clients ("host:port,...")
 
     @classmethod
     def of(cls, cluster) -> "RayTarget":
         """The target of a running ``Cluster`` (this process must be connected to its Ray)."""
         import ray
-        return cls(ray.get_runtime_context().gcs_address, cluster.namespace, tuple(cluster.broker_ids))
+        return cls(ray.get_runtime_context().gcs_address, cluster.namespace, tuple(cluster.broker_ids),
+                   cluster.bootstrap_servers)
 
     def directory(self):
         """A ``BrokerDirectory`` for this cluster, connecting this process to Ray first if it is

@@ -18,7 +18,9 @@ raykafka's own: ``recordCount`` (records for the whole workload; give it or
 ``consumerConfig`` (Kafka's keys), ``consumeTimeoutSeconds`` (how long the consume job may take to
 read every acknowledged record), and ``faults``: a list of steps in the chaos schedule format
 (``orchestration.chaos.schedule``: ``at`` seconds since the load started or ``after_acks``, ``do``,
-``target``, ``role``, ``restart``, ``wait_for``, ...), aimed at partition 0 of the first topic.
+``target``, ``role``, ``restart``, ``wait_for``, ...), aimed at partition 0 of the first topic;
+``client``: the load job's producers, ``raykafka`` (its Python API, the default) or
+``confluent-kafka`` (librdkafka over Kafka's wire protocol, to the brokers' listeners).
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from typing import Any
 
 KEY_DISTRIBUTORS = ("NO_KEY", "KEY_ROUND_ROBIN", "RANDOM_NANO")
 ACKS = ("0", "1", "all", "-1")
+CLIENTS = ("raykafka", "confluent-kafka")
 OMB_IGNORED = ("payloadFile", "consumerBacklogSizeGB", "warmupDurationMinutes", "randomBytesRatio",
                "randomizedPayloadPoolSize")
 # A record count or a duration above these is a typo on a laptop-sized cluster, not a plan.
@@ -63,6 +66,7 @@ class Workload:
     consumer_config: dict[str, str] = field(default_factory=dict)
     consume_timeout_seconds: float = 120.0
     faults: tuple[dict, ...] = ()
+    client: str = "raykafka"
 
     @property
     def producers(self) -> int:
@@ -104,7 +108,7 @@ _NUMBERS = {
 }
 _MAPPINGS = {"brokerConfig": "broker_config", "topicConfig": "topic_config", "producerConfig": "producer_config",
              "consumerConfig": "consumer_config"}
-ALLOWED_KEYS = ("name", "keyDistributor", "acks", "faults", *_NUMBERS, *_MAPPINGS, *OMB_IGNORED)
+ALLOWED_KEYS = ("name", "keyDistributor", "acks", "faults", "client", *_NUMBERS, *_MAPPINGS, *OMB_IGNORED)
 
 
 def load_workload(path: str | Path) -> Workload:
@@ -179,6 +183,10 @@ def parse_workload(spec: Any, where: str = "workload") -> Workload:
         values["acks"] = "all" if acks == "-1" else acks
     if "faults" in spec:
         values["faults"] = _faults(where, spec["faults"])
+    if "client" in spec:
+        if spec["client"] not in CLIENTS:
+            raise WorkloadError(f"{where}: 'client' must be one of {', '.join(CLIENTS)}, not {spec['client']!r}")
+        values["client"] = spec["client"]
     workload = Workload(**values)
     _check_together(where, workload)
     return workload

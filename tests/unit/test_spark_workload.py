@@ -22,6 +22,8 @@ def test_the_omb_fields_and_raykafkas_own_are_read():
     assert workload.rate_per_producer() == 250
     assert workload.producer_config == {"linger.ms": "5"}
     assert workload.topic_names() == ["w-0", "w-1"]
+    assert workload.client == "raykafka"
+    assert parse_workload({**GOOD, "client": "confluent-kafka"}).client == "confluent-kafka"
 
 
 @pytest.mark.parametrize("path", WORKLOADS, ids=lambda p: p.name)
@@ -52,6 +54,7 @@ def test_there_are_shipped_workloads():
     ({"faults": [{"at": 1, "do": "kill", "wait_for": "dawn"}]}, r"'wait_for' must be one of new-leader"),
     ({"faults": [{"do": "kill"}]}, r"exactly one of 'at' .* or 'after_acks'"),
     ({"faults": {"do": "kill"}}, r"'faults' must be a list of steps"),
+    ({"client": "kcat"}, r"'client' must be one of raykafka, confluent-kafka, not 'kcat'"),
 ])
 def test_bad_workloads_name_the_key_and_allowed_values(change, message):
     spec = {**GOOD, **change}
