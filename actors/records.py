@@ -106,3 +106,18 @@ def _batches(buffer) -> MemoryRecords:
     if not isinstance(buffer, (bytes, bytearray)):
         buffer = memoryview(buffer).cast("B")
     return MemoryRecords(buffer)
+
+
+class KafkaRecordCodec:
+    """The record codec a group coordinator's ``BrokerLink`` builds and reads its batches with."""
+
+    @staticmethod
+    def encode(records, timestamp_ms: int) -> bytes:
+        builder = BatchBuilder(batch_size=1 << 30)
+        for key, value in records:
+            builder.try_append(key, value, timestamp_ms, None)
+        return builder.build()
+
+    @staticmethod
+    def decode(buffer, from_offset: int) -> list[tuple[bytes | None, bytes | None]]:
+        return [(r.key, r.value) for r in read_records("", -1, buffer, from_offset)]

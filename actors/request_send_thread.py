@@ -1,80 +1,54 @@
-"""A controller request-send thread as a Ray actor: one per broker, FIFO, one request in flight.
+"""A controller request-send thread as a Ray actor: the Ray home of a ``RequestSendThreadDriver``
+(actors/drivers/send_thread.py), one per registered broker, owned by the controller.
 
-Like Kafka's ``RequestSendThread``, it takes control requests for its one broker from a bounded
-queue in order, sends each and waits for the answer, retrying with backoff (tenacity) for as long
-as it takes (the broker may be restarting), and hands every answer back to the controller as an
-event (the queue item's callback). The controller owns it: it is created when a broker registers
-and killed when the broker is fenced. If it dies, the controller makes a new one and re-sends that
-broker the current state.
+The queue, its limit, the order of sends and the retries are the driver's and its core's
+(actors/core/controller/send_thread.py). Here: the broker is looked up by its actor name (while
+it does not exist, a send fails and is retried) and called through the network-fault seam between
+the controller and that broker; the controller gets the thread's events as calls on its actor.
+Ray's word that the broker's actor died (``ActorDiedError``) becomes ``on_broker_died``; while
+idle, the thread probes its broker every ``IDLE_PROBE_INTERVAL_S`` so that this word reaches the
+controller without waiting for a request or the heartbeat session to run out.
 
-The queue and its limit are the pure ``ControllerChannelQueue`` (actors/core/controller/
-channel_queue.py): at ``raykafka.controller.queue.size.max`` waiting requests it drops the waiting
-backlog, never the request in flight, and this shell asks the controller for a full resync of
-its broker, which supersedes what was dropped. Metrics are Kafka's: the queue-size gauge counts
-waiting requests only, and each request's queue time (enqueue to take) goes to a histogram.
-
-The worker loop cannot die unnoticed: any exception it does not expect is logged and ends this
-actor's process, so the controller's watch on its send threads finds it dead, replaces it and
-resynchronises its broker. Were the loop to end while the actor still answered, that broker
-would never get another control request, so ``status`` also refuses to answer once it has ended.
+A thread that cannot go on must not go on answering: ``fail_worker`` (fault injection) and any
+failure of the probe loop end this actor's process, so the controller's watch finds it dead,
+replaces it and resynchronises its broker; ``status`` refuses to answer once the loop has ended.
 """
 from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any
 
 import ray
 from loguru import logger
-from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError
-from ray.util.metrics import Gauge, Histogram
-from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_jitter
+from ray.exceptions import ActorDiedError
 
-from actors.core.controller.channel_queue import (
-    QUEUE_SIZE_MAX_DEFAULT, ChannelQueueStatus, ControllerChannelQueue, QueueItem,
-)
-from actors.core.messages.leader_and_isr import LeaderAndIsrRequest
-from actors.core.messages.stop_replica import StopReplicaRequest
-from actors.core.messages.update_metadata import UpdateMetadataRequest
-from actors.shell_support import OrderedInbox, monotonic_ms
-from actors.transport import CONTROLLER_NODE, LinkDown, broker_node, shell_transport
+from actors.core.controller.channel_queue import QUEUE_SIZE_MAX_DEFAULT, ChannelQueueStatus
+from actors.core.controller.send_thread import RequestSendThreadCore
+from actors.drivers.request_types import handler_name
+from actors.drivers.send_thread import RequestSendThreadDriver
+from actors.ray_seams import RayClock, RayEventLog, RayTransport
+from actors.shell_support import OrderedInbox
+from actors.transport import CONTROLLER_NODE, broker_node, shell_transport
 
-HANDLERS = {
-    LeaderAndIsrRequest: "handle_leader_and_isr",
-    UpdateMetadataRequest: "handle_update_metadata",
-    StopReplicaRequest: "handle_stop_replica",
-}
-REQUEST_TIMEOUT_S = 30.0
-# While idle the thread probes its broker this often, so that Ray's word that the broker's actor
-# died reaches the controller without waiting for a request or the heartbeat session to run out.
 IDLE_PROBE_INTERVAL_S = 0.5
+PROBE_TIMEOUT_S = 30.0
+TICK_INTERVAL_S = 0.05
 # Exit status of a send thread whose worker loop failed (the controller replaces it).
 WORKER_FAILED_EXIT_STATUS = 70
-QUEUE_TIME_BOUNDARIES_MS = [1, 5, 10, 50, 100, 500, 1_000, 5_000, 10_000, 60_000]
-
-_metrics: dict[str, Any] = {}
-
-
-def _queue_size_gauge() -> Gauge:
-    if "queue_size" not in _metrics:
-        _metrics["queue_size"] = Gauge(
-            "raykafka_controller_channel_queue_size",
-            description="Control requests waiting for a broker, the one in flight excluded (Kafka's QueueSize)",
-            tag_keys=("broker_id",))
-    return _metrics["queue_size"]
-
-
-def _queue_time_histogram() -> Histogram:
-    if "queue_time" not in _metrics:
-        _metrics["queue_time"] = Histogram(
-            "raykafka_controller_channel_request_queue_time_ms",
-            description="Time from enqueue to send of each control request (Kafka's RequestRateAndQueueTimeMs)",
-            boundaries=QUEUE_TIME_BOUNDARIES_MS, tag_keys=("broker_id",))
-    return _metrics["queue_time"]
 
 
 class SendThreadStopped(RuntimeError):
     """The worker loop has ended: this send thread sends nothing more and must be replaced."""
+
+
+class _Transport(RayTransport):
+    def __init__(self, actor: "RequestSendThreadActor") -> None:
+        super().__init__(f"send thread for broker {actor.broker_id}", actor._invoke)
+        self._actor = actor
+
+    def tell(self, destination: str, event) -> None:
+        assert destination == "controller", destination
+        self._actor._controller.on_event.remote(event)
 
 
 class RequestSendThreadActor:
@@ -86,16 +60,36 @@ class RequestSendThreadActor:
         self._broker_actor_name = broker_actor_name
         self._namespace = namespace
         self._controller = controller
-        self._queue = ControllerChannelQueue(broker_id=broker_id, queue_size_max=queue_size_max)
-        self._tags = {"broker_id": str(broker_id)}
-        self._inbox = OrderedInbox()  # batches join the queue in the controller's order
-        self._wakeup = asyncio.Event()
         self._broker = None
-        self._sent = 0
-        self._injected_failure: BaseException | None = None
         # The controller and this broker talk over the network: network faults apply here.
-        self._transport = shell_transport(CONTROLLER_NODE, namespace)
+        self._network = shell_transport(CONTROLLER_NODE, namespace)
+        core = RequestSendThreadCore(broker_id=broker_id, broker_epoch=broker_epoch, queue_size_max=queue_size_max)
+        self._driver = RequestSendThreadDriver(core, _Transport(self), RayClock(self._wakeup, "send thread"),
+                                               RayEventLog())
+        self._inbox = OrderedInbox()  # batches join the queue in the controller's order
+        self._injected_failure: BaseException | None = None
         self._worker = asyncio.get_running_loop().create_task(self._run())
+
+    def _wakeup(self) -> None:
+        self._driver.on_wakeup()
+
+    async def _invoke(self, destination: str, request, timeout_s: float):
+        return await self._call_broker(handler_name(request), request, timeout_s)
+
+    async def _call_broker(self, method: str, request, timeout_s: float):
+        if self._broker is None:
+            # Raises ValueError while the broker actor does not exist (yet, or any more).
+            self._broker = ray.get_actor(self._broker_actor_name, namespace=self._namespace)
+        call = getattr(self._broker, method)
+        try:
+            return await self._network.call(broker_node(self.broker_id),
+                                            lambda: call.remote() if request is None else call.remote(request),
+                                            timeout_s)
+        except ActorDiedError:
+            # Ray says this incarnation is gone for good: tell the controller, look the name up again.
+            self._broker = None
+            self._driver.on_broker_died()
+            raise
 
     async def enqueue(self, sequence: int, requests: list, full_state: bool = False) -> int:
         """Queue one batch of requests, in order; returns the number waiting after (the gauge's value).
@@ -103,56 +97,42 @@ class RequestSendThreadActor:
         Ray does not promise that an async actor runs one caller's calls in the order they were
         sent, so the controller numbers its batches from 0 and batches join the queue strictly in
         that order: one that arrives early waits for the gap to fill. ``full_state`` marks the
-        controller's resync of this broker, which supersedes every request before it.
-        """
+        controller's resync of this broker, which supersedes every request before it."""
         for batch, batch_full_state in self._inbox.offer(sequence, (list(requests), full_state)):
-            result = self._queue.enqueue(batch, monotonic_ms(), callback=self._report_response,
-                                         full_state=batch_full_state)
-            if result.dropped:
-                logger.warning("send queue for broker {} full ({} waiting at most): dropped {} waiting requests{}",
-                               self.broker_id, self._queue.queue_size_max, result.dropped,
-                               "; asking the controller for a resync" if result.resync_needed else "")
-            if result.resync_needed:
-                self._controller.resync_broker.remote(self.broker_id)
-        if self._queue.queue_size:
-            self._wakeup.set()
-        _queue_size_gauge().set(self._queue.queue_size, tags=self._tags)
-        return self._queue.queue_size
+            self._driver.enqueue(batch, full_state=batch_full_state)
+        return self._driver.core.queue.queue_size
 
     async def status(self) -> ChannelQueueStatus:
         """The queue's size and queue times; raises ``SendThreadStopped`` once the worker ended."""
         if self._worker.done():
             raise SendThreadStopped(f"the send thread for broker {self.broker_id} has stopped")
-        return self._queue.status(monotonic_ms())
+        return self._driver.status()
 
     async def queue_size(self) -> int:
-        return self._queue.queue_size
+        return self._driver.core.queue.queue_size
 
     async def stats(self) -> dict:
-        return {"broker_id": self.broker_id, "queue_size": self._queue.queue_size, "sent": self._sent}
+        return {"broker_id": self.broker_id, "queue_size": self._driver.core.queue.queue_size,
+                "sent": self._driver.core.sent}
 
     async def fail_worker(self) -> None:
         """Fault injection: the worker loop meets an exception it does not expect, as a bug in it
         would make it do; the controller must find this thread gone and replace it."""
         self._injected_failure = RuntimeError(f"injected failure of broker {self.broker_id}'s send thread")
-        self._wakeup.set()
-
-    def _report_response(self, request, response) -> None:
-        """The queue item's callback: the controller handles every answer as an event."""
-        self._controller.on_control_response.remote(self.broker_id, request, response)
 
     async def _run(self) -> None:
+        """Ticks the driver (its retries) and probes an idle broker; ends the process on failure."""
         try:
+            since_probe_s = 0.0
             while True:
+                await asyncio.sleep(TICK_INTERVAL_S)
                 if self._injected_failure is not None:
                     raise self._injected_failure
-                item = self._queue.take(monotonic_ms())
-                if item is None:
-                    await self._wait_for_work()
-                    continue
-                _queue_time_histogram().observe(self._queue.last_queue_time_ms, tags=self._tags)
-                _queue_size_gauge().set(self._queue.queue_size, tags=self._tags)
-                await self._deliver(item)
+                self._driver.on_wakeup()
+                since_probe_s += TICK_INTERVAL_S
+                if since_probe_s >= IDLE_PROBE_INTERVAL_S and self._driver.core.queue.in_flight is None:
+                    since_probe_s = 0.0
+                    self._driver.transport.spawn(self._probe())
         except asyncio.CancelledError:
             raise  # the actor is going away
         except BaseException:
@@ -160,53 +140,11 @@ class RequestSendThreadActor:
                              self.broker_id)
             os._exit(WORKER_FAILED_EXIT_STATUS)
 
-    async def _wait_for_work(self) -> None:
-        self._wakeup.clear()
-        if self._queue.queue_size:
-            return
-        try:
-            await asyncio.wait_for(self._wakeup.wait(), IDLE_PROBE_INTERVAL_S)
-        except asyncio.TimeoutError:
-            await self._probe()
-
-    async def _deliver(self, item: QueueItem) -> None:
-        response = await self._send_until_answered(item.request)
-        logger.debug("broker {} answered {} (broker epoch {}) with {}", self.broker_id,
-                     type(item.request).__name__, item.request.broker_epoch, getattr(response, "error_code", None))
-        self._queue.complete()
-        self._sent += 1
-        if item.callback is not None:
-            item.callback(item.request, response)
-
-    async def _send_until_answered(self, request):
-        method = HANDLERS[type(request)]
-        retrying = AsyncRetrying(retry=retry_if_exception_type((RayActorError, GetTimeoutError,
-                                                                asyncio.TimeoutError, ValueError, LinkDown)),
-                                 wait=wait_exponential_jitter(initial=0.05, max=1.0), reraise=True)
-        async for attempt in retrying:
-            with attempt:
-                return await self._send_once(method, request)
-
     async def _probe(self) -> None:
         try:
-            await self._send_once("ping", None)
+            await self._call_broker("ping", None, PROBE_TIMEOUT_S)
         except Exception:
-            pass  # restarting, slow or gone: _send_once already told the controller if Ray says gone
-
-    async def _send_once(self, method: str, request):
-        if self._broker is None:
-            # Raises ValueError while the broker actor does not exist (yet, or any more).
-            self._broker = ray.get_actor(self._broker_actor_name, namespace=self._namespace)
-        try:
-            call = getattr(self._broker, method)
-            return await self._transport.call(
-                broker_node(self.broker_id), lambda: call.remote() if request is None else call.remote(request),
-                REQUEST_TIMEOUT_S)
-        except ActorDiedError:
-            # Ray says this incarnation is gone for good: tell the controller, look the name up again.
-            self._broker = None
-            self._controller.on_broker_unreachable.remote(self.broker_id, self.broker_epoch)
-            raise
+            pass  # restarting, slow or gone: _call_broker already told the controller if Ray says gone
 
 
 RequestSendThreadRemote = ray.remote(RequestSendThreadActor)

@@ -1,19 +1,19 @@
-"""What a core asks its shell to do.
+"""What a core asks its driver (actors/drivers/) to do.
 
 A core never performs I/O beyond its injected storage, never reads a clock and never calls Ray.
-Each handler returns a list of effects; the shell applies them in order with no ``await`` in
+Each handler returns a list of effects; the driver applies them in order with no ``await`` in
 between, so the core's view and the world's stay in step.
 
-- ``Respond``: answer the request the shell registered under ``request_id`` (immediately or, for a
+- ``Respond``: answer the request the driver registered under ``request_id`` (immediately or, for a
   request parked in a purgatory, later).
 - ``Send``: deliver ``message`` to another actor (``destination`` names it by role and id); the
   reply, if any, comes back to the core as a new input.
-- ``ArmTimer``: call the core's ``tick`` no later than ``deadline_ms``; the shell also ticks on a
+- ``ArmTimer``: call the core's ``tick`` no later than ``deadline_ms``; the host also ticks on a
   short period, so a lost timer only delays, never stalls.
 - ``LogEvent``: a line worth a human's attention (leadership change, truncation, ...).
 - ``AddBrokerChannel`` / ``RemoveBrokerChannel``: the controller's channel manager starts or stops
   the request-send thread for a broker (Kafka's ``ControllerChannelManager.addBroker``).
-- ``Metric``: set a gauge (the shell exports it through Ray's metrics).
+- ``Metric``: set a gauge, or observe a histogram (the Ray host exports it through Ray's metrics).
 - ``AddPartitionsToFetcher`` / ``RemovePartitionsFromFetcher``: the broker's fetcher manager
   hands follower partitions to the replica fetcher for (leader, fetcher id), creating it if need
   be, or takes them away (``stop_fetcher`` when it has none left, Kafka's idle-fetcher shutdown).

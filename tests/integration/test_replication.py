@@ -2,7 +2,8 @@
 every record acknowledged with acks=all survives a leader kill at its acknowledged offset and the
 replicas agree below the high watermark; a dead follower leaves the ISR and rejoins; a killed
 fetcher is replaced and catches up; with two brokers down acks=all is refused; a producer sending one
-record at a time with acks=all and no retries keeps going across repeated leader kills."""
+record at a time with acks=all and no retries keeps going across repeated leader kills; a paused
+broker serves no log reads until it resumes."""
 from __future__ import annotations
 
 import concurrent.futures
@@ -263,3 +264,19 @@ def test_one_record_at_a_time_with_acks_all_keeps_going_across_leader_kills(clus
     seen = read_to_high_watermark(cluster, topic, 1, at_least={0: max(o for _, o in acknowledged) + 1})
     lost = {k: v for k, v in acknowledged.items() if k not in seen or seen[k].value != v}
     assert not lost, f"{len(lost)} acknowledged records lost or changed, e.g. {sorted(lost.items())[:3]}"
+
+
+def test_a_paused_broker_serves_no_log_reads_until_it_resumes(cluster):
+    # The group coordinator's load (read_log) and the replicas' digests read a broker's logs; a
+    # stop-the-world pause must hold them as it holds every other call, or a paused broker would
+    # still hand out its log.
+    broker = cluster.broker(0)
+    ray.get(broker.pause.remote(), timeout=30)
+    try:
+        reads = [broker.read_log.remote("__consumer_offsets", 0, 0, 1024),
+                 broker.replica_digest.remote("__consumer_offsets", 0, 1)]
+        answered, _ = ray.wait(reads, num_returns=len(reads), timeout=2)
+        assert answered == [], "a paused broker answered a log read"
+    finally:
+        ray.get(broker.resume.remote(), timeout=30)
+    assert len(ray.get(reads, timeout=60)) == 2

@@ -14,13 +14,24 @@ count, and a message filter: from, to, message, with_records, min_high_watermark
 lose_unflushed, lose_disk, clean), ``flush`` (broker), ``kill_fetcher`` (broker, leader) and
 ``expect`` (conditions, or per-policy conditions under the policy's name).
 
+Group stories (a file with ``"group_coordinators": true`` runs each broker's group coordinator):
+``add_consumer`` (name, group, topics: a consumer that joins and stays in the group),
+``stop_consumer`` (name: its process dies without leaving), ``commit`` (consumer, offsets as
+{"<topic>-<partition>": offset}, and the expected error name, "NONE" by default),
+``expect_committed`` (consumer, offsets: what an OffsetFetch through it answers),
+``restart_coordinator`` (broker), and ``kill`` with ``coordinator_of`` (a group) instead of a
+broker: the broker whose coordinator coordinates that group now.
+
 Conditions (``CONDITIONS``): controller view (``leader``, ``isr`` as a set, ``leader_epoch``,
 ``leader_applied``), per-broker replica state keyed by broker id (``high_watermark``,
 ``log_end_offset`` as a number or {"at_least": n}, ``log``, ``replica_isr``: the ISR as that broker
 sees it, sorted), ``held`` per rule name, the checker's
 ``lost`` / ``divergent_offsets`` / ``logs``, ``produce_status`` of named produce steps (a produce
 with ``"wait": false`` returns at once, "pending"), and histories: ``truncations`` and
-``isr_joins`` per broker, ``elections`` (leader changes, clean or not).
+``isr_joins`` per broker, ``elections`` (leader changes, clean or not). For groups:
+``group_stable`` (the named consumers are stable in one generation on the group's one coordinator,
+with assignments that cover their topics' partitions once) and ``coordinator_moved`` per group
+(one coordinator coordinates it, not the one ``kill`` with ``coordinator_of`` took down).
 """
 from __future__ import annotations
 
@@ -55,9 +66,11 @@ class ScenarioRun:
         self.spec, self.policy, self.seed = spec, policy, seed
         self.topic = spec.get("topic", "t")
         config = {**spec.get("config", {}), "raykafka.truncation.policy": policy}
-        self.sim = Simulation(brokers=spec["brokers"], config=config, seed=seed)
+        self.sim = Simulation(brokers=spec["brokers"], config=config, seed=seed,
+                              group_coordinators=spec.get("group_coordinators", False))
         self.step_index = -1
         self.produced: dict = {}  # produce steps' results by their "name"
+        self.killed_coordinators: dict[str, int] = {}  # group -> the broker ``kill`` took down under it
 
     def run(self) -> Simulation:
         for index, step in enumerate(self.spec["steps"]):
@@ -130,8 +143,60 @@ class ScenarioRun:
         self.sim.drop(step["name"])
 
     def _do_kill(self, step: dict) -> None:
-        self.sim.kill(step["broker"], clean=step.get("clean", False),
-                      notify_controller=step.get("notify_controller", True))
+        broker = step.get("broker")
+        if "coordinator_of" in step:
+            coordinators = self.sim.coordinators_of(step["coordinator_of"])
+            if len(coordinators) != 1:
+                self._fail(f"group {step['coordinator_of']} has coordinators {coordinators}, not one")
+            broker = self.killed_coordinators[step["coordinator_of"]] = coordinators[0]
+        self.sim.kill(broker, clean=step.get("clean", False), notify_controller=step.get("notify_controller", True))
+
+    # ------------------------------------------------------------------------------ groups
+    def _do_add_consumer(self, step: dict) -> None:
+        self.sim.add_consumer(step["name"], step["group"], step.get("topics", [self.topic]))
+
+    def _do_stop_consumer(self, step: dict) -> None:
+        self.sim.stop_consumer(step["name"])
+
+    def _do_restart_coordinator(self, step: dict) -> None:
+        self.sim.restart_coordinator(step["broker"])
+
+    def _do_commit(self, step: dict) -> None:
+        offsets = {_topic_partition(k): v for k, v in step["offsets"].items()}
+        outcome = self.sim.consumer(step["consumer"]).commit(offsets)
+        self.sim.run_until(lambda: outcome["errors"] is not None, limit_ms=step.get("limit_ms", 30_000),
+                           what="the commit answered")
+        expected = {k: step.get("expect", "NONE") for k in step["offsets"]}
+        actual = {f"{t}-{p}": error for (t, p), error in outcome["errors"].items()}
+        if actual != expected:
+            self._fail(f"commit {step['offsets']}: expected {expected}, got {actual}")
+
+    def _do_expect_committed(self, step: dict) -> None:
+        partitions = [_topic_partition(k) for k in step["offsets"]]
+        result = self.sim.consumer(step["consumer"]).fetch_committed(partitions)
+        self.sim.run_until(lambda: result["offsets"] is not None or result["error"] is not None,
+                           limit_ms=step.get("limit_ms", 30_000), what="the offset fetch answered")
+        actual = result["error"] or {f"{t}-{p}": o for (t, p), o in result["offsets"].items()}
+        if actual != step["offsets"]:
+            self._fail(f"committed offsets: expected {step['offsets']}, got {actual}")
+
+    def _group_stable(self, expected: list) -> Any:
+        members = [self.sim.consumer(name) for name in expected]
+        coordinators = {m.group_id: self.sim.coordinators_of(m.group_id) for m in members}
+        not_ready = [name for name, m in zip(expected, members) if m.state != "stable"
+                     or [m.coordinator] != [f"coordinator:{b}" for b in coordinators[m.group_id]]]
+        if not_ready:
+            return f"not stable on the group's one coordinator: {not_ready}"
+        if len({m.generation_id for m in members}) != 1:
+            return f"in generations {sorted({m.generation_id for m in members})}"
+        assigned = sorted(tp for m in members for tp in m.assignment)
+        wanted = sorted((t, p) for t in {t for m in members for t in m.topics}
+                        for p in range(self.sim.partition_count(t)))
+        return expected if assigned == wanted else f"assigned {assigned}, not each of {wanted} once"
+
+    def _coordinator_moved(self, expected: dict) -> dict:
+        return {group: len(c := self.sim.coordinators_of(group)) == 1 and c[0] != self.killed_coordinators.get(group)
+                for group in expected}
 
     def _do_restart(self, step: dict) -> None:
         self.sim.restart(step["broker"], lose_unflushed=step.get("lose_unflushed", False),
@@ -197,6 +262,11 @@ class ScenarioRun:
                 if e.topic_partition == (self.topic, 0)]
 
 
+def _topic_partition(name: str) -> tuple[str, int]:
+    topic, _, partition = name.rpartition("-")
+    return topic, int(partition)
+
+
 def _normalise(value: Any) -> Any:
     """JSON has string keys; compare broker-keyed maps by string key."""
     if isinstance(value, dict):
@@ -226,4 +296,6 @@ CONDITIONS: dict[str, Callable[[ScenarioRun, Any], Any]] = {
     "isr_joins": ScenarioRun._isr_joins,
     "elections": ScenarioRun._elections,
     "produce_status": lambda run, e: {name: run.produced[name].status for name in e},
+    "group_stable": ScenarioRun._group_stable,
+    "coordinator_moved": ScenarioRun._coordinator_moved,
 }

@@ -1,12 +1,13 @@
-"""A deterministic, single-threaded simulation of a raykafka cluster: the real cores, no Ray.
+"""A deterministic, single-threaded simulation of a raykafka cluster: the shipped drivers, no Ray.
 
-Theory of operation. ``Simulation`` owns one ``ControllerCore``, a ``BrokerCore`` per broker (each
-over its own ``InMemoryStorage``, which outlives the core so a restart recovers from it), the
-``FetcherCore`` per (follower, leader, fetcher id) that a broker's effects ask for, one controller
-channel (Kafka's request-send thread: FIFO, one request in flight, retried until answered) per
-registered broker, and a client. It applies every effect as the Ray shells do (actors/broker.py,
-actors/replica_fetcher.py, actors/controller.py, actors/request_send_thread.py), except that
-every call between nodes is a ``Message`` on the ``Network`` (tests/support/sim_network.py).
+Theory of operation. ``Simulation`` runs the drivers the Ray actors run (actors/drivers/): one
+``ControllerDriver``, a ``BrokerDriver`` per broker (each core over its own ``InMemoryStorage``,
+which outlives it so a restart recovers from it), the ``FetcherDriver`` per (follower, leader,
+fetcher id) and the ``RequestSendThreadDriver`` per registered broker that those drivers start,
+with ``group_coordinators`` a ``GroupCoordinatorDriver`` per broker, consumers in groups
+(tests/support/sim_consumer.py) and a client. Only the seams differ from Ray's: every call
+between nodes is a ``Message`` on the ``Network`` (tests/support/sim_network.py), time a fake
+clock (tests/support/sim_seams.py, tests/support/sim_nodes.py).
 
 Time is a fake clock in milliseconds. One step is either one delivered message, chosen by the
 seeded random source among the messages due now, or one clock advance that fires what is due at
@@ -18,9 +19,11 @@ delivers what it sends.
 Faults: ``kill`` (a process kill; with ``clean=True`` a clean shutdown that flushes and
 checkpoints first), ``restart`` (a new process over the same disk; ``lose_unflushed`` first cuts
 every file back to what was fsynced, ``lose_disk`` gives it an empty disk), ``kill_fetcher`` (its
-broker replaces it after a second, as the shell's watcher does), and message rules (``hold``,
-``release``, ``drop``). A node that goes down loses its in-flight messages, and every call made to
-it, in flight or already delivered and unanswered, fails with NETWORK_EXCEPTION at the caller.
+broker replaces it after a second, as the shell's watcher does), ``restart_coordinator`` (Ray
+starts a killed group coordinator again, empty), ``stop_consumer`` (a consumer's process dies
+without leaving its group), and message rules (``hold``, ``release``, ``drop``). A node that goes
+down loses its in-flight messages, and every call made to it, in flight or already delivered and
+unanswered, fails with NETWORK_EXCEPTION at the caller.
 
 After every step the invariants are checked (``_check_invariants``): at most one leader per
 (partition, leader epoch) across brokers, at any time and over the whole run; HW <= LEO on every
@@ -31,7 +34,9 @@ naming the seed, the step and the recent events, so the run can be replayed from
 Observing: ``leader`` / ``isr`` / ``leader_epoch`` (the controller's view), ``replica``,
 ``high_watermark``, ``log_end_offset``, ``log_of`` (each broker's own), ``check`` (what a history
 checker reports: acknowledged values lost, offsets where replicas differ), and the histories
-``acknowledged``, ``truncations``, ``isr_joins``, ``elections``, ``log_events`` and ``trace``.
+``acknowledged``, ``truncations``, ``isr_joins``, ``elections``, ``log_events`` and ``trace``; for
+groups ``coordinator``, ``coordinators_of`` (the brokers whose coordinator coordinates a group
+now) and ``consumer`` (a ``GroupMember``: its state, generation, assignment and commits).
 
 Limits: every run is bounded (``limit_steps`` / ``limit_ms``) and raises ``SimulationStalled``
 when the bound is hit before its goal.
@@ -57,10 +62,10 @@ from actors.core.replica.broker_core import BrokerCore
 from actors.core.replica.fetcher import FetcherCore
 from actors.records import next_offset_after, read_records
 from tests.support.core_driver import make_batch
-from tests.support.sim_network import EVENT, Message, MessageFilter, Network
-from tests.support.sim_shells import (
-    CLIENT, CONTROLLER, FETCHER_REPLACEMENT_DELAY_MS, Shells, TopicPartition, Truncation, _ChannelNode,
-    _ControllerNode, _Node,
+from tests.support.sim_consumer import GroupMember
+from tests.support.sim_network import Message, MessageFilter, Network
+from tests.support.sim_nodes import (
+    CLIENT, CONTROLLER, FETCHER_REPLACEMENT_DELAY_MS, Nodes, TopicPartition, Truncation, _ChannelNode, _Node,
 )
 
 __all__ = ["Election", "IsrJoin", "ProduceResult", "Simulation", "SimulationInvariantError", "SimulationStalled",
@@ -71,6 +76,8 @@ SIM_DEFAULTS = {
     "broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000",
     "replica.lag.time.max.ms": "3000", "replica.fetch.wait.max.ms": "100", "replica.fetch.backoff.ms": "100",
     "raykafka.registration.retry.backoff.ms": "100", "auto.leader.rebalance.enable": "false",
+    "group.min.session.timeout.ms": "500", "group.initial.rebalance.delay.ms": "100",
+    "offsets.topic.num.partitions": "3",
 }
 
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0, -1: -1, 1: 1, 0: 0}
@@ -129,12 +136,12 @@ class Election:
     clean: bool
 
 
-class Simulation(Shells):
+class Simulation(Nodes):
     """A cluster of the real cores on a fake clock and a seeded network (see the module docstring)."""
 
     def __init__(self, brokers: Iterable[int] = (0, 1, 2), config: dict | None = None, seed: int = 0, *,
                  latency_ms: tuple[int, int] = (1, 3), tick_interval_ms: int = 10, start: bool = True,
-                 trace_max: int = 400) -> None:
+                 trace_max: int = 400, group_coordinators: bool = False) -> None:
         assert latency_ms[0] >= 1 and latency_ms[1] >= latency_ms[0], latency_ms
         self.seed = seed
         self.rng = random.Random(seed)
@@ -160,15 +167,18 @@ class Simulation(Shells):
         self._leader_high_watermarks: dict[tuple, int] = {}
         self._controller_view: dict[TopicPartition, tuple[int, int, tuple[int, ...]]] = {}
         self.kv = InMemoryKeyValueStore()
-        controller = _ControllerNode(name=CONTROLLER, incarnation=self._next_incarnation(CONTROLLER))
-        controller.core = ControllerCore(store=MetadataStore(self.kv), config=self.kafka_config, now_ms=0,
-                                         random_source=random.Random(seed))
-        self.nodes[CONTROLLER] = controller
+        self.metadata_store = MetadataStore(self.kv)
+        self.group_coordinators = group_coordinators
+        self.member_id_random = random.Random(seed + 1)
+        self.controller_random = random.Random(seed)
+        self._start_controller()
         self.nodes[CLIENT] = _Node(name=CLIENT, incarnation=self._next_incarnation(CLIENT), periodic=False)
         if start:
-            self._apply_controller(controller, controller.core.start(self.now_ms))
+            self.nodes[CONTROLLER].driver.start()
             for broker_id in self.broker_ids:
                 self._start_broker(broker_id)
+                if group_coordinators:
+                    self._start_coordinator(broker_id)
             self.run_until(lambda: all(self.is_registered(b) for b in self.broker_ids), limit_ms=10_000,
                            what="every broker registered")
 
@@ -235,6 +245,27 @@ class Simulation(Shells):
     def fetchers_of(self, broker_id: int) -> dict[tuple[int, int], FetcherCore]:
         node = self.nodes.get(f"broker:{broker_id}")
         return {} if node is None else {key: f.core for key, f in node.fetchers.items()}
+
+    def partition_count(self, topic: str) -> int:
+        described = self.controller.describe_topic(topic)
+        return 0 if described is None else len(described)
+
+    def coordinator(self, broker_id: int):
+        """The group coordinator driver of ``broker_id`` (None while it is down)."""
+        node = self.nodes.get(f"coordinator:{broker_id}")
+        return None if node is None else node.driver
+
+    def coordinators_of(self, group_id: str) -> list[int]:
+        """The brokers whose coordinator has ``group_id`` loaded and coordinates it now."""
+        return sorted(b for b in self.broker_ids if (c := self.coordinator(b)) is not None
+                      and c.core.manager.is_group_local(group_id) and not c.core.manager.is_group_loading(group_id)
+                      and group_id in c.core.groups)
+
+    def offsets_partition_of(self, group_id: str) -> int:
+        return next(c for b in self.broker_ids if (c := self.coordinator(b)) is not None).core.partition_for(group_id)
+
+    def consumer(self, name: str) -> GroupMember:
+        return self.nodes[f"consumer:{name}"].driver
 
     def truncations_of(self, broker_id: int, topic: str, partition: int = 0) -> list[Truncation]:
         return [t for t in self.truncations if t.broker_id == broker_id and t.topic_partition == (topic, partition)]
@@ -321,10 +352,29 @@ class Simulation(Shells):
         self.acknowledged += [(result.topic, result.partition, o, v) for o, v in zip(result.offsets, result.values)]
 
     def _client_call(self, destination: str, request: Any, on_reply: Callable[[Any], None], *, timeout_ms: int) -> None:
-        self._call(self.nodes[CLIENT], destination, None, request, on_reply, timeout_ms=timeout_ms,
-                   timeout_error=ErrorCode.REQUEST_TIMED_OUT)
+        self.call(self.nodes[CLIENT], destination, None, request, on_reply, timeout_ms=timeout_ms,
+                  timeout_error=ErrorCode.REQUEST_TIMED_OUT)
+
+    def add_consumer(self, name: str, group_id: str, topics: Iterable[str], **timeouts: int) -> GroupMember:
+        """A consumer that joins ``group_id`` subscribed to ``topics`` and stays in it (see sim_consumer)."""
+        assert self.group_coordinators, "start the simulation with group_coordinators=True"
+        return self._start_consumer(name, group_id, tuple(topics), **timeouts)
+
+    def stop_consumer(self, name: str) -> None:
+        """The consumer's process dies without leaving its group: its session must expire."""
+        node = self.nodes[f"consumer:{name}"]
+        node.driver.stopped = True
+        self._take_down(node)
 
     # ================================================================================ faults
+    def restart_coordinator(self, broker_id: int) -> None:
+        """Kill the group coordinator actor; Ray starts it again at once, with nothing in memory."""
+        node = self.nodes.get(f"coordinator:{broker_id}")
+        if node is not None:
+            self.record(f"kill coordinator {broker_id}")
+            self._take_down(node)
+        self._start_coordinator(broker_id)
+
     def kill(self, broker_id: int, *, clean: bool = False, notify_controller: bool = True) -> None:
         """Stop the broker process: ``clean`` flushes and checkpoints first (a clean shutdown); a
         plain kill keeps what the OS has (page cache included). ``notify_controller`` stands for Ray
@@ -333,12 +383,12 @@ class Simulation(Shells):
         node = self.nodes.get(f"broker:{broker_id}")
         assert node is not None, f"broker {broker_id} is already down"
         if clean:
-            node.core.shutdown()
-        self._record(f"kill broker {broker_id}{' (clean)' if clean else ''}")
+            node.driver.shutdown()
+        self.record(f"kill broker {broker_id}{' (clean)' if clean else ''}")
         self._take_down(node)
         channel = self.nodes.get(f"channel:{broker_id}")
         if notify_controller and channel is not None:
-            self._post(channel, CONTROLLER, None, EVENT, ("broker_unreachable", broker_id, channel.broker_epoch))
+            channel.driver.on_broker_died()  # Ray's word that the actor died, as its send thread hears it
         self._check_invariants()
 
     def restart(self, broker_id: int, *, lose_unflushed: bool = False, lose_disk: bool = False,
@@ -352,7 +402,7 @@ class Simulation(Shells):
             self.storages[broker_id] = InMemoryStorage()
         elif lose_unflushed:
             self.storages[broker_id].simulate_crash()
-        self._record(f"restart broker {broker_id} (lose_unflushed={lose_unflushed}, lose_disk={lose_disk})")
+        self.record(f"restart broker {broker_id} (lose_unflushed={lose_unflushed}, lose_disk={lose_disk})")
         self._start_broker(broker_id)
         self._check_invariants()
 
@@ -448,7 +498,7 @@ class Simulation(Shells):
         if due:
             message = self.network.take(self.rng.choice(due))
             self.step_count += 1
-            self._record(f"deliver {message.describe()}")
+            self.record(f"deliver {message.describe()}")
             self._deliver(message)
             self._check_invariants()
             return True

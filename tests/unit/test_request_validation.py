@@ -1,11 +1,10 @@
 """Proves the shells refuse a request they cannot parse before it reaches a core: the schema check
 names the first ill-typed field of any request (table-driven), every request handler the shells
-step has a request type to check against, PendingRequests answers such a request with
+step has a request type to check against, a driver answers such a request with
 INVALID_REQUEST without stepping the core, and that error survives the pickling Ray does."""
 from __future__ import annotations
 
 import ast
-import asyncio
 import pickle
 from pathlib import Path
 
@@ -21,7 +20,8 @@ from actors.core.messages.validation import request_schema_error
 from actors.core.replica.follower_messages import (
     FollowerTruncatePartition, FollowerTruncateRequest, TruncationMode,
 )
-from actors.shell_support import REQUEST_TYPES, PendingRequests
+from actors.drivers.base import Driver
+from actors.drivers.request_types import REQUEST_TYPES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SHELLS = ("actors/broker.py", "actors/controller.py", "actors/group_coordinator.py")
@@ -89,35 +89,45 @@ def test_every_request_type_has_a_schema_checker(handler_name):
     assert request_schema_error(None, REQUEST_TYPES[handler_name]) is not None
 
 
-def test_every_core_handler_a_shell_steps_has_a_request_type():
-    stepped = set()
+def test_every_kafka_api_a_shell_serves_has_a_request_type():
+    served = set()
     for path in SHELLS:
         for node in ast.walk(ast.parse((REPO_ROOT / path).read_text())):
-            if isinstance(node, ast.Attribute) and node.attr.startswith("handle_") and \
-                    isinstance(node.value, ast.Attribute) and node.value.attr == "_core":
-                stepped.add(node.attr)
-    assert stepped, "found no self._core.handle_* in the shells"
-    assert sorted(stepped - set(REQUEST_TYPES)) == []
+            if isinstance(node, ast.AsyncFunctionDef) and node.name.startswith("handle_"):
+                served.add(node.name)
+    assert served, "found no handle_* in the shells"
+    assert sorted(served - set(REQUEST_TYPES)) == []
 
 
-def test_pending_requests_refuse_an_unparsable_request_without_stepping_the_core():
+class _Clock:
+    def now_ms(self) -> int:
+        return 0
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def log(self, level: str, message: str) -> None:
+        self.lines.append(message)
+
+
+def test_a_driver_refuses_an_unparsable_request_without_stepping_the_core():
     stepped = []
 
     def handle_heartbeat(request_id, request, now_ms):
         stepped.append(request)
         return []
 
-    async def scenario():
-        pending = PendingRequests("test")
-        with pytest.raises(KafkaProtocolError) as raised:
-            await pending.call(handle_heartbeat, HeartbeatRequest(group_id="g", generation_id="1", member_id="m"),
-                               stepped.extend)
-        assert raised.value.error_code == ErrorCode.INVALID_REQUEST and "generation_id" in str(raised.value)
-        with pytest.raises(KafkaProtocolError):
-            await pending.call(lambda *_: [], None, stepped.extend, request_type=HeartbeatRequest)
-        assert stepped == [] and pending._pending == {}
-
-    asyncio.run(scenario())
+    log = _Log()
+    driver = Driver("test", transport=None, clock=_Clock(), log=log)
+    with pytest.raises(KafkaProtocolError) as raised:
+        driver.request(handle_heartbeat, HeartbeatRequest(group_id="g", generation_id="1", member_id="m"),
+                       stepped.append)
+    assert raised.value.error_code == ErrorCode.INVALID_REQUEST and "generation_id" in str(raised.value)
+    with pytest.raises(KafkaProtocolError):
+        driver.request(lambda *_: [], None, stepped.append, request_type=HeartbeatRequest)
+    assert stepped == [] and driver.requests_pending == 0 and len(log.lines) == 2
 
 
 def test_a_kafka_protocol_error_survives_pickling_with_its_code():

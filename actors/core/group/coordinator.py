@@ -3,13 +3,13 @@
 
 Theory of operation. One core per broker. It coordinates the groups whose ``__consumer_offsets``
 partition (``abs(java_string_hash(group_id)) % offsets.topic.num.partitions``) this broker leads,
-and learns which those are from its shell: ``begin_loading(p)`` then ``on_become_leader(p,
+and learns which those are from its ``BrokerLink`` (broker_link.py): ``begin_loading(p)`` then ``on_become_leader(p,
 records, now_ms)`` when the broker becomes leader of partition ``p`` (the records are the
 partition's (key, value) pairs, in log order), ``on_resign(p)`` when it stops leading it. It learns
 which partitions exist from its broker's metadata cache, through ``on_metadata_update`` (see
 ``partition_view``).
 
-Inputs, each returning a list of effects the shell applies in order:
+Inputs, each returning a list of effects the driver applies in order:
 
 - client requests ``handle_<api>(request_id, request, now_ms)`` for JoinGroup, SyncGroup,
   Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups and DeleteGroups;
@@ -72,7 +72,7 @@ TopicPartition = tuple[str, int]
 _S = GroupState
 
 # A tick handles at most this many due timers; the rest stay due, and the ArmTimer it emits asks
-# the shell to tick again at once.
+# the driver to tick again at once.
 TIMERS_PER_TICK_MAX = 100_000
 MEMBER_ID_ATTEMPTS_MAX = 100
 

@@ -1,9 +1,9 @@
-"""Messages between the group coordinator core and its shell that are not Kafka client APIs.
+"""Messages between the group coordinator core, its broker link and its broker that are not Kafka client APIs.
 
 - ``OffsetsLogAppendRequest`` / ``OffsetsLogAppendResponse``: the coordinator asks its broker to
   append records to one ``__consumer_offsets`` partition with acks=all (Kafka's
   ``GroupMetadataManager.appendForGroup``). The core emits the request as
-  ``Send(destination=OFFSETS_LOG_DESTINATION, message=request)``; the shell builds a record batch
+  ``Send(destination=OFFSETS_LOG_DESTINATION, message=request)``; the ``BrokerLink`` builds a record batch
   from ``records`` (each a key and a value, None for a tombstone, all with ``timestamp_ms``),
   appends it to ``__consumer_offsets``-``partition`` as the partition's leader, waits for the
   high watermark to pass it (or ``timeout_ms``), and hands the outcome back with
@@ -57,3 +57,40 @@ class DeletableGroupResult:
 class DeleteGroupsResponse:
     results: tuple[DeletableGroupResult, ...]
     throttle_time_ms: int = 0
+
+
+# --------------------------------------------------------------------------- coordinator <-> broker
+# A group coordinator's calls to its own broker (``BrokerLink`` sends them with destination
+# "broker"): reads of an offsets partition for a load, the broker's state for the fate-sharing
+# watch, and the internal produce that carries every write to ``__consumer_offsets``.
+
+
+@message
+class OffsetsLogReadRequest:
+    partition: int
+    offset: int
+    max_bytes: int
+
+
+@message
+class OffsetsLogReadResponse:
+    records: bytes  # whole batches from the one holding ``offset`` (empty when none)
+    next_offset: int
+    log_end_offset: int
+
+
+@message
+class BrokerStateRequest:
+    include_leaderships: bool = False
+
+
+@message
+class BrokerStateResponse:
+    incarnation_id: str
+    metadata: object = None  # CoordinatorMetadataUpdate, with include_leaderships
+    offsets_partitions_led: tuple[tuple[int, int], ...] = ()  # (partition, leader epoch)
+
+
+@message
+class InternalProduceRequest:
+    produce: object  # a ProduceRequest to __consumer_offsets, which only the coordinator may write

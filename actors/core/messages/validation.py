@@ -5,7 +5,7 @@ request it cannot parse by closing the connection (the client sees a network err
 logs ``INVALID_REQUEST``). raykafka's requests are dataclass instances handed over by Ray, so the
 equivalent check is structural: ``request_schema_error(request, RequestType)`` says whether
 ``request`` is a ``RequestType`` whose every field, all the way down, has the type its annotation
-names. The shells run it before a request reaches a core (``actors/shell_support.py``), so a
+names. The shells run it before a request reaches a core (``actors/drivers/base.py``), so a
 string passed as a ``ProduceRequest`` or a ``FetchRequest`` passed to JoinGroup is refused with
 ``INVALID_REQUEST`` and can neither crash a core half-way through a step nor change its state.
 

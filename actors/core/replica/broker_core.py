@@ -1,6 +1,6 @@
 """Everything a broker process runs, as one sans-I/O core: its replica manager and its lifecycle.
 
-The broker shell steps this object only. It routes data and control requests to the
+The broker driver (actors/drivers/broker.py) steps this object only. It routes data and control requests to the
 ``ReplicaManager`` and the controller conversation (registration, heartbeats, controlled
 shutdown) to the ``BrokerLifecycle``, and keeps the one fact they share in step: the broker epoch
 the controller gave this incarnation, which fences control requests meant for an earlier one.
@@ -34,7 +34,8 @@ from actors.core.messages.update_metadata import UpdateMetadataRequest
 from actors.core.replica.broker_lifecycle import BrokerLifecycle
 from actors.core.replica.find_coordinator import CoordinatorFinder
 from actors.core.replica.metadata_cache import LEADER_DURING_DELETE
-from actors.core.replica.replica_manager import ReplicaManager
+from actors.core.replica.log_reads import BatchDigest, read_log, replica_digest
+from actors.core.replica.replica_manager import OFFSETS_TOPIC, ReplicaManager
 
 
 PARKED_CONTROL_REQUESTS_MAX = 10_000
@@ -43,12 +44,11 @@ PARKED_CONTROL_REQUESTS_MAX = 10_000
 class BrokerCore:
     def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, host: str,
                  incarnation_id: str, cluster_id: str, now_ms: int,
-                 wrap_records: Callable[[bytes, bool], Any] | None = None,
                  coordinator_host: Callable[[int], str] = lambda broker_id: f"group-coordinator-{broker_id}"
                  ) -> None:
         self.broker_id = broker_id
         self.replica_manager = ReplicaManager(broker_id=broker_id, storage=storage, config=config,
-                                              now_ms=now_ms, wrap_records=wrap_records)
+                                              now_ms=now_ms)
         self.lifecycle = BrokerLifecycle(broker_id=broker_id, host=host, incarnation_id=incarnation_id,
                                          cluster_id=cluster_id, config=config, now_ms=now_ms)
         self._parked: list[tuple[Callable, int, Any]] = []
@@ -152,3 +152,41 @@ class BrokerCore:
 
     def handle_stop_replica(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self._control(self.replica_manager.handle_stop_replica, request_id, request, now_ms)
+
+    # ------------------------------------------------------------------------------ queries
+    @property
+    def incarnation_id(self) -> str:
+        return self.lifecycle.incarnation_id
+
+    def fetch_states_for(self, key: tuple[int, int]) -> list:
+        """Where a replacement fetcher for (leader id, fetcher id) starts: each partition's log end."""
+        return self.replica_manager.fetch_states_for(key)
+
+    def fetcher_partitions(self, key: tuple[int, int]) -> list[tuple[str, int]]:
+        return sorted(self.replica_manager.fetcher_manager.partitions_of(key))
+
+    def offsets_partitions_led(self) -> list[tuple[int, int]]:
+        """(partition, leader epoch) of each __consumer_offsets partition this broker leads."""
+        return sorted((p.partition, p.leader_epoch) for (topic, _), p in self.replica_manager.partitions.items()
+                      if topic == OFFSETS_TOPIC and p.is_leader)
+
+    def read_log(self, topic: str, partition: int, offset: int, max_bytes: int) -> tuple[bytes, int, int]:
+        """Whole batches from ``offset`` (see ``log_reads.read_log``): (records, next offset, log end offset)."""
+        return read_log(self.replica_manager.partitions.get((topic, partition)), offset, max_bytes)
+
+    def replica_digest(self, topic: str, partition: int, end_offset: int, start_offset: int = 0) -> list[BatchDigest]:
+        return replica_digest(self.replica_manager.partitions.get((topic, partition)), end_offset, start_offset)
+
+    def describe_partitions(self) -> list[dict]:
+        """Each hosted replica as this broker sees it."""
+        return [{
+            "topic": p.topic, "partition": p.partition, "leader": p.leader_id,
+            "leader_epoch": p.leader_epoch, "replicas": list(p.replicas), "isr": list(p.isr),
+            "high_watermark": p.high_watermark, "log_end_offset": p.log_end_offset,
+            "log_start_offset": p.log_start_offset, "is_leader": p.is_leader,
+        } for p in self.replica_manager.partitions.values()]
+
+    def describe_broker(self) -> dict:
+        return {"broker_id": self.broker_id, "state": self.lifecycle.state.name,
+                "broker_epoch": self.lifecycle.broker_epoch, "controller_epoch": self.replica_manager.controller_epoch,
+                "recovered_partitions": len(self.replica_manager.recovered_partitions)}

@@ -207,7 +207,7 @@ def _read_partition(manager: ReplicaManagerView, topic: str, asked, replica_id: 
         # partition's replicas with no records: its uncommitted tail is for replicas only.
         return FetchPartitionData(partition_index=asked.partition, **positions), 0
     return FetchPartitionData(partition_index=asked.partition,
-                              records=manager.wrap_records(info.records, for_replica=from_follower),
+                              records=info.records,
                               **positions), len(info.records)
 
 

@@ -5,7 +5,7 @@ Theory of operation. A ``FetcherCore`` owns the fetch state of the partitions it
 leader's. It sends ``Send(destination="leader")`` (Fetch, OffsetForLeaderEpoch, ListOffsets) and
 ``Send(destination="local")`` to its own broker (FollowerTruncateRequest, FollowerAppendRequest);
 each answer comes back through ``on_leader_response`` / ``on_local_response`` with the request it
-answers, or as a bare ``ErrorCode`` when the peer was unreachable. The shell must answer every
+answers, or as a bare ``ErrorCode`` when the peer was unreachable. The driver must answer every
 ``Send``; as a backstop ``tick`` fails a request unanswered after request.timeout.ms +
 replica.fetch.wait.max.ms with REQUEST_TIMED_OUT (its late answer is then ignored).
 

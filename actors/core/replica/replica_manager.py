@@ -25,8 +25,6 @@ assertion.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
-from typing import Any
 
 from actors.core.config import KafkaConfig
 from actors.core.effects import ArmTimer, CoordinatorLeadershipChange, Effect, LogEvent, Respond
@@ -81,8 +79,7 @@ def log_config_for(config: KafkaConfig) -> LogConfig:
 
 
 class ReplicaManager:
-    def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, now_ms: int,
-                 wrap_records: Callable[[bytes, bool], Any] | None = None) -> None:
+    def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, now_ms: int) -> None:
         self.broker_id = broker_id
         self.storage = storage
         self.config = config
@@ -95,8 +92,6 @@ class ReplicaManager:
         purgatory_size_max = config.get_int("raykafka.purgatory.max.size", minimum=1)
         self.fetch_purgatory = Purgatory("fetch", purgatory_size_max)
         self.produce_purgatory = Purgatory("produce", purgatory_size_max)
-        # The shell may hand large payloads to Ray in a zero-copy form (a uint8 array).
-        self._wrap_records = wrap_records or (lambda records, for_replica: records)
         self.truncation_policy = config.get_str("raykafka.truncation.policy")
         if self.truncation_policy not in replication.TRUNCATION_POLICIES:
             raise KafkaProtocolError(ErrorCode.INVALID_CONFIG, f"raykafka.truncation.policy="
@@ -404,9 +399,6 @@ class ReplicaManager:
         self.checkpoint_high_watermarks()
         for partition in self.partitions.values():
             partition.log.close()
-
-    def wrap_records(self, records: bytes, *, for_replica: bool) -> Any:
-        return self._wrap_records(records, for_replica)
 
     def fetch_states_for(self, key: tuple[int, int]) -> list:
         """Where a replacement fetcher for (leader, fetcher id) starts: each partition's log end."""

@@ -1,0 +1,99 @@
+"""What every driver shares: answering requests, and the effects every core may return.
+
+Theory of operation. A request reaches a driver as ``request(handler, request, respond)``: it is
+parsed first as Kafka parses one off the wire (a request that is not the handler's type, field by
+field, never reaches the core: ``KafkaProtocolError(INVALID_REQUEST)`` is raised to the caller,
+Kafka closing the connection, and the core is untouched), then gets an id, and the core is stepped
+with it. A ``Respond`` effect, at once or later (a request parked in a purgatory), hands the
+answer to the ``respond`` callback the host passed (a Ray future, a simulated reply), exactly once.
+``ArmTimer`` becomes ``clock.wake_at``; ``LogEvent`` and ``Metric`` go to the event log. Each
+driver interprets the rest of its core's effects itself, in the order the core returned them,
+with nothing else run in between.
+
+Limits: at most ``REQUESTS_PENDING_MAX`` requests awaiting an answer; past it a request is refused
+with a broken invariant, since every core answers or expires what it parks.
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+from actors.core.effects import ArmTimer, LogEvent, Metric, Respond
+from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.messages.validation import request_schema_error
+from actors.drivers.request_types import REQUEST_TYPES
+from actors.drivers.seams import Clock, EventLog, Reply, Transport
+
+REQUESTS_PENDING_MAX = 1_000_000
+
+
+class Driver:
+    """A core's effects interpreted through the seams; subclasses add their actor kind's effects."""
+
+    def __init__(self, name: str, transport: Transport, clock: Clock, log: EventLog) -> None:
+        self.name = name
+        self.transport = transport
+        self.clock = clock
+        self.log = log
+        self._answers: dict[int, Reply] = {}
+        self._request_ids = itertools.count()
+
+    # ----------------------------------------------------------------------------- requests
+    def request(self, handler: Callable, request: Any, respond: Reply, *, request_type: type | None = None) -> None:
+        """Check ``request``, step ``handler`` with a new request id and apply its effects; the
+        answer goes to ``respond`` when the core gives it."""
+        handler_name = getattr(handler, "__name__", "")
+        if request_type is None and handler_name.startswith("handle_"):
+            assert handler_name in REQUEST_TYPES, f"{handler_name} has no request type in REQUEST_TYPES"
+            request_type = REQUEST_TYPES[handler_name]
+        if request_type is not None:
+            self.check_request(request, request_type)
+        assert len(self._answers) < REQUESTS_PENDING_MAX, f"{self.name}: {len(self._answers)} requests unanswered"
+        request_id = next(self._request_ids)
+        self._answers[request_id] = respond
+        try:
+            effects = handler(request_id, request, self.clock.now_ms())
+        except Exception:
+            self._answers.pop(request_id, None)
+            raise
+        self.apply(effects)
+
+    def check_request(self, request: Any, request_type: type) -> None:
+        """Raise ``KafkaProtocolError(INVALID_REQUEST)`` unless ``request`` is a well-formed ``request_type``."""
+        error = request_schema_error(request, request_type)
+        if error is not None:
+            self.log.log("warning", f"{self.name} refused a request it cannot parse as "
+                                    f"{request_type.__name__}: {error}")
+            raise KafkaProtocolError(ErrorCode.INVALID_REQUEST, f"not a valid {request_type.__name__}: {error}")
+
+    @property
+    def requests_pending(self) -> int:
+        return len(self._answers)
+
+    # ------------------------------------------------------------------------------ effects
+    def apply(self, effects: list) -> None:
+        for effect in effects:
+            if not self.apply_common(effect):
+                self.apply_own(effect)
+
+    def apply_common(self, effect: Any) -> bool:
+        if isinstance(effect, Respond):
+            respond = self._answers.pop(effect.request_id, None)
+            if respond is not None:
+                respond(effect.response)
+        elif isinstance(effect, ArmTimer):
+            self.clock.wake_at(effect.deadline_ms)
+        elif isinstance(effect, LogEvent):
+            self.log.log(effect.level, effect.message)
+        elif isinstance(effect, Metric):
+            self.log.metric(effect.name, effect.value, effect.tags)
+        else:
+            return False
+        return True
+
+    def apply_own(self, effect: Any) -> None:
+        raise AssertionError(f"{self.name} cannot apply {effect!r}")
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()

@@ -1,0 +1,159 @@
+"""The broker's driver: a ``BrokerCore`` and its effects, for the Ray shell and the simulator.
+
+Theory of operation. Kafka requests reach the core through ``handle`` (checked, given an id, and
+answered by ``Respond``, at once or from a purgatory). The core's other effects:
+
+- ``Send("controller", request)``: a call to the active controller (registration, heartbeats,
+  AlterPartition, controlled shutdown, CreateTopics for __consumer_offsets); its answer, or
+  ``NETWORK_EXCEPTION`` whatever the failure (the broker looks the controller up again and
+  retries as the core decides), goes back into the core.
+- ``AddPartitionsToFetcher`` / ``RemovePartitionsFromFetcher``: Kafka's fetcher manager. The
+  fetcher for (leader id, fetcher id) is started when first needed and told the change (in
+  order); ``stop_fetcher`` stops it (Kafka's idle-fetcher shutdown). A fetcher that died is
+  replaced by ``on_fetcher_died``, starting from where this broker's logs end now.
+- ``CoordinatorLeadershipChange`` / ``CoordinatorMetadataUpdate``: told to this broker's group
+  coordinator, which fences them by leader epoch and by version, so order and loss are harmless.
+
+The group coordinator's own calls (its writes to ``__consumer_offsets``, the reads of a load, the
+look at this broker's incarnation and leaderships) come in through ``serve_coordinator``.
+
+Fetch answers carry record payloads; the transport's ``pack`` may turn a large one into a form
+that travels without a copy (a shared-memory object for Ray), chosen per answer here, not by the
+core. ``shutdown`` is a clean stop: fetchers stopped, logs flushed and checkpointed.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from actors.core.effects import (
+    AddPartitionsToFetcher, CoordinatorLeadershipChange, CoordinatorMetadataUpdate, RemovePartitionsFromFetcher,
+    Send,
+)
+from actors.core.errors import ErrorCode
+from actors.core.group.messages import (
+    GROUP_METADATA_TOPIC_NAME, BrokerStateRequest, BrokerStateResponse, InternalProduceRequest, OffsetsLogReadRequest,
+    OffsetsLogReadResponse,
+)
+from actors.core.messages.fetch import FetchRequest, FetchResponse
+from actors.core.replica.broker_core import BrokerCore
+from actors.drivers.base import Driver
+from actors.drivers.seams import Clock, EventLog, Reply, Transport
+
+# How long the controller may take to answer one of this broker's requests.
+CONTROLLER_CALL_TIMEOUT_MS = 5_000
+FetcherKey = tuple[int, int]  # (leader id, fetcher id)
+
+
+def fetcher_name(key: FetcherKey) -> str:
+    return f"fetcher:{key[0]}:{key[1]}"
+
+
+class BrokerDriver(Driver):
+    def __init__(self, core: BrokerCore, transport: Transport, clock: Clock, log: EventLog) -> None:
+        super().__init__(f"broker {core.broker_id}", transport, clock, log)
+        self.core = core
+        self.fetchers: set[FetcherKey] = set()  # started and not stopped (alive, as far as we know)
+        self.stopped = False
+
+    # ----------------------------------------------------------------------------- inputs
+    def start(self) -> None:
+        """Register with the controller: after a restart nobody else will call this broker first."""
+        self.apply(self.core.start(self.now_ms()))
+
+    def handle(self, api: str, request: Any, respond: Reply) -> None:
+        """Step the core's handler ``api`` (``handle_fetch``, ...) with ``request``."""
+        assert api.startswith("handle_") or api == "begin_controlled_shutdown", api
+        if isinstance(request, FetchRequest) and api == "handle_fetch":
+            for_replica = request.replica_id >= 0
+            self.request(self.core.handle_fetch, request, lambda response: respond(self._pack(response, for_replica)))
+            return
+        self.request(getattr(self.core, api), request, respond)
+
+    def serve_coordinator(self, request: Any, respond: Reply) -> None:
+        """A call from this broker's group coordinator (see ``actors.core.group.messages``)."""
+        if isinstance(request, InternalProduceRequest):
+            self.handle("handle_internal_produce", request.produce, respond)
+        elif isinstance(request, OffsetsLogReadRequest):
+            records, next_offset, log_end_offset = self.core.read_log(
+                GROUP_METADATA_TOPIC_NAME, request.partition, request.offset, request.max_bytes)
+            respond(OffsetsLogReadResponse(records=records, next_offset=next_offset, log_end_offset=log_end_offset))
+        else:
+            assert isinstance(request, BrokerStateRequest), f"{self.name} serves its coordinator no {request!r}"
+            leaderships = request.include_leaderships
+            respond(BrokerStateResponse(
+                incarnation_id=self.core.incarnation_id,
+                metadata=self.core.coordinator_metadata() if leaderships else None,
+                offsets_partitions_led=tuple(self.core.offsets_partitions_led()) if leaderships else ()))
+
+    def on_wakeup(self) -> None:
+        if not self.stopped:
+            self.apply(self.core.tick(self.now_ms()))
+
+    def on_fetcher_died(self, key: FetcherKey) -> None:
+        """A fetcher of this broker is gone: start another where this broker's logs end now."""
+        if key not in self.fetchers or self.stopped:
+            return
+        states = self.core.fetch_states_for(key)
+        if not states:
+            self.fetchers.discard(key)  # nothing left for it; the next AddPartitions starts one
+            return
+        self.transport.start(fetcher_name(key), leader_id=key[0], fetcher_id=key[1])
+        self.transport.tell(fetcher_name(key), AddPartitionsToFetcher(leader_id=key[0], fetcher_id=key[1],
+                                                                      partitions=tuple(states)))
+
+    def shutdown(self) -> None:
+        """A clean shutdown: fetchers stopped, everything flushed and checkpointed."""
+        if self.stopped:
+            return
+        self.stopped = True
+        for key in sorted(self.fetchers):
+            self.transport.stop(fetcher_name(key))
+        self.fetchers.clear()
+        self.core.shutdown()
+
+    # ---------------------------------------------------------------------------- effects
+    def apply_own(self, effect: Any) -> None:
+        if isinstance(effect, Send):
+            assert effect.destination == "controller", effect
+            request = effect.message
+            self.transport.call("controller", request, timeout_ms=CONTROLLER_CALL_TIMEOUT_MS,
+                                on_reply=lambda response: self._on_controller_response(request, response))
+        elif isinstance(effect, AddPartitionsToFetcher):
+            key = (effect.leader_id, effect.fetcher_id)
+            if key not in self.fetchers:
+                self.fetchers.add(key)
+                self.transport.start(fetcher_name(key), leader_id=key[0], fetcher_id=key[1])
+            self.transport.tell(fetcher_name(key), effect)
+        elif isinstance(effect, RemovePartitionsFromFetcher):
+            key = (effect.leader_id, effect.fetcher_id)
+            if key not in self.fetchers:
+                return
+            if effect.stop_fetcher:
+                self.fetchers.discard(key)
+                self.transport.stop(fetcher_name(key))
+            else:
+                self.transport.tell(fetcher_name(key), effect)
+        elif isinstance(effect, (CoordinatorLeadershipChange, CoordinatorMetadataUpdate)):
+            self.transport.tell("coordinator", effect)
+        else:
+            super().apply_own(effect)
+
+    def _on_controller_response(self, request: Any, response: Any) -> None:
+        if isinstance(response, ErrorCode):
+            response = ErrorCode.NETWORK_EXCEPTION  # unreachable, restarting, paused or replaced alike
+        self.apply(self.core.on_controller_response(request, response, self.now_ms()))
+
+    def _pack(self, response: Any, for_replica: bool) -> Any:
+        if not isinstance(response, FetchResponse):
+            return response
+        topics, changed = [], False
+        for topic in response.responses:
+            partitions = []
+            for partition in topic.partitions:
+                records = partition.records
+                packed = records if not records else self.transport.pack(records, for_replica=for_replica)
+                changed |= packed is not records
+                partitions.append(partition if packed is records else dataclasses.replace(partition, records=packed))
+            topics.append(dataclasses.replace(topic, partitions=tuple(partitions)))
+        return dataclasses.replace(response, responses=tuple(topics)) if changed else response

@@ -1,0 +1,129 @@
+"""The seams of actors/drivers/seams.py on Ray: what every Ray shell plugs its driver into.
+
+Theory of operation. ``RayClock`` reads the monotonic clock and turns ``wake_at`` into an event
+loop timer that calls the shell's wake-up (a deadline already pending is not armed twice; at most
+``TIMERS_PENDING_MAX`` are pending, past that the shell's periodic tick stands in). ``RayEventLog``
+sends log lines to loguru and ``Metric`` effects to Ray's metrics (a gauge, or a histogram for the
+names in ``HISTOGRAMS``). ``RayTransport`` runs each call as a task on the actor's event loop:
+``invoke`` (the shell's: which actor, which method, through the network-fault seam or not) is
+awaited, and its answer, or ``REQUEST_TIMED_OUT`` / ``NETWORK_EXCEPTION`` for a call that timed
+out or raised, goes to the driver's ``on_reply`` on the loop, so the driver is never entered
+twice at once. Stopping the transport cancels its calls in flight.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from loguru import logger
+
+from actors.drivers.seams import CALL_TIMED_OUT, PEER_UNREACHABLE, Reply
+
+TIMERS_PENDING_MAX = 1_000
+HISTOGRAMS = {"raykafka_controller_channel_request_queue_time_ms": [1, 5, 10, 50, 100, 500, 1_000, 5_000, 10_000,
+                                                                     60_000]}
+METRIC_DESCRIPTIONS = {
+    "raykafka_controller_channel_queue_size":
+        "Control requests waiting for a broker, the one in flight excluded (Kafka's QueueSize)",
+    "raykafka_controller_channel_request_queue_time_ms":
+        "Time from enqueue to send of each control request (Kafka's RequestRateAndQueueTimeMs)",
+}
+_metrics: dict[str, Any] = {}
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class RayClock:
+    def __init__(self, on_wakeup: Callable[[], None], what: str) -> None:
+        self._on_wakeup = on_wakeup
+        self._what = what
+        self._pending: dict[int, asyncio.TimerHandle] = {}
+
+    def now_ms(self) -> int:
+        return monotonic_ms()
+
+    def wake_at(self, deadline_ms: int) -> None:
+        if deadline_ms in self._pending or len(self._pending) >= TIMERS_PENDING_MAX:
+            return
+        delay_s = max(0.0, (deadline_ms - monotonic_ms()) / 1000)
+        self._pending[deadline_ms] = asyncio.get_running_loop().call_later(delay_s, self._fire, deadline_ms)
+
+    def _fire(self, deadline_ms: int) -> None:
+        self._pending.pop(deadline_ms, None)
+        try:
+            self._on_wakeup()
+        except Exception:
+            logger.exception("{}: a timer's wake-up failed", self._what)
+
+    def cancel_all(self) -> None:
+        for handle in self._pending.values():
+            handle.cancel()
+        self._pending.clear()
+
+
+async def tick_forever(interval_s: float, tick: Callable[[], Any], what: str) -> None:
+    """The shell's periodic wake-up, which also covers a lost timer."""
+    while True:
+        await asyncio.sleep(interval_s)
+        try:
+            result = tick()
+            if asyncio.iscoroutine(result):
+                await result
+        except Exception:
+            logger.exception("{} tick failed", what)
+
+
+class RayEventLog:
+    def log(self, level: str, message: str) -> None:
+        logger.log(level.upper(), message)
+
+    def metric(self, name: str, value: float, tags: tuple[tuple[str, str], ...]) -> None:
+        from ray.util.metrics import Gauge, Histogram
+        if name not in _metrics:
+            keys = tuple(k for k, _ in tags)
+            description = METRIC_DESCRIPTIONS.get(name, name)
+            _metrics[name] = Histogram(name, description=description, boundaries=HISTOGRAMS[name], tag_keys=keys) \
+                if name in HISTOGRAMS else Gauge(name, description=description, tag_keys=keys)
+        if name in HISTOGRAMS:
+            _metrics[name].observe(value, tags=dict(tags))
+        else:
+            _metrics[name].set(value, tags=dict(tags))
+
+
+class RayTransport:
+    """Calls as event-loop tasks; a shell gives ``invoke`` (and ``tell``/``start``/``stop`` if it needs them)."""
+
+    def __init__(self, what: str, invoke: Callable[[str, Any, float], Awaitable[Any]]) -> None:
+        self._what = what
+        self._invoke = invoke
+        self._tasks: set[asyncio.Task] = set()
+
+    def call(self, destination: str, request: Any, *, timeout_ms: int, on_reply: Reply) -> None:
+        self.spawn(self._call(destination, request, timeout_ms / 1000, on_reply))
+
+    async def _call(self, destination: str, request: Any, timeout_s: float, on_reply: Reply) -> None:
+        try:
+            response = await asyncio.wait_for(self._invoke(destination, request, timeout_s), timeout_s)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            logger.debug("{}: {} to {} failed: {!r}", self._what, type(request).__name__, destination, exc)
+            response = CALL_TIMED_OUT if isinstance(exc, asyncio.TimeoutError) else PEER_UNREACHABLE
+        try:
+            on_reply(response)
+        except Exception:
+            logger.exception("{}: handling the answer to {} failed", self._what, type(request).__name__)
+
+    def spawn(self, coroutine: Awaitable[Any]) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def cancel_all(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()

@@ -1,0 +1,418 @@
+"""The simulator's nodes: the shipped drivers (actors/drivers/) over the simulated seams.
+
+Theory of operation. ``Nodes`` is the machinery under ``tests.support.sim.Simulation``: it holds
+the nodes (controller, brokers, their fetchers, the controller's send threads, the client), each
+running the same driver its Ray actor runs, over a ``SimTransport``, ``SimClock`` and ``SimLog``
+(tests/support/sim_seams.py) instead of Ray. Only the hosting differs from the Ray shells:
+
+- names: a broker's ``controller`` is the ``controller`` node, its ``fetcher:<leader>:<id>`` the
+  node ``fetcher:<broker>:<leader>:<id>``; a fetcher's ``leader`` is ``broker:<leader>`` (by name,
+  whichever incarnation is up, as ``ray.get_actor``), its ``local`` its own broker's incarnation;
+  a send thread's ``broker`` is ``broker:<id>`` by name, its ``controller`` the controller node,
+  and the controller's ``send-thread:<id>`` the node ``channel:<id>``. A broker's group
+  coordinator is the node ``coordinator:<id>`` (with ``group_coordinators``; otherwise what the
+  broker tells it is only noted in the trace), which calls ``broker:<id>`` by name; consumers in
+  groups are simulated clients (tests/support/sim_consumer.py).
+- a controller hands a batch to its send thread at once (a thread of the same process), while
+  every other message crosses the simulated network.
+- Ray's word that an actor died: a killed broker's send thread hears it when ``kill`` says so
+  (``notify_controller``); a killed fetcher is replaced by its broker a second later, as the Ray
+  broker's watch does; a group coordinator's call to a broker that is down fails with
+  BROKER_NOT_AVAILABLE, as the Ray coordinator maps a dead or missing broker actor.
+
+A node that goes down (``_take_down``) loses its messages, the calls it made, and fails every
+call made to it (those in flight and those it has not answered). Time passing fires call
+timeouts, then wake-ups (periodic and armed) in node-name order.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors.core.controller.controller import ControllerCore
+from actors.core.controller.send_thread import RequestSendThreadCore
+from actors.core.effects import AddPartitionsToFetcher, RemovePartitionsFromFetcher
+from actors.core.errors import ErrorCode
+from actors.core.group.broker_link import BrokerLink
+from actors.core.group.coordinator import GroupCoordinatorCore
+from actors.core.group.messages import BrokerStateRequest, InternalProduceRequest, OffsetsLogReadRequest
+from actors.core.messages import JoinGroupRequest
+from actors.core.replica.broker_core import BrokerCore
+from actors.core.replica.fetcher import FetcherCore
+from actors.drivers.broker import BrokerDriver
+from actors.drivers.controller import ControllerDriver
+from actors.drivers.fetcher import FetcherDriver
+from actors.drivers.group_coordinator import GroupCoordinatorDriver
+from actors.drivers.request_types import handler_name
+from actors.drivers.send_thread import RequestSendThreadDriver
+from actors.records import KafkaRecordCodec
+from tests.support.sim_consumer import GroupMember
+from tests.support.sim_network import EVENT, REQUEST, RESPONSE, Message
+from tests.support.sim_seams import SimClock, SimLog, SimTransport
+
+TopicPartition = tuple[str, int]
+
+CONTROLLER, CLIENT = "controller", "client"
+CLUSTER_ID = "sim"
+FETCHER_REPLACEMENT_DELAY_MS = 1_000  # the Ray broker checks its fetchers once a second
+COORDINATOR_REQUESTS = (InternalProduceRequest, OffsetsLogReadRequest, BrokerStateRequest)
+
+
+@dataclass(eq=False)
+class _Node:
+    name: str
+    incarnation: int
+    timers: set = field(default_factory=set)  # armed deadlines (ms)
+    obligations: set = field(default_factory=set)  # ids of the calls it was made and has not answered
+    periodic: bool = True  # woken every tick_interval_ms
+    driver: Any = None
+
+    @property
+    def core(self) -> Any:
+        return self.driver.core
+
+
+@dataclass(eq=False)
+class _BrokerNode(_Node):
+    broker_id: int = -1
+    fetchers: dict = field(default_factory=dict)  # (leader id, fetcher id) -> _FetcherNode
+    replace_fetchers: dict = field(default_factory=dict)  # (leader id, fetcher id) -> due ms
+
+
+@dataclass(eq=False)
+class _FetcherNode(_Node):
+    broker_id: int = -1
+    key: tuple[int, int] = (-1, -1)
+
+
+@dataclass(eq=False)
+class _ChannelNode(_Node):
+    broker_id: int = -1
+    broker_epoch: int = -1
+
+    @property
+    def queue(self):
+        return self.driver.core.queue
+
+
+@dataclass(eq=False)
+class _ControllerNode(_Node):
+    pass
+
+
+@dataclass(eq=False)
+class _CoordinatorNode(_Node):
+    broker_id: int = -1
+
+
+@dataclass(eq=False)
+class _ConsumerNode(_Node):
+    @property
+    def member(self) -> GroupMember:
+        return self.driver
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """A replica's log end offset moved down during one step (a follower truncating)."""
+
+    at_ms: int
+    broker_id: int
+    topic_partition: TopicPartition
+    from_offset: int
+    to_offset: int
+    leader_id: int  # the leader this replica followed at the time
+    leader_epoch: int
+    cause: str  # the message type that caused it
+
+
+class _ControllerTransport(SimTransport):
+    """The controller's send threads are threads of its process: a batch reaches one at once."""
+
+    def tell(self, destination: str, event: Any) -> None:
+        channel = self._sim.nodes.get("channel:" + destination.split(":")[1])
+        assert channel is not None, f"no {destination} to tell {event!r}"
+        channel.driver.on_event(event)
+
+
+class _CoordinatorTransport(SimTransport):
+    """A call to a broker that is down fails as Ray fails a call to an actor that died, or that is
+    not there by its name: BROKER_NOT_AVAILABLE, the Ray coordinator host's word for it."""
+
+    def call(self, destination: str, request: Any, *, timeout_ms: int, on_reply: Callable[[Any], None]) -> None:
+        name, _ = self._route(destination)
+
+        def reply(response: Any) -> None:
+            down = response == ErrorCode.NETWORK_EXCEPTION and name not in self._sim.nodes
+            on_reply(ErrorCode.BROKER_NOT_AVAILABLE if down else response)
+        super().call(destination, request, timeout_ms=timeout_ms, on_reply=reply)
+
+
+class Nodes:
+    """Node bookkeeping and message routing; ``Simulation`` sets up the state it uses."""
+
+    # ============================================================================ plumbing
+    def _next_incarnation(self, name: str) -> int:
+        self._incarnations[name] += 1
+        return self._incarnations[name]
+
+    def _latency(self) -> int:
+        return self.rng.randint(*self.latency_ms)
+
+    def record(self, what: str) -> None:
+        self.trace.append(f"[step {self.step_count} t={self.now_ms}ms] {what}")
+
+    def _where(self) -> str:
+        return f"seed={self.seed} step={self.step_count} t={self.now_ms}ms"
+
+    def _post(self, source: _Node, destination: str, destination_incarnation: int | None, kind: str, payload: Any,
+              call_id: int | None = None) -> None:
+        message = self.network.post(source=source.name, source_incarnation=source.incarnation,
+                                    destination=destination, destination_incarnation=destination_incarnation,
+                                    kind=kind, payload=payload, now_ms=self.now_ms, latency_ms=self._latency(),
+                                    call_id=call_id)
+        if message is not None and message.held_by is not None:
+            self.record(f"hold {message.describe()}")
+
+    def post_event(self, source: _Node, destination: str, destination_incarnation: int | None, event: Any) -> None:
+        self._post(source, destination, destination_incarnation, EVENT, event)
+
+    def call(self, caller: _Node, destination: str, destination_incarnation: int | None, request: Any,
+             on_reply: Callable[[Any], None], *, timeout_ms: int, timeout_error: ErrorCode) -> None:
+        call = self.network.open_call(caller=caller.name, caller_incarnation=caller.incarnation, request=request,
+                                      callee=destination, now_ms=self.now_ms, timeout_ms=timeout_ms,
+                                      timeout_error=timeout_error, on_reply=on_reply)
+        self._post(caller, destination, destination_incarnation, REQUEST, request, call_id=call.id)
+
+    def _reply(self, source: _Node, call_id: int, response: Any) -> None:
+        call = self.network.calls.get(call_id)
+        if call is not None:  # else the caller gave up (timed out) or died: nobody awaits it
+            self._post(source, call.caller, call.caller_incarnation, RESPONSE, response, call_id=call_id)
+
+    def _responder(self, node: _Node, call_id: int) -> Callable[[Any], None]:
+        node.obligations.add(call_id)
+
+        def respond(response: Any) -> None:
+            if call_id in node.obligations:
+                node.obligations.discard(call_id)
+                self._reply(node, call_id, response)
+        return respond
+
+    def _alive(self, name: str, incarnation: int | None) -> _Node | None:
+        node = self.nodes.get(name)
+        if node is None or (incarnation is not None and node.incarnation != incarnation):
+            return None
+        return node
+
+    def _seams(self, node: _Node, route: Callable[[str], tuple[str, int | None]], transport=SimTransport,
+               **hooks) -> tuple[SimTransport, SimClock, SimLog]:
+        return transport(self, node, route, **hooks), SimClock(self, node), SimLog(self, node)
+
+    def _deliver(self, message: Message) -> None:
+        node = self._alive(message.destination, message.destination_incarnation)
+        if message.kind == RESPONSE:
+            call = self.network.calls.pop(message.call_id, None)
+            if call is not None and node is not None:
+                call.on_reply(message.payload)
+            return
+        if node is None:
+            if message.kind == REQUEST:  # the callee is down: the caller's call fails
+                down = _Node(name=message.destination, incarnation=-1)
+                self._reply(down, message.call_id, ErrorCode.NETWORK_EXCEPTION)
+            return
+        payload = message.payload
+        if message.kind == EVENT:
+            self._on_event(node, payload)
+            return
+        respond = self._responder(node, message.call_id)
+        if isinstance(node, _BrokerNode) and isinstance(payload, COORDINATOR_REQUESTS):
+            self._step_broker(node, type(payload).__name__, lambda: node.driver.serve_coordinator(payload, respond))
+        elif isinstance(node, _BrokerNode):
+            self._step_broker(node, type(payload).__name__,
+                              lambda: node.driver.handle(handler_name(payload), payload, respond))
+        elif isinstance(node, _ControllerNode):
+            node.driver.handle(handler_name(payload), payload, respond)
+        elif isinstance(node, _CoordinatorNode):
+            client = {"client_id": message.source, "client_host": message.source} \
+                if isinstance(payload, JoinGroupRequest) else {}
+            node.driver.handle(handler_name(payload), payload, respond, **client)
+        else:
+            raise TypeError(f"{node.name} takes no requests: {message.describe()}")
+
+    def _on_event(self, node: _Node, event: Any) -> None:
+        if isinstance(node, _FetcherNode):
+            if isinstance(event, AddPartitionsToFetcher):
+                node.driver.add_partitions(event.partitions)
+            else:
+                assert isinstance(event, RemovePartitionsFromFetcher), event
+                node.driver.remove_partitions(event.partitions)
+        else:
+            node.driver.on_event(event)
+
+    # ------------------------------------------------------------------------------ brokers
+    def _brokers(self) -> list[_BrokerNode]:
+        return [n for n in self.nodes.values() if isinstance(n, _BrokerNode)]
+
+    def _start_broker(self, broker_id: int) -> None:
+        name = f"broker:{broker_id}"
+        assert name not in self.nodes, f"{name} is already up"
+        incarnation = self._next_incarnation(name)
+        node = _BrokerNode(name=name, incarnation=incarnation, broker_id=broker_id)
+        core = BrokerCore(broker_id=broker_id, storage=self.storages[broker_id], config=self.kafka_config,
+                          host=f"broker-{broker_id}", incarnation_id=f"broker-{broker_id}-{incarnation}",
+                          cluster_id=CLUSTER_ID, now_ms=self.now_ms)
+
+        def route(destination: str) -> tuple[str, int | None] | None:
+            if destination == "controller":
+                return CONTROLLER, None
+            if destination == "coordinator":  # without group coordinators, the trace notes what it is told
+                return (f"coordinator:{broker_id}", None) if self.group_coordinators else None
+            fetcher = self.nodes.get(f"fetcher:{broker_id}:{destination.split(':', 1)[1]}")
+            return f"fetcher:{broker_id}:{destination.split(':', 1)[1]}", -1 if fetcher is None else fetcher.incarnation
+
+        node.driver = BrokerDriver(core, *self._seams(
+            node, route, start=lambda destination, **args: self._start_fetcher(node, **args),
+            stop=lambda destination: self._stop_fetcher(node, destination),
+            around=lambda cause, step: self._step_broker(node, cause, step)))
+        self.nodes[name] = node
+        self._step_broker(node, "start", node.driver.start)
+
+    def _step_broker(self, node: _BrokerNode, cause: str, step: Callable[[], Any]) -> None:
+        """Step the broker's driver, noting any log end offset that moved down."""
+        before = {tp: p.log_end_offset for tp, p in node.core.replica_manager.partitions.items()}
+        step()
+        for tp, partition in node.core.replica_manager.partitions.items():
+            if tp in before and partition.log_end_offset < before[tp]:
+                self.truncations.append(Truncation(
+                    at_ms=self.now_ms, broker_id=node.broker_id, topic_partition=tp, from_offset=before[tp],
+                    to_offset=partition.log_end_offset, leader_id=partition.leader_id,
+                    leader_epoch=partition.leader_epoch, cause=cause))
+
+    # ----------------------------------------------------------------------------- fetchers
+    def _start_fetcher(self, broker: _BrokerNode, *, leader_id: int, fetcher_id: int) -> None:
+        key = (leader_id, fetcher_id)
+        name = f"fetcher:{broker.broker_id}:{leader_id}:{fetcher_id}"
+        if name in self.nodes:
+            self._take_down(self.nodes[name])
+        fetcher = _FetcherNode(name=name, incarnation=self._next_incarnation(name), broker_id=broker.broker_id,
+                               key=key)
+        routes = {"leader": (f"broker:{leader_id}", None), "local": (broker.name, broker.incarnation)}
+        fetcher.driver = FetcherDriver(FetcherCore(broker_id=broker.broker_id, leader_id=leader_id,
+                                                   fetcher_id=fetcher_id, config=self.kafka_config, now_ms=self.now_ms),
+                                       *self._seams(fetcher, routes.__getitem__))
+        broker.fetchers[key] = fetcher
+        self.nodes[name] = fetcher
+
+    def _stop_fetcher(self, broker: _BrokerNode, destination: str) -> None:
+        _, leader_id, fetcher_id = destination.split(":")
+        fetcher = broker.fetchers.pop((int(leader_id), int(fetcher_id)), None)
+        if fetcher is not None:
+            self._take_down(fetcher)
+
+    # --------------------------------------------------------------------------- controller
+    def _start_controller(self) -> None:
+        node = _ControllerNode(name=CONTROLLER, incarnation=self._next_incarnation(CONTROLLER))
+        core = ControllerCore(store=self.metadata_store, config=self.kafka_config, now_ms=self.now_ms,
+                              random_source=self.controller_random)
+        node.driver = ControllerDriver(core, *self._seams(
+            node, None, transport=_ControllerTransport, start=self._start_channel, stop=self._stop_channel))
+        self.nodes[CONTROLLER] = node
+
+    def _start_channel(self, destination: str, *, broker_id: int, broker_epoch: int, broker_host: str,
+                       queue_size_max: int) -> None:
+        self._stop_channel(destination)
+        name = f"channel:{broker_id}"
+        channel = _ChannelNode(name=name, incarnation=self._next_incarnation(name), periodic=False,
+                               broker_id=broker_id, broker_epoch=broker_epoch)
+        routes = {"broker": (f"broker:{broker_id}", None), "controller": (CONTROLLER, None)}
+        channel.driver = RequestSendThreadDriver(
+            RequestSendThreadCore(broker_id=broker_id, broker_epoch=broker_epoch, queue_size_max=queue_size_max),
+            *self._seams(channel, routes.__getitem__))
+        self.nodes[name] = channel
+
+    def _stop_channel(self, destination: str) -> None:
+        old = self.nodes.get("channel:" + destination.split(":")[1])
+        if old is not None:
+            self._take_down(old)
+
+    # --------------------------------------------------------------------- group coordinators
+    def _start_coordinator(self, broker_id: int) -> None:
+        name = f"coordinator:{broker_id}"
+        assert name not in self.nodes, f"{name} is already up"
+        node = _CoordinatorNode(name=name, incarnation=self._next_incarnation(name), broker_id=broker_id)
+        core = GroupCoordinatorCore(broker_id=broker_id, now_ms=self.now_ms, config=self.config,
+                                    member_id_random=self.member_id_random)
+        routes = {"broker": (f"broker:{broker_id}", None)}  # by name: it outlives a broker's restart
+        node.driver = GroupCoordinatorDriver(BrokerLink(core, KafkaRecordCodec()), *self._seams(
+            node, routes.__getitem__, transport=_CoordinatorTransport))
+        self.nodes[name] = node
+        node.driver.start()
+
+    def _start_consumer(self, name: str, group_id: str, topics: tuple[str, ...], **timeouts: int) -> GroupMember:
+        node_name = f"consumer:{name}"
+        assert node_name not in self.nodes, f"{node_name} is already up"
+        node = _ConsumerNode(name=node_name, incarnation=self._next_incarnation(node_name), periodic=False)
+        node.driver = GroupMember(self, node, group_id, tuple(topics), **timeouts)
+        self.nodes[node_name] = node
+        node.timers.add(self.now_ms + 1)
+        return node.driver
+
+    # ------------------------------------------------------------------------ node failure
+    def _take_down(self, node: _Node) -> None:
+        """The node is gone: its messages are lost and every call to it fails at the caller."""
+        doomed = [node] + (list(node.fetchers.values()) if isinstance(node, _BrokerNode) else [])
+        names = {(n.name, n.incarnation) for n in doomed}
+        for gone in doomed:
+            if self.nodes.get(gone.name) is gone:
+                del self.nodes[gone.name]
+        if isinstance(node, _BrokerNode):
+            node.fetchers.clear()
+
+        def addressed_to_doomed(m: Message) -> bool:
+            return any(m.destination == name and m.destination_incarnation in (None, incarnation)
+                       for name, incarnation in names)
+        lost = self.network.remove_where(lambda m: (m.source, m.source_incarnation) in names or addressed_to_doomed(m))
+        failed_calls = [m.call_id for m in lost if m.kind == REQUEST and addressed_to_doomed(m)]
+        failed_calls += sorted(call_id for gone in doomed for call_id in gone.obligations)
+        for call_id in list(self.network.calls):
+            call = self.network.calls[call_id]
+            if (call.caller, call.caller_incarnation) in names:
+                del self.network.calls[call_id]
+        for gone in doomed:
+            gone.obligations.clear()
+        for call_id in failed_calls:
+            self._reply(node, call_id, ErrorCode.NETWORK_EXCEPTION)
+
+    # ------------------------------------------------------------------------ time passing
+    def _fire_timeouts(self) -> None:
+        for call in [c for c in self.network.calls.values() if c.deadline_ms <= self.now_ms]:
+            del self.network.calls[call.id]
+            if self._alive(call.caller, call.caller_incarnation) is not None:
+                self.record(f"call {call.id} {type(call.request).__name__} {call.caller} -> {call.callee} timed out")
+                call.on_reply(call.timeout_error)
+
+    def _fire_ticks(self) -> None:
+        periodic = self.now_ms % self.tick_interval_ms == 0
+        for name in sorted(self.nodes):
+            node = self.nodes.get(name)
+            if node is None:
+                continue
+            due = {t for t in node.timers if t <= self.now_ms}
+            if not due and not (periodic and node.periodic):
+                continue
+            node.timers -= due
+            if isinstance(node, _BrokerNode):
+                self._step_broker(node, "tick", lambda n=node: self._wake_broker(n))
+            else:
+                node.driver.on_wakeup()
+
+    def _wake_broker(self, node: _BrokerNode) -> None:
+        for key, due_ms in list(node.replace_fetchers.items()):
+            if due_ms <= self.now_ms:
+                del node.replace_fetchers[key]
+                node.driver.on_fetcher_died(key)
+        node.driver.on_wakeup()
+
+
+__all__ = ["CLIENT", "CONTROLLER", "FETCHER_REPLACEMENT_DELAY_MS", "Nodes", "TopicPartition", "Truncation"]
