@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from actors.core.replica import partition as partition_module
-from tests.support.sim import Simulation, SimulationInvariantError, SimulationStalled
+from orchestration.simulation.simulation import Simulation, SimulationInvariantError, SimulationStalled
 
 
 def two_brokers(seed: int = 1, **config) -> Simulation:

@@ -1,9 +1,9 @@
 """The simulator's nodes: the shipped drivers (actors/drivers/) over the simulated seams.
 
-Theory of operation. ``Nodes`` is the machinery under ``tests.support.sim.Simulation``: it holds
+Theory of operation. ``Nodes`` is the machinery under ``orchestration.simulation.simulation.Simulation``: it holds
 the nodes (controller, brokers, their fetchers, the controller's send threads, the client), each
 running the same driver its Ray actor runs, over a ``SimTransport``, ``SimClock`` and ``SimLog``
-(tests/support/sim_seams.py) instead of Ray. Only the hosting differs from the Ray shells:
+(orchestration/simulation/seams.py) instead of Ray. Only the hosting differs from the Ray shells:
 
 - names: a broker's ``controller`` is the ``controller`` node, its ``fetcher:<leader>:<id>`` the
   node ``fetcher:<broker>:<leader>:<id>``; a fetcher's ``leader`` is ``broker:<leader>`` (by name,
@@ -12,7 +12,7 @@ running the same driver its Ray actor runs, over a ``SimTransport``, ``SimClock`
   and the controller's ``send-thread:<id>`` the node ``channel:<id>``. A broker's group
   coordinator is the node ``coordinator:<id>`` (with ``group_coordinators``; otherwise what the
   broker tells it is only noted in the trace), which calls ``broker:<id>`` by name; consumers in
-  groups are simulated clients (tests/support/sim_consumer.py).
+  groups are simulated clients (orchestration/simulation/consumer.py).
 - a controller hands a batch to its send thread at once (a thread of the same process), while
   every other message crosses the simulated network.
 - Ray's word that an actor died: a killed broker's send thread hears it when ``kill`` says so
@@ -47,9 +47,9 @@ from actors.drivers.group_coordinator import GroupCoordinatorDriver
 from actors.drivers.request_types import handler_name
 from actors.drivers.send_thread import RequestSendThreadDriver
 from actors.records import KafkaRecordCodec
-from tests.support.sim_consumer import GroupMember
-from tests.support.sim_network import EVENT, REQUEST, RESPONSE, Message
-from tests.support.sim_seams import SimClock, SimLog, SimTransport
+from orchestration.simulation.consumer import GroupMember
+from orchestration.simulation.network import EVENT, REQUEST, RESPONSE, Message
+from orchestration.simulation.seams import SimClock, SimLog, SimTransport
 
 TopicPartition = tuple[str, int]
 
