@@ -319,6 +319,16 @@ class Nodes:
             node, None, transport=_ControllerTransport, start=self._start_channel, stop=self._stop_channel))
         self.nodes[CONTROLLER] = node
 
+    def restart_controller(self) -> None:
+        """Controller failover: the controller process and its send threads die, and a new
+        controller over the same metadata store (a new controller epoch) takes over."""
+        self.record("controller failover")
+        for name in sorted(n for n in self.nodes if n.startswith("channel:")):
+            self._take_down(self.nodes[name])
+        self._take_down(self.nodes[CONTROLLER])
+        self._start_controller()
+        self.nodes[CONTROLLER].driver.start()
+
     def _start_channel(self, destination: str, *, broker_id: int, broker_epoch: int, broker_host: str,
                        queue_size_max: int) -> None:
         self._stop_channel(destination)
@@ -384,9 +394,22 @@ class Nodes:
         for call_id in failed_calls:
             self._reply(node, call_id, ErrorCode.NETWORK_EXCEPTION)
 
+    # ------------------------------------------------------------------------------ pausing
+    def pause(self, broker_id: int) -> None:
+        """Stop the broker's process (SIGSTOP): it and its fetchers neither run nor receive until
+        ``resume``; what is sent to them waits, and their own calls time out only once resumed."""
+        self.record(f"pause broker {broker_id}")
+        self.network.paused |= {f"broker:{broker_id}", f"fetcher:{broker_id}"}
+
+    def resume(self, broker_id: int) -> None:
+        if f"broker:{broker_id}" in self.network.paused:
+            self.record(f"resume broker {broker_id}")
+        self.network.paused -= {f"broker:{broker_id}", f"fetcher:{broker_id}"}
+
     # ------------------------------------------------------------------------ time passing
     def _fire_timeouts(self) -> None:
-        for call in [c for c in self.network.calls.values() if c.deadline_ms <= self.now_ms]:
+        for call in [c for c in self.network.calls.values()
+                     if c.deadline_ms <= self.now_ms and not self.network.is_paused(c.caller)]:
             del self.network.calls[call.id]
             if self._alive(call.caller, call.caller_incarnation) is not None:
                 self.record(f"call {call.id} {type(call.request).__name__} {call.caller} -> {call.callee} timed out")
@@ -396,7 +419,7 @@ class Nodes:
         periodic = self.now_ms % self.tick_interval_ms == 0
         for name in sorted(self.nodes):
             node = self.nodes.get(name)
-            if node is None:
+            if node is None or self.network.is_paused(name):
                 continue
             due = {t for t in node.timers if t <= self.now_ms}
             if not due and not (periodic and node.periodic):

@@ -325,8 +325,9 @@ class Simulation(Invariants, Nodes):
             return
         assert isinstance(response, ProduceResponse), response
         answer = response.responses[0].partition_responses[0]
-        if answer.error_code != ErrorCode.NONE:
+        if answer.error_code != ErrorCode.NONE:  # a base offset >= 0 says the leader appended it
             result.status, result.error = "error", ErrorCode(answer.error_code).name
+            result.base_offset = answer.base_offset
             return
         result.status, result.base_offset = "acked", answer.base_offset
         self.acknowledged += [(result.topic, result.partition, o, v) for o, v in zip(result.offsets, result.values)]
@@ -480,11 +481,11 @@ class Simulation(Invariants, Nodes):
             self.step_count += 1
             self.record(f"deliver {message.describe()}")
             self._deliver(message)
-            self._check_invariants()
+            self._check_invariants(touched=message.destination)
             return True
         candidates = [self.network.next_due_ms(), self.network.next_call_deadline_ms(),
                       (self.now_ms // self.tick_interval_ms + 1) * self.tick_interval_ms]
-        candidates += [min(n.timers) for n in self.nodes.values() if n.timers]
+        candidates += [min(n.timers) for n in self.nodes.values() if n.timers and not self.network.is_paused(n.name)]
         next_ms = max(self.now_ms + 1, min(c for c in candidates if c is not None))
         if next_ms > until_ms:
             self.now_ms = max(self.now_ms, until_ms)
