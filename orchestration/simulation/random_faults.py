@@ -231,10 +231,13 @@ class _Schedule:
 
     def _partition(self, index: int, live: list[int]) -> None:
         broker = self.chooser.choice(self.brokers)
-        ends = (f"broker:{broker}", f"fetcher:{broker}", f"coordinator:{broker}")
+        ends = (f"broker:{broker}", f"fetcher:{broker}:", f"coordinator:{broker}")
+
+        def on_its_side(name: str) -> bool:
+            return name in ends or name.startswith(ends[1])
         name = f"partition{index}"
-        self.sim.network.add_rule(name, MessageFilter(predicate=lambda m: (m.source.startswith(ends)) != (
-            m.destination.startswith(ends))), action="hold")
+        self.sim.network.add_rule(name, MessageFilter(
+            predicate=lambda m: on_its_side(m.source) != on_its_side(m.destination)), action="hold")
         self.rules.append(name)
         self.partitioned[name] = broker
         self._note(f"partition {broker} from the rest ({name})")

@@ -20,7 +20,8 @@ Faults: ``kill`` (a process kill; with ``clean=True`` a clean shutdown that flus
 checkpoints first), ``restart`` (a new process over the same disk; ``lose_unflushed`` first cuts
 every file back to what was fsynced, ``lose_disk`` gives it an empty disk), ``kill_fetcher`` (its
 broker replaces it after a second, as the shell's watcher does), ``restart_coordinator`` (Ray
-starts a killed group coordinator again, empty), ``stop_consumer`` (a consumer's process dies
+starts a killed group coordinator again, empty), ``pause``/``resume`` (a broker's process
+stops and continues), ``restart_controller`` (a controller failover), ``stop_consumer`` (a consumer's process dies
 without leaving its group), and message rules (``hold``, ``release``, ``drop``). A node that goes
 down loses its in-flight messages, and every call made to it, in flight or already delivered and
 unanswered, fails with NETWORK_EXCEPTION at the caller.
