@@ -11,6 +11,10 @@ through a consumer group at the offset it was acknowledged with, and prints what
 ``raykafka chaos list`` prints the failover matrix; ``raykafka chaos run SCENARIO [--seed N]``
 runs one row on a local Ray, prints its verdict table and writes the history and the checker's
 report (``orchestration.chaos``).
+
+``raykafka sim [--seeds 1..N | --seed N] [--faults ...] [--minutes M]`` runs seeded random fault
+schedules over a deterministic simulation of the whole cluster (the shipped drivers, no Ray) and
+prints a verdict per seed, with the command that replays a failing one (``orchestration.simulation``).
 """
 from __future__ import annotations
 
@@ -182,6 +186,11 @@ def _load_run(args: argparse.Namespace) -> int:
     return 0 if result.passed else 1
 
 
+def _sim(args: argparse.Namespace) -> int:
+    from orchestration.simulation.command import main as sim_main
+    return sim_main(args, out=lambda line: print(line, flush=True))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="raykafka", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -217,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     load_run.add_argument("--log-dir", default=None, help="keep broker logs here (default: a temporary directory)")
     load_run.add_argument("--no-progress", action="store_true", help="no live progress display")
     load_run.set_defaults(run=_load_run)
+    sim = commands.add_parser("sim", help="random fault schedules on a simulated cluster, a verdict per seed")
+    from orchestration.simulation.command import add_arguments as add_sim_arguments
+    add_sim_arguments(sim)
+    sim.set_defaults(run=_sim)
     parser.add_argument("--log-level", default="INFO", help="loguru level for progress lines (default: INFO)")
     args = parser.parse_args(argv)
     from loguru import logger

@@ -3,7 +3,7 @@
 Theory of operation. A driver (one per actor kind, in this package) owns a sans-I/O core, steps it
 and interprets its effects. Everything it does beyond the core goes through these seams, which a
 host implements: the Ray shells in ``actors/*.py`` over Ray calls, asyncio timers and loguru, and
-the simulator in ``tests/support/sim*.py`` over a seeded, single-threaded network and a fake clock.
+the simulator in ``orchestration/simulation/`` over a seeded, single-threaded network and a fake clock.
 Nothing here imports Ray or asyncio, so the simulator runs exactly the code that ships.
 
 - ``Transport``: calls to other actors by a name the driver knows (``"leader"``, ``"controller"``,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.sim import Simulation
+from orchestration.simulation.simulation import Simulation
 
 QUEUE_SIZE_MAX = 4
 STALLED = 1

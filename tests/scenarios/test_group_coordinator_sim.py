@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.sim import Simulation
+from orchestration.simulation.simulation import Simulation
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from tests.support.sim import Simulation
-from tests.support.sim_network import MessageFilter
+from orchestration.simulation.simulation import Simulation
+from orchestration.simulation.network import MessageFilter
 
 BROKERS = (0, 1, 2)
 SEEDS = range(1, 5)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from actors.core.replica import partition as partition_module
-from tests.support.sim import Simulation, SimulationInvariantError, SimulationStalled
+from orchestration.simulation.simulation import Simulation, SimulationInvariantError, SimulationStalled
 
 
 def two_brokers(seed: int = 1, **config) -> Simulation:
@@ -89,3 +89,24 @@ def test_a_broken_invariant_names_the_seed_and_the_step(monkeypatch):
     monkeypatch.setattr(partition_module.Partition, "maybe_increment_high_watermark", runaway)
     with pytest.raises(SimulationInvariantError, match=r"seed=42 step=\d+ t=\d+ms\): broker 0 t-0: high watermark \d+ > log end offset \d+"):
         sim.produce("t", 0, ["b"], acks="all")
+
+
+def test_a_paused_broker_answers_nothing_until_it_resumes():
+    sim = two_brokers()
+    sim.pause(0)
+    parked = sim.produce("t", 0, ["a"], acks=1, wait=False)
+    sim.run(2_000)
+    assert parked.status == "pending" and sim.log_end_offset(0, "t") == 0
+    sim.resume(0)
+    sim.run_until(lambda: parked.status != "pending", limit_ms=1_000)
+    assert parked.status == "acked", parked
+
+
+def test_a_controller_failover_takes_a_new_epoch_and_still_elects_leaders():
+    sim = two_brokers()
+    epoch = sim.controller.controller_epoch
+    sim.restart_controller()
+    assert sim.controller.controller_epoch == epoch + 1
+    leader = sim.leader("t")
+    sim.kill(leader, notify_controller=False)  # the new controller learns it from missed heartbeats
+    sim.run_until(lambda: sim.leader("t") not in (-1, leader), limit_ms=10_000)

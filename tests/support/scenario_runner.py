@@ -40,7 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.support.sim import Simulation
+from orchestration.simulation.simulation import Simulation
 
 POLICIES = ("high-watermark", "leader-epoch")
 FILTER_KEYS = ("from", "to", "message", "with_records", "min_high_watermark")

@@ -155,6 +155,12 @@ class Network:
     dropped: list[Message] = field(default_factory=list)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
     _link_tail_ms: dict[tuple[str, int, str], int] = field(default_factory=dict)
+    # Node names (or prefixes: "fetcher:1" covers that broker's fetchers) whose process is paused:
+    # nothing is delivered to them and their calls do not time out until they resume.
+    paused: set[str] = field(default_factory=set)
+
+    def is_paused(self, name: str) -> bool:
+        return bool(self.paused) and any(_name_matches(p, name) for p in self.paused)
 
     # ------------------------------------------------------------------------------- sending
     def post(self, *, source: str, source_incarnation: int, destination: str, destination_incarnation: int | None,
@@ -195,13 +201,14 @@ class Network:
         for message in self.messages.values():  # insertion order is send order
             if message.held_by is None and message.link not in heads:
                 heads[message.link] = message
-        return [m for m in heads.values() if m.deliver_at_ms <= now_ms]
+        return [m for m in heads.values() if m.deliver_at_ms <= now_ms and not self.is_paused(m.destination)]
 
     def next_due_ms(self) -> int | None:
-        return min((m.deliver_at_ms for m in self.messages.values() if m.held_by is None), default=None)
+        return min((m.deliver_at_ms for m in self.messages.values()
+                    if m.held_by is None and not self.is_paused(m.destination)), default=None)
 
     def next_call_deadline_ms(self) -> int | None:
-        return min((c.deadline_ms for c in self.calls.values()), default=None)
+        return min((c.deadline_ms for c in self.calls.values() if not self.is_paused(c.caller)), default=None)
 
     def take(self, message: Message) -> Message:
         return self.messages.pop(message.id)

@@ -1,9 +1,9 @@
 """The simulator's nodes: the shipped drivers (actors/drivers/) over the simulated seams.
 
-Theory of operation. ``Nodes`` is the machinery under ``tests.support.sim.Simulation``: it holds
+Theory of operation. ``Nodes`` is the machinery under ``orchestration.simulation.simulation.Simulation``: it holds
 the nodes (controller, brokers, their fetchers, the controller's send threads, the client), each
 running the same driver its Ray actor runs, over a ``SimTransport``, ``SimClock`` and ``SimLog``
-(tests/support/sim_seams.py) instead of Ray. Only the hosting differs from the Ray shells:
+(orchestration/simulation/seams.py) instead of Ray. Only the hosting differs from the Ray shells:
 
 - names: a broker's ``controller`` is the ``controller`` node, its ``fetcher:<leader>:<id>`` the
   node ``fetcher:<broker>:<leader>:<id>``; a fetcher's ``leader`` is ``broker:<leader>`` (by name,
@@ -12,7 +12,7 @@ running the same driver its Ray actor runs, over a ``SimTransport``, ``SimClock`
   and the controller's ``send-thread:<id>`` the node ``channel:<id>``. A broker's group
   coordinator is the node ``coordinator:<id>`` (with ``group_coordinators``; otherwise what the
   broker tells it is only noted in the trace), which calls ``broker:<id>`` by name; consumers in
-  groups are simulated clients (tests/support/sim_consumer.py).
+  groups are simulated clients (orchestration/simulation/consumer.py).
 - a controller hands a batch to its send thread at once (a thread of the same process), while
   every other message crosses the simulated network.
 - Ray's word that an actor died: a killed broker's send thread hears it when ``kill`` says so
@@ -47,9 +47,9 @@ from actors.drivers.group_coordinator import GroupCoordinatorDriver
 from actors.drivers.request_types import handler_name
 from actors.drivers.send_thread import RequestSendThreadDriver
 from actors.records import KafkaRecordCodec
-from tests.support.sim_consumer import GroupMember
-from tests.support.sim_network import EVENT, REQUEST, RESPONSE, Message
-from tests.support.sim_seams import SimClock, SimLog, SimTransport
+from orchestration.simulation.consumer import GroupMember
+from orchestration.simulation.network import EVENT, REQUEST, RESPONSE, Message
+from orchestration.simulation.seams import SimClock, SimLog, SimTransport
 
 TopicPartition = tuple[str, int]
 
@@ -319,6 +319,16 @@ class Nodes:
             node, None, transport=_ControllerTransport, start=self._start_channel, stop=self._stop_channel))
         self.nodes[CONTROLLER] = node
 
+    def restart_controller(self) -> None:
+        """Controller failover: the controller process and its send threads die, and a new
+        controller over the same metadata store (a new controller epoch) takes over."""
+        self.record("controller failover")
+        for name in sorted(n for n in self.nodes if n.startswith("channel:")):
+            self._take_down(self.nodes[name])
+        self._take_down(self.nodes[CONTROLLER])
+        self._start_controller()
+        self.nodes[CONTROLLER].driver.start()
+
     def _start_channel(self, destination: str, *, broker_id: int, broker_epoch: int, broker_host: str,
                        queue_size_max: int) -> None:
         self._stop_channel(destination)
@@ -384,9 +394,22 @@ class Nodes:
         for call_id in failed_calls:
             self._reply(node, call_id, ErrorCode.NETWORK_EXCEPTION)
 
+    # ------------------------------------------------------------------------------ pausing
+    def pause(self, broker_id: int) -> None:
+        """Stop the broker's process (SIGSTOP): it and its fetchers neither run nor receive until
+        ``resume``; what is sent to them waits, and their own calls time out only once resumed."""
+        self.record(f"pause broker {broker_id}")
+        self.network.paused |= {f"broker:{broker_id}", f"fetcher:{broker_id}"}
+
+    def resume(self, broker_id: int) -> None:
+        if f"broker:{broker_id}" in self.network.paused:
+            self.record(f"resume broker {broker_id}")
+        self.network.paused -= {f"broker:{broker_id}", f"fetcher:{broker_id}"}
+
     # ------------------------------------------------------------------------ time passing
     def _fire_timeouts(self) -> None:
-        for call in [c for c in self.network.calls.values() if c.deadline_ms <= self.now_ms]:
+        for call in [c for c in self.network.calls.values()
+                     if c.deadline_ms <= self.now_ms and not self.network.is_paused(c.caller)]:
             del self.network.calls[call.id]
             if self._alive(call.caller, call.caller_incarnation) is not None:
                 self.record(f"call {call.id} {type(call.request).__name__} {call.caller} -> {call.callee} timed out")
@@ -396,7 +419,7 @@ class Nodes:
         periodic = self.now_ms % self.tick_interval_ms == 0
         for name in sorted(self.nodes):
             node = self.nodes.get(name)
-            if node is None:
+            if node is None or self.network.is_paused(name):
                 continue
             due = {t for t in node.timers if t <= self.now_ms}
             if not due and not (periodic and node.periodic):

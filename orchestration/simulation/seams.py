@@ -1,6 +1,6 @@
 """The seams of actors/drivers/seams.py in the simulator: each node's transport, clock and log.
 
-Theory of operation. Every node of a ``Simulation`` (tests/support/sim.py) that runs a driver gets
+Theory of operation. Every node of a ``Simulation`` (orchestration/simulation/simulation.py) that runs a driver gets
 its own ``SimTransport``, ``SimClock`` and ``SimLog``. A call becomes a request ``Message`` on the
 simulated network with a ``Call`` awaiting its reply (failed with ``REQUEST_TIMED_OUT`` at its
 deadline, or ``NETWORK_EXCEPTION`` when the callee is down); a told event becomes an event

@@ -5,9 +5,9 @@ Theory of operation. ``Simulation`` runs the drivers the Ray actors run (actors/
 which outlives it so a restart recovers from it), the ``FetcherDriver`` per (follower, leader,
 fetcher id) and the ``RequestSendThreadDriver`` per registered broker that those drivers start,
 with ``group_coordinators`` a ``GroupCoordinatorDriver`` per broker, consumers in groups
-(tests/support/sim_consumer.py) and a client. Only the seams differ from Ray's: every call
-between nodes is a ``Message`` on the ``Network`` (tests/support/sim_network.py), time a fake
-clock (tests/support/sim_seams.py, tests/support/sim_nodes.py).
+(orchestration/simulation/consumer.py) and a client. Only the seams differ from Ray's: every call
+between nodes is a ``Message`` on the ``Network`` (orchestration/simulation/network.py), time a fake
+clock (orchestration/simulation/seams.py, orchestration/simulation/nodes.py).
 
 Time is a fake clock in milliseconds. One step is either one delivered message, chosen by the
 seeded random source among the messages due now, or one clock advance that fires what is due at
@@ -20,16 +20,14 @@ Faults: ``kill`` (a process kill; with ``clean=True`` a clean shutdown that flus
 checkpoints first), ``restart`` (a new process over the same disk; ``lose_unflushed`` first cuts
 every file back to what was fsynced, ``lose_disk`` gives it an empty disk), ``kill_fetcher`` (its
 broker replaces it after a second, as the shell's watcher does), ``restart_coordinator`` (Ray
-starts a killed group coordinator again, empty), ``stop_consumer`` (a consumer's process dies
+starts a killed group coordinator again, empty), ``pause``/``resume`` (a broker's process
+stops and continues), ``restart_controller`` (a controller failover), ``stop_consumer`` (a consumer's process dies
 without leaving its group), and message rules (``hold``, ``release``, ``drop``). A node that goes
 down loses its in-flight messages, and every call made to it, in flight or already delivered and
 unanswered, fails with NETWORK_EXCEPTION at the caller.
 
-After every step the invariants are checked (``_check_invariants``): at most one leader per
-(partition, leader epoch) across brokers, at any time and over the whole run; HW <= LEO on every
-replica; a leader's HW never moves back within its epoch; a replica the controller adds to the ISR
-within one leader epoch holds the leader's HW. A broken one raises ``SimulationInvariantError``
-naming the seed, the step and the recent events, so the run can be replayed from the seed.
+After every step the invariants are checked (orchestration/simulation/invariants.py); a broken one
+raises ``SimulationInvariantError`` naming the seed and the step, so the run replays from the seed.
 
 Observing: ``leader`` / ``isr`` / ``leader_epoch`` (the controller's view), ``replica``,
 ``high_watermark``, ``log_end_offset``, ``log_of`` (each broker's own), ``check`` (what a history
@@ -60,11 +58,13 @@ from actors.core.messages.create_topics import CreatableReplicaAssignment, Creat
 from actors.core.messages.produce import PartitionProduceData, ProduceResponse, TopicProduceData
 from actors.core.replica.broker_core import BrokerCore
 from actors.core.replica.fetcher import FetcherCore
-from actors.records import next_offset_after, read_records
-from tests.support.core_driver import make_batch
-from tests.support.sim_consumer import GroupMember
-from tests.support.sim_network import Message, MessageFilter, Network
-from tests.support.sim_nodes import (
+from actors.records import BatchBuilder, next_offset_after, read_records
+from orchestration.simulation.consumer import GroupMember
+from orchestration.simulation.invariants import (
+    Election, Invariants, IsrJoin, SimulationInvariantError,
+)
+from orchestration.simulation.network import Message, MessageFilter, Network
+from orchestration.simulation.nodes import (
     CLIENT, CONTROLLER, FETCHER_REPLACEMENT_DELAY_MS, Nodes, TopicPartition, Truncation, _ChannelNode, _Node,
 )
 
@@ -80,11 +80,15 @@ SIM_DEFAULTS = {
     "offsets.topic.num.partitions": "3",
 }
 
+def make_batch(values: list[bytes], timestamp_ms: int = 1_700_000_000_000) -> bytes:
+    """One v2 record batch of ``values`` (no keys), as a producer would send it."""
+    builder = BatchBuilder(batch_size=1 << 30)
+    for value in values:
+        assert builder.try_append(None, value, timestamp_ms, None)
+    return builder.build()
+
+
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0, -1: -1, 1: 1, 0: 0}
-
-
-class SimulationInvariantError(AssertionError):
-    """An invariant broke; the message names the seed and step to replay."""
 
 
 class SimulationStalled(AssertionError):
@@ -113,30 +117,7 @@ class ProduceResult:
                 for v, o in zip(self.values, self.offsets)]
 
 
-@dataclass(frozen=True)
-class IsrJoin:
-    """The controller added a replica to a partition's ISR (same leader epoch: the leader's AlterPartition)."""
-
-    at_ms: int
-    broker_id: int
-    topic_partition: TopicPartition
-    log_end_offset: int  # the joining replica's, at that moment
-    leader_high_watermark: int
-
-
-@dataclass(frozen=True)
-class Election:
-    """The controller moved a partition's leadership to another broker; ``clean`` when the new
-    leader was in the ISR the controller held just before."""
-
-    at_ms: int
-    topic_partition: TopicPartition
-    leader_id: int
-    leader_epoch: int
-    clean: bool
-
-
-class Simulation(Nodes):
+class Simulation(Invariants, Nodes):
     """A cluster of the real cores on a fake clock and a seeded network (see the module docstring)."""
 
     def __init__(self, brokers: Iterable[int] = (0, 1, 2), config: dict | None = None, seed: int = 0, *,
@@ -345,8 +326,9 @@ class Simulation(Nodes):
             return
         assert isinstance(response, ProduceResponse), response
         answer = response.responses[0].partition_responses[0]
-        if answer.error_code != ErrorCode.NONE:
+        if answer.error_code != ErrorCode.NONE:  # a base offset >= 0 says the leader appended it
             result.status, result.error = "error", ErrorCode(answer.error_code).name
+            result.base_offset = answer.base_offset
             return
         result.status, result.base_offset = "acked", answer.base_offset
         self.acknowledged += [(result.topic, result.partition, o, v) for o, v in zip(result.offsets, result.values)]
@@ -500,11 +482,11 @@ class Simulation(Nodes):
             self.step_count += 1
             self.record(f"deliver {message.describe()}")
             self._deliver(message)
-            self._check_invariants()
+            self._check_invariants(touched=message.destination)
             return True
         candidates = [self.network.next_due_ms(), self.network.next_call_deadline_ms(),
                       (self.now_ms // self.tick_interval_ms + 1) * self.tick_interval_ms]
-        candidates += [min(n.timers) for n in self.nodes.values() if n.timers]
+        candidates += [min(n.timers) for n in self.nodes.values() if n.timers and not self.network.is_paused(n.name)]
         next_ms = max(self.now_ms + 1, min(c for c in candidates if c is not None))
         if next_ms > until_ms:
             self.now_ms = max(self.now_ms, until_ms)
@@ -515,57 +497,3 @@ class Simulation(Nodes):
         self._fire_ticks()
         self._check_invariants()
         return True
-
-    # -------------------------------------------------------------------------- invariants
-    def _check_invariants(self) -> None:
-        leaders_now: dict[tuple[TopicPartition, int], int] = {}
-        for node in self._brokers():
-            for tp, p in node.core.replica_manager.partitions.items():
-                where = f"broker {node.broker_id} {tp[0]}-{tp[1]}"
-                self._require(p.high_watermark <= p.log_end_offset,
-                              f"{where}: high watermark {p.high_watermark} > log end offset {p.log_end_offset}")
-                if not p.is_leader:
-                    continue
-                key = (tp, p.leader_epoch)
-                self._require(leaders_now.setdefault(key, node.broker_id) == node.broker_id,
-                              f"{tp}: brokers {leaders_now[key]} and {node.broker_id} both lead epoch {p.leader_epoch}")
-                self._require(self._epoch_leaders.setdefault(key, node.broker_id) == node.broker_id,
-                              f"{tp}: broker {node.broker_id} leads epoch {p.leader_epoch}, which broker "
-                              f"{self._epoch_leaders[key]} led before")
-                hw_key = (node.broker_id, node.incarnation, tp, p.leader_epoch)
-                previous = self._leader_high_watermarks.get(hw_key, -1)
-                self._require(p.high_watermark >= previous, f"{where}: leader high watermark went back from "
-                                                            f"{previous} to {p.high_watermark} in epoch {p.leader_epoch}")
-                self._leader_high_watermarks[hw_key] = p.high_watermark
-        self._observe_controller()
-
-    def _observe_controller(self) -> None:
-        """Record leader changes, and check that a replica the controller adds to the ISR (same
-        leader epoch: the leader's AlterPartition) holds the leader's high watermark."""
-        for tp, leadership in self.controller.context.leadership.items():
-            view = (leadership.leader, leadership.leader_epoch, leadership.isr)
-            previous = self._controller_view.get(tp)
-            self._controller_view[tp] = view
-            if previous is None:
-                continue
-            if view[0] >= 0 and view[0] != previous[0]:
-                self.elections.append(Election(at_ms=self.now_ms, topic_partition=tp, leader_id=view[0],
-                                               leader_epoch=view[1], clean=view[0] in previous[2]))
-            if previous[1] != view[1]:
-                continue
-            leader = self.replica(leadership.leader, *tp)
-            for joined in sorted(set(view[2]) - set(previous[2])):
-                replica = self.replica(joined, *tp)
-                if leader is None or replica is None:
-                    continue
-                self.isr_joins.append(IsrJoin(at_ms=self.now_ms, broker_id=joined, topic_partition=tp,
-                                              log_end_offset=replica.log_end_offset,
-                                              leader_high_watermark=leader.high_watermark))
-                self._require(replica.log_end_offset >= leader.high_watermark,
-                              f"{tp}: broker {joined} joined the ISR with log end offset "
-                              f"{replica.log_end_offset} below the leader's high watermark {leader.high_watermark}")
-
-    def _require(self, condition: bool, what: str) -> None:
-        if not condition:
-            recent = "\n  ".join(list(self.trace)[-40:])
-            raise SimulationInvariantError(f"invariant broken ({self._where()}): {what}\nrecent events:\n  {recent}")

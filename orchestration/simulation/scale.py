@@ -1,0 +1,104 @@
+"""Leadership at scale: a broker loss and a controller failover on a simulated cluster of many brokers.
+
+Theory of operation. ``run_scale`` builds a ``Simulation`` of ``brokers`` brokers (no group
+coordinators) and creates one topic of ``partitions`` partitions with replication factor 3, then
+measures two stories, each as simulated time until every partition is led again and the
+wall-clock time and steps the simulation took:
+
+1. broker loss: the broker leading the most partitions dies (Ray's death notice reaches the
+   controller); done when every partition has a live leader that has applied its LeaderAndIsr;
+2. broker loss during a controller failover: another broker dies and the controller fails over
+   at the same moment; the new controller learns the death only from the missed heartbeats
+   (``broker.session.timeout.ms``); done as in 1, under the new controller's epoch.
+
+Invariants are checked after every step as in every simulation; "led again" is polled every
+``POLL_MS`` of simulated time, so the times are accurate to that. Nothing is asserted: the
+figures are returned (and ``out`` gets a line per phase) for benchmarks/sim_scale.py and
+``raykafka sim --scale``.
+"""
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Callable
+
+from orchestration.simulation.simulation import Simulation
+
+TOPIC = "scale"
+POLL_MS = 50
+PHASE_LIMIT_MS = 600_000
+
+
+def _led_everywhere(sim: Simulation, controller_epoch: int | None = None) -> bool:
+    """Every partition has a live leader whose replica leads in the controller's leader epoch
+    (and, with ``controller_epoch``, that controller is the one in charge)."""
+    if controller_epoch is not None and sim.controller.controller_epoch != controller_epoch:
+        return False
+    for topic_partition, leadership in sim.controller.context.leadership.items():
+        if topic_partition[0] != TOPIC or leadership.leader < 0 or not sim.is_up(leadership.leader):
+            return False
+        replica = sim.replica(leadership.leader, *topic_partition)
+        if replica is None or not replica.is_leader or replica.leader_epoch != leadership.leader_epoch:
+            return False
+    return True
+
+
+def _run_until_led(sim: Simulation, condition: Callable[[], bool]) -> None:
+    deadline_ms = sim.now_ms + PHASE_LIMIT_MS
+    while not condition():
+        assert sim.now_ms < deadline_ms, f"not every partition led again within {PHASE_LIMIT_MS} ms"
+        sim.run(POLL_MS)
+
+
+def _most_leaderships(sim: Simulation, exclude: int | None = None) -> int:
+    counts = collections.Counter(l.leader for tp, l in sim.controller.context.leadership.items()
+                                 if tp[0] == TOPIC and l.leader >= 0 and l.leader != exclude)
+    return min(counts, key=lambda b: (-counts[b], b))
+
+
+def _phase(sim: Simulation, name: str, act: Callable[[], None], condition: Callable[[], bool],
+           out: Callable[[str], None] | None) -> dict:
+    started_s, started_ms, started_step = time.monotonic(), sim.now_ms, sim.step_count
+    act()
+    _run_until_led(sim, condition)
+    figures = {"simulated_ms": sim.now_ms - started_ms, "steps": sim.step_count - started_step,
+               "wall_clock_s": round(time.monotonic() - started_s, 2)}
+    if out is not None:
+        out(f"{name}: every partition led again after {figures['simulated_ms']} ms simulated, "
+            f"{figures['steps']} steps, {figures['wall_clock_s']} s wall-clock")
+    return figures
+
+
+def run_scale(brokers: int = 100, partitions: int = 10_000, seed: int = 1,
+              out: Callable[[str], None] | None = None) -> dict:
+    """The figures of both stories (see the module docstring)."""
+    started_s = time.monotonic()
+    sim = Simulation(brokers=range(brokers), seed=seed, trace_max=50)
+    figures: dict = {"brokers": brokers, "partitions": partitions, "replication_factor": 3, "seed": seed,
+                     "start_wall_clock_s": round(time.monotonic() - started_s, 2)}
+    created_s, created_ms = time.monotonic(), sim.now_ms
+    # Not create_topic's own wait: it checks every replica after every step.
+    assert sim.create_topic(TOPIC, partitions=partitions, replication_factor=3, wait=False) == "NONE"
+    _run_until_led(sim, lambda: _led_everywhere(sim))
+    figures["create_topic"] = {"simulated_ms": sim.now_ms - created_ms,
+                               "wall_clock_s": round(time.monotonic() - created_s, 2)}
+    if out is not None:
+        out(f"{brokers} brokers, topic of {partitions} partitions led everywhere after "
+            f"{figures['create_topic']['simulated_ms']} ms simulated ({figures['create_topic']['wall_clock_s']} s)")
+    first = _most_leaderships(sim)
+    figures["leaderships_moved_by_broker_loss"] = sum(
+        1 for tp, l in sim.controller.context.leadership.items() if tp[0] == TOPIC and l.leader == first)
+    figures["broker_loss"] = _phase(sim, f"broker {first} lost", lambda: sim.kill(first),
+                                    lambda: _led_everywhere(sim), out)
+    second = _most_leaderships(sim, exclude=first)
+    epoch = sim.controller.controller_epoch + 1
+
+    def lose_broker_and_controller() -> None:
+        sim.kill(second, notify_controller=False)
+        sim.restart_controller()
+    figures["broker_loss_during_controller_failover"] = _phase(
+        sim, f"broker {second} lost while the controller fails over", lose_broker_and_controller,
+        lambda: _led_everywhere(sim, controller_epoch=epoch), out)
+    figures["total_steps"], figures["total_simulated_ms"] = sim.step_count, sim.now_ms
+    figures["total_wall_clock_s"] = round(time.monotonic() - started_s, 2)
+    return figures
