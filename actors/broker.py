@@ -278,7 +278,8 @@ class BrokerActor:
         self._running.set()
 
     async def ping(self) -> dict:
-        return {"broker_id": self.broker_id, "incarnation_id": self.incarnation_id, "pid": os.getpid()}
+        return {"broker_id": self.broker_id, "incarnation_id": self.incarnation_id, "pid": os.getpid(),
+                "node_id": ray.get_runtime_context().get_node_id(), "log_dir": self.log_dir}
 
     async def controlled_shutdown(self) -> str:
         """Ask the controller to move this broker's leaderships away; returns the outcome's name."""

@@ -18,6 +18,12 @@ import argparse
 import sys
 import time
 
+from orchestration.commands import cluster as cluster_commands
+from orchestration.commands import data as data_commands
+from orchestration.commands import groups as group_commands
+from orchestration.commands import operations as operation_commands
+from orchestration.commands import topics as topic_commands
+
 
 def _produce(cluster, topic: str, start: int, count: int, acks: str) -> dict:
     producer = cluster.producer({"acks": acks, "linger.ms": "5", "retries": "100"})
@@ -217,11 +223,17 @@ def main(argv: list[str] | None = None) -> int:
     load_run.add_argument("--log-dir", default=None, help="keep broker logs here (default: a temporary directory)")
     load_run.add_argument("--no-progress", action="store_true", help="no live progress display")
     load_run.set_defaults(run=_load_run)
-    parser.add_argument("--log-level", default="INFO", help="loguru level for progress lines (default: INFO)")
+    for family in (cluster_commands, topic_commands, data_commands, group_commands, operation_commands):
+        family.add_parsers(commands)
+    parser.add_argument("--log-level", default="WARNING",
+                        help="loguru level of raykafka's own log lines on stderr (default: WARNING)")
     args = parser.parse_args(argv)
     from loguru import logger
     logger.remove()
     logger.add(sys.stderr, level=args.log_level.upper())
+    # As a library raykafka is silent (orchestration/__init__.py); the command speaks at --log-level.
+    logger.enable("orchestration")
+    logger.enable("actors")
     return args.run(args)
 
 
