@@ -71,14 +71,19 @@ def _consume(args: argparse.Namespace) -> int:
                 (consumer.seek_to_beginning if args.from_beginning else consumer.seek_to_end)()
             quiet_until = time.monotonic() + args.timeout_ms / 1000
             while time.monotonic() < quiet_until and (args.max_messages is None or count < args.max_messages):
+                unprinted: dict[tuple[str, int], int] = {}
                 for record in consumer.poll(timeout_ms=500):
                     if args.max_messages is not None and count >= args.max_messages:
-                        # Not printed: the group's position must not move past it either.
-                        consumer.seek((record.topic, record.partition), record.offset)
-                        break
+                        tp = (record.topic, record.partition)
+                        unprinted[tp] = min(unprinted.get(tp, record.offset), record.offset)
+                        continue
                     _print_record(args, record)
                     count += 1
                     quiet_until = time.monotonic() + args.timeout_ms / 1000
+                # Records past --max-messages were not printed: the position (and the group's
+                # commit) goes back to the first of them in each partition.
+                for tp, offset in unprinted.items():
+                    consumer.seek(tp, offset)
             if args.group:
                 consumer.commit()
             consumer.close()
