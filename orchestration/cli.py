@@ -8,6 +8,10 @@ Spark load job, the workload's faults, a Spark consume job, the history checker,
 acks=all, kills a partition leader and watches the failover, produces more, reads every record back
 through a consumer group at the offset it was acknowledged with, and prints what happened.
 
+``raykafka cluster start|status|stop``, ``topics``, ``produce``, ``consume``, ``groups``, ``kill``,
+``restart-broker`` and ``elect-leaders`` run and steer a cluster of detached actors that outlives
+the command (``orchestration.commands``), each with ``--json``.
+
 ``raykafka chaos list`` prints the failover matrix; ``raykafka chaos run SCENARIO [--seed N]``
 runs one row on a local Ray, prints its verdict table and writes the history and the checker's
 report (``orchestration.chaos``).

@@ -169,12 +169,32 @@ def test_kill_controller_and_a_coordinator(rk):
     assert produced["acknowledged"] == 1
 
 
-def test_metrics_endpoint_exports_raykafka_metrics(rk):
-    port = rk.started["metrics_export_port"]
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        return answer.read().decode()
 
-    def scraped():
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
-            text = answer.read().decode()
-        return text if "raykafka_controller_channel_queue_size" in text else None
-    text = wait_for("raykafka metrics on Ray's metrics endpoint", scraped)
-    assert "raykafka_controller_channel_request_queue_time_ms_bucket" in text
+
+def total(text: str, name: str, **tags: str) -> float:
+    """The sum of metric ``name``'s samples (Ray prefixes ``ray_``) whose tags include ``tags``."""
+    found = 0.0
+    for line in text.splitlines():
+        if line.startswith(f"ray_{name}{{") and all(f'{k}="{v}"' in line for k, v in tags.items()):
+            found += float(line.rsplit(" ", 1)[1])
+    return found
+
+
+def test_metrics_on_rays_endpoint_move_during_a_load(rk):
+    port = rk.started["metrics_export_port"]
+    names = ["raykafka_broker_topic_messages_in_total", "raykafka_broker_topic_bytes_in_total",
+             "raykafka_replica_manager_under_replicated_partitions", "raykafka_delayed_operation_purgatory_size",
+             "raykafka_request_total_time_ms_bucket", "raykafka_controller_active_controller_count",
+             "raykafka_controller_epoch", "raykafka_controller_offline_partitions_count",
+             "raykafka_controller_leader_elections_total", "raykafka_controller_channel_queue_size"]
+    text = wait_for("every raykafka metric on Ray's metrics endpoint",
+                    lambda: (lambda t: t if all(f"ray_{n}{{" in t for n in names) else None)(scrape(port)))
+    before = total(text, "raykafka_broker_topic_messages_in_total", topic="orders")
+    assert total(text, "raykafka_controller_active_controller_count") >= 1
+    assert rk.json("produce", "orders", stdin="".join(f"load-{i}\n" for i in range(50)))["acknowledged"] == 50
+    wait_for("messages in for 'orders' to grow by the 50 records", lambda: total(
+        scrape(port), "raykafka_broker_topic_messages_in_total", topic="orders") >= before + 50)
+    assert total(scrape(port), "raykafka_request_total_time_ms_count", request="produce") > 0

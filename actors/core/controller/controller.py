@@ -30,6 +30,7 @@ import collections
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from actors.core import metrics
 from actors.core.config import KafkaConfig
 from actors.core.controller import controlled_shutdown, elect_leaders, elections, isr_changes
 from actors.core.controller.broker_requests import BrokerRequests, broker_destination
@@ -102,8 +103,21 @@ class ControllerCore:
                                                     for b, info in self.context.brokers.items()}
 
     # ------------------------------------------------------------------------------ plumbing
+    _gauges_set: tuple | None = None  # (active, controller epoch, offline partitions) last exported
+
     def _guarded(self, request_id: int | None, error_response, step) -> list[Effect]:
-        """Run one event. A newer controller seen in the store makes this one resign."""
+        """Run one event, then set the controller's gauges. A newer controller seen in the store
+        makes this one resign."""
+        effects = self._guarded_step(request_id, error_response, step)
+        gauges = (self.active, self.controller_epoch,
+                  len(self.context.partition_states.partitions_in(PartitionState.OFFLINE_PARTITION)))
+        if gauges != self._gauges_set:  # only a change: most events (heartbeats) change none of them
+            self._gauges_set = gauges
+            effects += metrics.controller_gauges(active=gauges[0], controller_epoch=gauges[1],
+                                                 offline_partitions=gauges[2])
+        return effects
+
+    def _guarded_step(self, request_id: int | None, error_response, step) -> list[Effect]:
         if not self.active:
             return self._not_controller(request_id, error_response)
         try:
@@ -308,6 +322,7 @@ class ControllerCore:
                 controller_epoch=self.controller_epoch)
             if result.leader_and_isr is None:
                 continue  # stays offline until an eligible replica returns
+            effects += metrics.leader_elections(1, unclean=1 if result.unclean else 0)
             if result.unclean:
                 effects.append(self._log(f"unclean election: broker {result.leader} leads "
                                          f"{topic_partition[0]}-{topic_partition[1]}; records it "

@@ -8,6 +8,7 @@ other election type ``INVALID_REQUEST`` as a whole. The new leaderships go out i
 """
 from __future__ import annotations
 
+from actors.core import metrics
 from actors.core.controller import elections
 from actors.core.controller.broker_requests import BrokerRequests
 from actors.core.controller.state import PartitionState, TopicPartition
@@ -35,6 +36,8 @@ def handle_elect_leaders(requests: BrokerRequests, request_id: int, request: Ele
         results.setdefault(topic_partition[0], []).append(
             PartitionResult(partition_id=topic_partition[1], error_code=code))
     effects = requests.flush()
+    elected = sum(r.error_code == ErrorCode.NONE for rs in results.values() for r in rs)
+    effects += metrics.leader_elections(elected, unclean=elected if request.election_type == UNCLEAN_ELECTION else 0)
     effects.append(Respond(request_id=request_id, response=ElectLeadersResponse(
         replica_election_results=tuple(ReplicaElectionResult(topic=t, partition_result=tuple(r))
                                        for t, r in sorted(results.items())))))
