@@ -77,7 +77,8 @@ def broker_tags(broker_id: int, **more: str) -> tuple[tuple[str, str], ...]:
 
 def broker_gauges(*, broker_id: int, partitions, produce_purgatory_size: int,
                   fetch_purgatory_size: int) -> list[Metric]:
-    """The broker's gauges, set on every tick: under-replicated partitions it leads, purgatories."""
+    """The broker's gauges (the replica manager sets them once a second, on its tick): the
+    under-replicated partitions it leads and its purgatories' sizes."""
     under = sum(1 for p in partitions if p.is_leader and len(p.isr) < len(p.replicas))
     return [Metric(name=UNDER_REPLICATED_PARTITIONS, value=under, tags=broker_tags(broker_id)),
             Metric(name=PURGATORY_SIZE, value=produce_purgatory_size,
