@@ -26,6 +26,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from actors.core.config import KafkaConfig
 from actors.core.effects import AddPartitionsToFetcher, CoordinatorLeadershipChange
 from actors.core.errors import ErrorCode
+from actors.core.metrics import REQUEST_TOTAL_TIME, broker_tags
 from actors.core.replica.broker_core import BrokerCore
 from actors.core.replica.follower_messages import FollowerAppendRequest
 from actors.drivers.broker import BrokerDriver
@@ -143,7 +144,8 @@ class BrokerActor:
                           listeners=self._kafka_listener.bind())
         self._transport = _Transport(self)
         self._clock = RayClock(self._wakeup, f"broker {broker_id}")
-        self._driver = BrokerDriver(core, self._transport, self._clock, RayEventLog())
+        self._event_log = RayEventLog()
+        self._driver = BrokerDriver(core, self._transport, self._clock, self._event_log)
         logger.info("broker {} started in {:.2f}s with {} recovered partitions from {}", broker_id,
                     time.monotonic() - started, core.describe_broker()["recovered_partitions"], log_dir)
         self._running = asyncio.Event()  # cleared by pause(): a stop-the-world pause, for fault injection
@@ -164,9 +166,15 @@ class BrokerActor:
         if self._driver.stopped:
             raise RuntimeError(f"broker {self.broker_id} is shut down")
         await self._running.wait()
+        arrived_ms = monotonic_ms()
         answer = asyncio.get_running_loop().create_future()
         self._driver.handle(api, request, lambda response: answer.done() or answer.set_result(response))
-        return await answer
+        response = await answer
+        # Kafka's RequestMetrics TotalTimeMs, per API: from arrival to the answer (a long poll's
+        # or an acks=all produce's wait in purgatory included, as in Kafka).
+        self._event_log.metric(REQUEST_TOTAL_TIME, monotonic_ms() - arrived_ms,
+                               broker_tags(self.broker_id, request=api.removeprefix("handle_")))
+        return response
 
     async def _watch_fetchers(self) -> None:
         """Kafka's fetcher manager keeps its threads alive; a dead fetcher actor is replaced.
@@ -288,7 +296,8 @@ class BrokerActor:
         self._running.set()
 
     async def ping(self) -> dict:
-        return {"broker_id": self.broker_id, "incarnation_id": self.incarnation_id, "pid": os.getpid()}
+        return {"broker_id": self.broker_id, "incarnation_id": self.incarnation_id, "pid": os.getpid(),
+                "node_id": ray.get_runtime_context().get_node_id(), "log_dir": self.log_dir}
 
     async def controlled_shutdown(self) -> str:
         """Ask the controller to move this broker's leaderships away; returns the outcome's name."""

@@ -95,6 +95,9 @@ class GroupCoordinatorActor:
     async def handle_list_groups(self, request):
         return await self._call("handle_list_groups", request)
 
+    async def handle_delete_groups(self, request):
+        return await self._call("handle_delete_groups", request)
+
     async def ping(self) -> dict:
         return {"broker_id": self.broker_id, "incarnation_id": self.incarnation_id, "pid": os.getpid(),
                 **self._driver.describe()}

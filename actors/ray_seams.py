@@ -19,17 +19,10 @@ from typing import Any
 
 from loguru import logger
 
+from actors.core.metrics import COUNTER, HISTOGRAM, LATENCY_BOUNDARIES_MS, description_of, kind_of
 from actors.drivers.seams import CALL_TIMED_OUT, PEER_UNREACHABLE, Reply
 
 TIMERS_PENDING_MAX = 1_000
-HISTOGRAMS = {"raykafka_controller_channel_request_queue_time_ms": [1, 5, 10, 50, 100, 500, 1_000, 5_000, 10_000,
-                                                                     60_000]}
-METRIC_DESCRIPTIONS = {
-    "raykafka_controller_channel_queue_size":
-        "Control requests waiting for a broker, the one in flight excluded (Kafka's QueueSize)",
-    "raykafka_controller_channel_request_queue_time_ms":
-        "Time from enqueue to send of each control request (Kafka's RequestRateAndQueueTimeMs)",
-}
 _metrics: dict[str, Any] = {}
 
 
@@ -82,14 +75,23 @@ class RayEventLog:
         logger.log(level.upper(), message)
 
     def metric(self, name: str, value: float, tags: tuple[tuple[str, str], ...]) -> None:
-        from ray.util.metrics import Gauge, Histogram
+        """Export one ``Metric`` effect by its kind (actors/core/metrics.py): set a gauge, increase
+        a counter, or observe a histogram."""
+        from ray.util.metrics import Counter, Gauge, Histogram
+        kind = kind_of(name)
         if name not in _metrics:
             keys = tuple(k for k, _ in tags)
-            description = METRIC_DESCRIPTIONS.get(name, name)
-            _metrics[name] = Histogram(name, description=description, boundaries=HISTOGRAMS[name], tag_keys=keys) \
-                if name in HISTOGRAMS else Gauge(name, description=description, tag_keys=keys)
-        if name in HISTOGRAMS:
+            description = description_of(name)
+            if kind == HISTOGRAM:
+                _metrics[name] = Histogram(name, description=description, boundaries=list(LATENCY_BOUNDARIES_MS),
+                                           tag_keys=keys)
+            else:
+                _metrics[name] = (Counter if kind == COUNTER else Gauge)(name, description=description, tag_keys=keys)
+        if kind == HISTOGRAM:
             _metrics[name].observe(value, tags=dict(tags))
+        elif kind == COUNTER:
+            if value > 0:  # Ray's counters only go up
+                _metrics[name].inc(value, tags=dict(tags))
         else:
             _metrics[name].set(value, tags=dict(tags))
 

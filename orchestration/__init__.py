@@ -7,10 +7,21 @@ sampler, the checker, the scenario runner), ``spark/`` (load and consume jobs on
 
 Names are imported on first use, so that pure modules here (the history checker, say) can be used
 without loading Ray.
+
+Used as a library, raykafka prints nothing: following loguru's convention for libraries, its log
+lines (``orchestration`` here, and ``actors`` in this process) are off until the application turns
+them on with ``logger.enable("orchestration")`` / ``logger.enable("actors")``; the ``raykafka``
+command does, at its ``--log-level``. The actors' own processes on Ray keep logging to Ray's log
+files (``ray logs``).
 """
 from __future__ import annotations
 
 import importlib
+
+from loguru import logger
+
+logger.disable("orchestration")
+logger.disable("actors")
 
 _EXPORTS = {
     "Cluster": "orchestration.admin.cluster",

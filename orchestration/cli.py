@@ -8,6 +8,10 @@ Spark load job, the workload's faults, a Spark consume job, the history checker,
 acks=all, kills a partition leader and watches the failover, produces more, reads every record back
 through a consumer group at the offset it was acknowledged with, and prints what happened.
 
+``raykafka cluster start|status|stop``, ``topics``, ``produce``, ``consume``, ``groups``, ``kill``,
+``restart-broker`` and ``elect-leaders`` run and steer a cluster of detached actors that outlives
+the command (``orchestration.commands``), each with ``--json``.
+
 ``raykafka chaos list`` prints the failover matrix; ``raykafka chaos run SCENARIO [--seed N]``
 runs one row on a local Ray, prints its verdict table and writes the history and the checker's
 report (``orchestration.chaos``).
@@ -21,6 +25,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+
+from orchestration.commands import cluster as cluster_commands
+from orchestration.commands import data as data_commands
+from orchestration.commands import groups as group_commands
+from orchestration.commands import operations as operation_commands
+from orchestration.commands import topics as topic_commands
 
 
 def _produce(cluster, topic: str, start: int, count: int, acks: str) -> dict:
@@ -230,11 +240,17 @@ def main(argv: list[str] | None = None) -> int:
     from orchestration.simulation.command import add_arguments as add_sim_arguments
     add_sim_arguments(sim)
     sim.set_defaults(run=_sim)
-    parser.add_argument("--log-level", default="INFO", help="loguru level for progress lines (default: INFO)")
+    for family in (cluster_commands, topic_commands, data_commands, group_commands, operation_commands):
+        family.add_parsers(commands)
+    parser.add_argument("--log-level", default="WARNING",
+                        help="loguru level of raykafka's own log lines on stderr (default: WARNING)")
     args = parser.parse_args(argv)
     from loguru import logger
     logger.remove()
     logger.add(sys.stderr, level=args.log_level.upper())
+    # As a library raykafka is silent (orchestration/__init__.py); the command speaks at --log-level.
+    logger.enable("orchestration")
+    logger.enable("actors")
     return args.run(args)
 
 

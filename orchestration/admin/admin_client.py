@@ -27,10 +27,15 @@ from actors.core.messages.create_topics import (
     CreatableReplicaAssignment, CreatableTopic, CreateableTopicConfig, CreateTopicsRequest,
 )
 from actors.core.messages.delete_topics import DeleteTopicsRequest
+from actors.core.messages.elect_leaders import (
+    PREFERRED_ELECTION, UNCLEAN_ELECTION, ElectLeadersRequest, TopicPartitions,
+)
+from actors.core.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from actors.core.messages.metadata import MetadataRequest
-from actors.core.messages.elect_leaders import ElectLeadersRequest, TopicPartitions
 from actors.ray_metadata_store import active_controller
-from orchestration.admin.groups import GroupDescription, describe_group, list_groups
+from orchestration.admin.groups import (
+    GroupDescription, commit_offsets, delete_group, describe_group, list_groups, list_offset,
+)
 from orchestration.admin.wait import wait_until
 from orchestration.clients.broker_directory import BrokerDirectory, call_with_retries
 from orchestration.errors import KafkaError
@@ -274,15 +279,57 @@ class AdminClient:
         return self._admin_call("list groups", lambda deadline: list_groups(
             self._new_directory(), self.broker_ids, deadline=deadline), timeout_ms)
 
+    def delete_group(self, group_id: str, *, timeout_ms: int | None = None) -> None:
+        """DeleteGroups: an Empty group and its committed offsets go; ``NON_EMPTY_GROUP`` and
+        ``GROUP_ID_NOT_FOUND`` are raised at once."""
+        self._admin_call(f"delete group {group_id}", lambda deadline: delete_group(
+            self._new_directory(), group_id, deadline=deadline), timeout_ms)
+
+    def reset_offsets(self, group_id: str, topic: str, *, to: str = "earliest", offset: int | None = None,
+                      shift_by: int = 0, partitions: list[int] | None = None, execute: bool = True,
+                      timeout_ms: int | None = None) -> dict[tuple[str, int], int]:
+        """kafka-consumer-groups --reset-offsets: per partition of ``topic`` (or ``partitions``) the
+        new offset, ``to`` ``earliest``, ``latest``, ``offset`` (``offset``) or ``current`` (the
+        committed one), plus ``shift_by``, kept within the log; committed when ``execute`` (the
+        group must have no members), else only computed (a dry run)."""
+        directory = self._new_directory()
+        chosen = partitions if partitions is not None else [p.partition for p in self.describe_topic(topic)]
+        committed = self.describe_group(group_id).offsets if to == "current" else {}
+        planned = {}
+        for partition in chosen:
+            tp = (topic, partition)
+            earliest = self._admin_call("ListOffsets", lambda _: list_offset(directory, tp, EARLIEST_TIMESTAMP), timeout_ms)
+            latest = self._admin_call("ListOffsets", lambda _: list_offset(directory, tp, LATEST_TIMESTAMP), timeout_ms)
+            base = {"earliest": earliest, "latest": latest, "offset": offset,
+                    "current": committed[tp].committed_offset if tp in committed else earliest}[to]
+            if base is None:
+                raise ValueError("reset to an offset needs the offset")
+            planned[tp] = min(latest, max(earliest, base + shift_by))
+        if execute:
+            self._admin_call(f"reset offsets of {group_id}", lambda deadline: commit_offsets(
+                directory, group_id, planned, deadline=deadline), timeout_ms)
+        return planned
+
     def elect_preferred_leaders(self, topic: str | None = None, *,
                                 timeout_ms: int | None = None) -> dict[tuple[str, int], str]:
         """Preferred-replica election; per partition, Kafka's outcome name (NONE, ELECTION_NOT_NEEDED, ...)."""
+        return self.elect_leaders("preferred", topic, timeout_ms=timeout_ms)
+
+    def elect_leaders(self, election_type: str = "preferred", topic: str | None = None,
+                      partitions: list[int] | None = None, *,
+                      timeout_ms: int | None = None) -> dict[tuple[str, int], str]:
+        """ElectLeaders, ``preferred`` or ``unclean`` (an out-of-sync replica may lead a partition
+        whose ISR has no live member, losing what it had not copied), over ``topic``'s partitions
+        (or only ``partitions``), or every partition; per partition, Kafka's outcome name."""
+        types = {"preferred": PREFERRED_ELECTION, "unclean": UNCLEAN_ELECTION}
+        if election_type not in types:
+            raise ValueError(f"election type is preferred or unclean, not {election_type!r}")
         deadline = time.monotonic() + (DEFAULT_API_TIMEOUT_MS if timeout_ms is None else timeout_ms) / 1000
         wanted = None
         if topic is not None:
-            wanted = (TopicPartitions(topic=topic, partitions=tuple(
-                p.partition for p in self.describe_topic(topic, timeout_ms=_remaining_ms(deadline)))),)
-        request = ElectLeadersRequest(topic_partitions=wanted)
+            wanted = (TopicPartitions(topic=topic, partitions=tuple(partitions if partitions is not None else (
+                p.partition for p in self.describe_topic(topic, timeout_ms=_remaining_ms(deadline))))),)
+        request = ElectLeadersRequest(election_type=types[election_type], topic_partitions=wanted)
 
         def attempt(attempt_deadline: float):
             response = self._ask_controller("handle_elect_leaders", request, deadline=attempt_deadline)

@@ -8,6 +8,10 @@ register with the controller, which decides every partition's leadership. Client
 ``producer`` and ``consumer`` find brokers by name in the cluster's Ray namespace, so a Ray task
 elsewhere can build its own with the same namespace.
 
+With ``detached=True`` the actors outlive this process (detached.py says how), and
+``Cluster.connect(namespace=..., address=...)`` gives another process (a second command, a Ray
+job) the same API on them; ``close`` leaves such a cluster running, ``stop`` removes it.
+
 The admin calls (topics, groups, elections, descriptions) come from ``AdminClient``
 (admin_client.py), which ``Cluster`` extends with the actors it started.
 """
@@ -31,6 +35,10 @@ from actors.file_storage import FileStorage
 from actors.group_coordinator import GroupCoordinatorRemote
 from actors.ray_metadata_store import RayKeyValueStore
 from orchestration.admin.admin_client import AdminClient
+from orchestration.admin.detached import (
+    ClusterInfo, delete_cluster_info, load_cluster_info, save_cluster_info,
+)
+from orchestration.admin.status import cluster_status
 from orchestration.admin.wait import wait_until
 from orchestration.chaos.history import HistoryWriter
 from orchestration.clients.broker_directory import BrokerDirectory
@@ -45,8 +53,10 @@ ROLES = ("broker", "controller", "request-send-thread", "replica-fetcher", "grou
 class Cluster(AdminClient):
     def __init__(self, *, namespace: str, broker_ids: list[int], log_dir: str, config: dict[str, str],
                  owns_ray: bool, owns_log_dir: bool, broker_resources: dict[int, dict[str, float]] | None = None,
-                 controller_resources: dict[str, float] | None = None) -> None:
+                 controller_resources: dict[str, float] | None = None, detached: bool = False) -> None:
         self.namespace = namespace
+        # Detached actors outlive this process; close() then leaves them running, stop() removes them.
+        self.detached = detached
         # Custom Ray resources per broker id: pins a broker (and its coordinator) to a Ray node.
         self.broker_resources = {int(k): dict(v) for k, v in (broker_resources or {}).items()}
         self.controller_resources = dict(controller_resources) if controller_resources else None
@@ -67,24 +77,29 @@ class Cluster(AdminClient):
     def start(cls, brokers: int = 3, log_dir: str | None = None, config: dict | None = None, *,
               namespace: str | None = None, num_cpus: int | None = None,
               broker_resources: dict[int, dict[str, float]] | None = None,
-              controller_resources: dict[str, float] | None = None) -> "Cluster":
+              controller_resources: dict[str, float] | None = None, detached: bool = False,
+              address: str | None = None) -> "Cluster":
         """Start a controller and ``brokers`` brokers; returns once every broker has registered.
 
         ``broker_resources`` pins brokers to Ray nodes by custom resource (see
-        ``orchestration.admin.ray_nodes``); a pinned broker whose node is gone waits for it to return."""
+        ``orchestration.admin.ray_nodes``); a pinned broker whose node is gone waits for it to return.
+        ``detached`` makes every actor outlive this process (see ``connect`` and ``stop``);
+        ``address`` joins that running Ray (``auto``, or ``host:port``) instead of a local one."""
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         owns_ray = not ray.is_initialized()
         if owns_ray:
-            ray.init(namespace=namespace or f"raykafka-{uuid.uuid4().hex[:8]}", num_cpus=num_cpus,
-                     include_dashboard=False, log_to_driver=False)
+            ray.init(address=address, namespace=namespace or f"raykafka-{uuid.uuid4().hex[:8]}",
+                     num_cpus=None if address else num_cpus, include_dashboard=False, log_to_driver=False)
         namespace = ray.get_runtime_context().namespace
         owns_log_dir = log_dir is None
         log_dir = os.path.abspath(log_dir or tempfile.mkdtemp(prefix="raykafka-"))
         cluster = cls(namespace=namespace, broker_ids=list(range(brokers)), log_dir=log_dir,
                       config={str(k): str(v) for k, v in (config or {}).items()},
                       owns_ray=owns_ray, owns_log_dir=owns_log_dir, broker_resources=broker_resources,
-                      controller_resources=controller_resources)
+                      controller_resources=controller_resources, detached=detached)
+        if detached and load_cluster_info(namespace) is not None:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"a raykafka cluster already runs in namespace {namespace!r}")
         try:
             RayKeyValueStore(namespace).clear()  # a new cluster: no controller state from an earlier one
             cluster.start_controller()
@@ -97,11 +112,41 @@ class Cluster(AdminClient):
             # empty answer), so the cluster is ready once every broker's cache has them all.
             wait_until(cluster._listeners_known_everywhere, BROKER_START_TIMEOUT_S,
                        "every broker's metadata to list every broker's Kafka listener")
+            if detached:
+                save_cluster_info(ClusterInfo(namespace=namespace, broker_ids=cluster.broker_ids, log_dir=log_dir,
+                                              config=cluster.config, detached=True))
         except BaseException:
             cluster.shutdown()
             raise
         logger.info("raykafka cluster with {} brokers up in namespace {} (logs in {})",
                     brokers, namespace, log_dir)
+        return cluster
+
+    @classmethod
+    def connect(cls, namespace: str, address: str | None = None) -> "Cluster":
+        """The cluster running in Ray namespace ``namespace`` (started with ``detached=True`` by
+        another process), on the Ray at ``address`` (``auto``, ``host:port``, or the Ray this process
+        is already connected to). ``close`` disconnects and leaves the cluster running."""
+        owns_ray = not ray.is_initialized()
+        if owns_ray:
+            ray.init(address=address or "auto", namespace=namespace, log_to_driver=False)
+        info = load_cluster_info(namespace)
+        if info is None:
+            if owns_ray:
+                ray.shutdown()
+            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no raykafka cluster in Ray namespace {namespace!r}")
+        cluster = cls(namespace=namespace, broker_ids=info.broker_ids, log_dir=info.log_dir, config=info.config,
+                      owns_ray=owns_ray, owns_log_dir=False, detached=info.detached)
+        for broker_id in info.broker_ids:
+            for name, handles in ((broker_actor_name(broker_id), cluster._brokers),
+                                  (group_coordinator_actor_name(broker_id), cluster._coordinators)):
+                handle = _named_actor(name, namespace)
+                if handle is not None:
+                    handles[broker_id] = handle
+        index = 0
+        while (handle := _named_actor(controller_actor_name(index), namespace)) is not None:
+            cluster._controllers.append(handle)
+            index += 1
         return cluster
 
     def broker_log_dir(self, broker_id: int) -> str:
@@ -111,6 +156,7 @@ class Cluster(AdminClient):
         handle = BrokerActorRemote.options(
             name=broker_actor_name(broker_id), namespace=self.namespace, max_restarts=-1,
             max_task_retries=0, num_cpus=0, max_concurrency=1000, resources=self.broker_resources.get(broker_id),
+            lifetime=self._lifetime,
         ).remote(broker_id, self.broker_log_dir(broker_id), self.config, self.namespace)
         self._brokers[broker_id] = handle
         return handle
@@ -119,6 +165,7 @@ class Cluster(AdminClient):
         handle = GroupCoordinatorRemote.options(
             name=group_coordinator_actor_name(broker_id), namespace=self.namespace, max_restarts=-1,
             max_task_retries=0, num_cpus=0, max_concurrency=1000, resources=self.broker_resources.get(broker_id),
+            lifetime=self._lifetime,
         ).remote(broker_id=broker_id, namespace=self.namespace, broker_actor_name=broker_actor_name(broker_id),
                  config=self.config)
         self._coordinators[broker_id] = handle
@@ -130,15 +177,29 @@ class Cluster(AdminClient):
         name = controller_actor_name(len(self._controllers))
         handle = ControllerActorRemote.options(
             name=name, namespace=self.namespace, max_restarts=-1, max_task_retries=0, num_cpus=0,
-            max_concurrency=1000, resources=self.controller_resources,
+            max_concurrency=1000, resources=self.controller_resources, lifetime=self._lifetime,
         ).remote(namespace=self.namespace, actor_name=name, config=self.config)
         ray.get(handle.ping.remote(), timeout=BROKER_START_TIMEOUT_S)
         self._controllers.append(handle)
         return handle
 
+    def status(self) -> dict:
+        """Brokers (up, epoch, node, process, actor id, log directory), the controller and its
+        epoch, and partition health; see ``orchestration.admin.status``."""
+        return cluster_status(self)
+
+    @property
+    def _lifetime(self) -> str | None:
+        return "detached" if self.detached else None
+
     # ----------------------------------------------------------------------------- handles
     def broker(self, broker_id: int):
         """The broker actor's handle (to send it requests directly, or to watch it)."""
+        if broker_id not in self._brokers and broker_id in self.broker_ids:
+            # Started by another process after this one connected (a restart_broker elsewhere).
+            handle = _named_actor(broker_actor_name(broker_id), self.namespace)
+            if handle is not None:
+                self._brokers[broker_id] = handle
         if broker_id not in self._brokers:
             raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {broker_id}")
         return self._brokers[broker_id]
@@ -208,11 +269,12 @@ class Cluster(AdminClient):
     def restart_broker(self, broker_id: int, *, wipe_disk: bool = False) -> None:
         """Start a broker again from its log directory (or, with ``wipe_disk``, from an empty one:
         a lost disk); returns once it has registered."""
-        handle = self.broker(broker_id)
+        if broker_id not in self.broker_ids:
+            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {broker_id}")
         try:
-            ray.kill(handle, no_restart=True)
+            ray.kill(self.broker(broker_id), no_restart=True)
         except Exception:
-            pass
+            pass  # already down (killed with no restart, perhaps by another process)
         wait_until(lambda: _actor_gone(broker_actor_name(broker_id), self.namespace), 30,
                    f"broker {broker_id}'s old actor to go")
         if wipe_disk:
@@ -239,15 +301,39 @@ class Cluster(AdminClient):
             storage.close()
 
     # ------------------------------------------------------------------------------ shutdown
-    def shutdown(self) -> None:
+    def close(self) -> None:
+        """Close this process's clients and leave a detached cluster running (``stop`` removes
+        it); a cluster that is not detached is shut down, as its actors end with this process."""
+        if not self.detached:
+            self.shutdown()
+            return
         if self._closed:
             return
         self._closed = True
+        self._close_clients()
+        if self._owns_ray:
+            ray.shutdown()
+
+    def stop(self) -> None:
+        """Remove every actor of the cluster, detached or not; the log directory stays."""
+        self._owns_log_dir = False
+        self._closed = False
+        self.shutdown()
+
+    def _close_clients(self) -> None:
         for client in self._clients:
             try:
                 client.close()
             except Exception as exc:
                 logger.warning("closing a client: {}", exc)
+        self._clients.clear()
+
+    def shutdown(self) -> None:
+        """Remove every actor; delete the log directory when this cluster made it."""
+        if self._closed:
+            return
+        self._closed = True
+        self._close_clients()
         for handle in self._coordinators.values():
             try:
                 ray.kill(handle, no_restart=True)
@@ -266,6 +352,7 @@ class Cluster(AdminClient):
                 pass
         try:
             RayKeyValueStore(self.namespace).clear()
+            delete_cluster_info(self.namespace)
         except Exception:
             pass
         if self._owns_ray:
@@ -277,7 +364,14 @@ class Cluster(AdminClient):
         return self
 
     def __exit__(self, *exc) -> None:
-        self.shutdown()
+        self.close()
+
+
+def _named_actor(name: str, namespace: str):
+    try:
+        return ray.get_actor(name, namespace=namespace)
+    except ValueError:
+        return None
 
 
 def _actor_gone(name: str, namespace: str) -> bool:

@@ -18,7 +18,9 @@ from actors.core.group.consumer_protocol import decode_assignment
 from actors.core.messages.describe_groups import DescribeGroupsRequest
 from actors.core.messages.find_coordinator import FindCoordinatorRequest
 from actors.core.messages.list_groups import ListGroupsRequest
+from actors.core.group.messages import DeleteGroupsRequest
 from actors.core.messages.list_offsets import LATEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from actors.core.messages.offset_commit import OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic
 from actors.core.messages.offset_fetch import OffsetFetchRequest
 from orchestration.clients.broker_directory import BrokerDirectory, as_kafka_error
 from orchestration.errors import KafkaError
@@ -112,6 +114,32 @@ def describe_group(directory: BrokerDirectory, group_id: str, *, deadline: float
                             coordinator=node_id, members=members, offsets=offsets)
 
 
+def delete_group(directory: BrokerDirectory, group_id: str, *, deadline: float | None = None) -> None:
+    """DeleteGroups at the group's coordinator: only an Empty group goes (``NON_EMPTY_GROUP``
+    otherwise), with its committed offsets."""
+    _, coordinator = find_coordinator(directory, group_id, deadline=deadline)
+    result = _ask(coordinator, "handle_delete_groups", DeleteGroupsRequest(groups_names=(group_id,)), deadline).results[0]
+    if result.error_code != ErrorCode.NONE:
+        raise KafkaError(result.error_code, group_id)
+
+
+def commit_offsets(directory: BrokerDirectory, group_id: str, offsets: dict[tuple[str, int], int], *,
+                   deadline: float | None = None) -> None:
+    """OffsetCommit outside any generation, as kafka-consumer-groups --reset-offsets does: the
+    coordinator takes it only while the group has no members."""
+    _, coordinator = find_coordinator(directory, group_id, deadline=deadline)
+    topics = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        topics.setdefault(topic, []).append(OffsetCommitRequestPartition(partition_index=partition,
+                                                                         committed_offset=offset))
+    answer = _ask(coordinator, "handle_offset_commit", OffsetCommitRequest(group_id=group_id, topics=tuple(
+        OffsetCommitRequestTopic(name=t, partitions=tuple(ps)) for t, ps in topics.items())), deadline)
+    for topic in answer.topics:
+        for partition in topic.partitions:
+            if partition.error_code != ErrorCode.NONE:
+                raise KafkaError(partition.error_code, f"{group_id} {topic.name}-{partition.partition_index}")
+
+
 def list_groups(directory: BrokerDirectory, broker_ids: list[int], *,
                 deadline: float | None = None) -> list[tuple[str, str]]:
     """(group id, state) of every group every coordinator knows. A coordinator whose actor is gone
@@ -140,6 +168,18 @@ _STALE_LEADER = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LE
                            ErrorCode.NETWORK_EXCEPTION, ErrorCode.BROKER_NOT_AVAILABLE})
 
 
+def list_offset(directory: BrokerDirectory, topic_partition: tuple[str, int], timestamp: int) -> int:
+    """The partition's earliest or latest offset (``timestamp`` is EARLIEST_TIMESTAMP or
+    LATEST_TIMESTAMP) from its leader; a KafkaError when it cannot be had now."""
+    offset, error = _list_latest_offset(directory, topic_partition, timestamp)
+    if error in _STALE_LEADER:
+        directory.refresh_metadata()
+        offset, error = _list_latest_offset(directory, topic_partition, timestamp)
+    if error != ErrorCode.NONE:
+        raise KafkaError(error, f"ListOffsets {topic_partition[0]}-{topic_partition[1]}")
+    return offset
+
+
 def _high_watermark(directory: BrokerDirectory, topic_partition: tuple[str, int]) -> int:
     """The partition's high watermark from its leader, or -1 if it cannot be had now. Metadata
     that names no leader or a stale one is read again once, so a lag is not left unknown because
@@ -154,7 +194,8 @@ def _high_watermark(directory: BrokerDirectory, topic_partition: tuple[str, int]
     return offset if error == ErrorCode.NONE else -1
 
 
-def _list_latest_offset(directory: BrokerDirectory, topic_partition: tuple[str, int]) -> tuple[int, ErrorCode]:
+def _list_latest_offset(directory: BrokerDirectory, topic_partition: tuple[str, int],
+                        timestamp: int = LATEST_TIMESTAMP) -> tuple[int, ErrorCode]:
     """(latest offset, NONE), or (-1, the error that kept it from being read)."""
     try:
         leader, epoch = directory.leader_for(*topic_partition)
@@ -162,7 +203,7 @@ def _list_latest_offset(directory: BrokerDirectory, topic_partition: tuple[str, 
             return -1, ErrorCode.LEADER_NOT_AVAILABLE
         answer = directory.call(leader, "handle_list_offsets", ListOffsetsRequest(topics=(ListOffsetsTopic(
             name=topic_partition[0], partitions=(ListOffsetsPartition(
-                partition_index=topic_partition[1], timestamp=LATEST_TIMESTAMP, current_leader_epoch=epoch),)),)))
+                partition_index=topic_partition[1], timestamp=timestamp, current_leader_epoch=epoch),)),)))
     except KafkaError as exc:
         return -1, exc.error_code
     result = answer.topics[0].partitions[0]

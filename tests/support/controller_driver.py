@@ -16,7 +16,7 @@ from actors.core.config import KafkaConfig
 from actors.core.controller.controller import ControllerCore
 from actors.core.controller.metadata_store import InMemoryKeyValueStore, MetadataStore
 from actors.core.effects import (
-    AddBrokerChannel, ArmTimer, LogEvent, RemoveBrokerChannel, Respond, Send,
+    AddBrokerChannel, ArmTimer, LogEvent, Metric, RemoveBrokerChannel, Respond, Send,
 )
 from actors.core.errors import ErrorCode
 from actors.core.messages.alter_partition import (
@@ -63,6 +63,7 @@ class ControllerDriver:
         self.channels_removed: list[int] = []
         self.channel_events: list[tuple[str, int]] = []  # ("add" | "remove", broker id), in order
         self.logs: list[LogEvent] = []
+        self.metrics: list[Metric] = []  # every Metric effect, in order
         self.timers: list[int] = []
         self.broker_epochs: dict[int, int] = {}  # as the brokers learnt them from registration
         self.incarnations: dict[int, str] = {}
@@ -101,6 +102,8 @@ class ControllerDriver:
                 self.timers.append(effect.deadline_ms)
             elif isinstance(effect, LogEvent):
                 self.logs.append(effect)
+            elif isinstance(effect, Metric):
+                self.metrics.append(effect)
             else:
                 raise AssertionError(f"unexpected effect {effect!r}")
         return effects

@@ -4,7 +4,7 @@ from __future__ import annotations
 import itertools
 
 from actors.core.config import KafkaConfig
-from actors.core.effects import ArmTimer, Respond
+from actors.core.effects import ArmTimer, Metric, Respond
 from actors.core.log.storage import InMemoryStorage
 from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from actors.core.messages.leader_and_isr import (
@@ -38,6 +38,7 @@ class CoreDriver:
                                       config=KafkaConfig(self.config), now_ms=now_ms)
         self.answers: dict[int, object] = {}
         self.timers: list[int] = []
+        self.metrics: list[Metric] = []  # every Metric effect, in order
         self._ids = itertools.count()
 
     def _apply(self, effects) -> None:
@@ -47,6 +48,8 @@ class CoreDriver:
                 self.answers[effect.request_id] = effect.response
             elif isinstance(effect, ArmTimer):
                 self.timers.append(effect.deadline_ms)
+            elif isinstance(effect, Metric):
+                self.metrics.append(effect)
 
     def call(self, handler_name: str, request):
         """Step the core with one request; returns its request id (the answer may come later)."""

@@ -30,6 +30,7 @@ import collections
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from actors.core import metrics
 from actors.core.config import KafkaConfig
 from actors.core.controller import controlled_shutdown, elect_leaders, elections, isr_changes, lost_disks
 from actors.core.controller.broker_requests import BrokerRequests, broker_destination
@@ -103,8 +104,21 @@ class ControllerCore:
                                                     for b, info in self.context.brokers.items()}
 
     # ------------------------------------------------------------------------------ plumbing
+    _gauges_set: tuple | None = None  # (active, controller epoch, offline partitions) last exported
+
     def _guarded(self, request_id: int | None, error_response, step) -> list[Effect]:
-        """Run one event. A newer controller seen in the store makes this one resign."""
+        """Run one event, then set the controller's gauges. A newer controller seen in the store
+        makes this one resign."""
+        effects = self._guarded_step(request_id, error_response, step)
+        gauges = (self.active, self.controller_epoch,
+                  len(self.context.partition_states.partitions_in(PartitionState.OFFLINE_PARTITION)))
+        if gauges != self._gauges_set:  # only a change: most events (heartbeats) change none of them
+            self._gauges_set = gauges
+            effects += metrics.controller_gauges(active=gauges[0], controller_epoch=gauges[1],
+                                                 offline_partitions=gauges[2])
+        return effects
+
+    def _guarded_step(self, request_id: int | None, error_response, step) -> list[Effect]:
         if not self.active:
             return self._not_controller(request_id, error_response)
         try:
@@ -324,6 +338,7 @@ class ControllerCore:
                 controller_epoch=self.controller_epoch)
             if result.leader_and_isr is None:
                 continue  # stays offline until an eligible replica returns
+            effects += metrics.leader_elections(1, unclean=1 if result.unclean else 0)
             if result.unclean:
                 effects.append(self._log(f"unclean election: broker {result.leader} leads "
                                          f"{topic_partition[0]}-{topic_partition[1]}; records it "
@@ -453,22 +468,9 @@ class ControllerCore:
 
     def _rebalance_preferred_leaders(self) -> list[Effect]:
         """Kafka's ``checkAndTriggerAutoLeaderRebalance``: per broker, above the imbalance ratio?"""
-        context = self.context
-        threshold = self.config.get_int("leader.imbalance.per.broker.percentage") / 100
-        by_preferred: dict[int, list[TopicPartition]] = {}
-        for topic_partition in context.all_partitions():
-            replicas = context.replicas(topic_partition)
-            if replicas and topic_partition[0] not in context.topics_to_delete:
-                by_preferred.setdefault(replicas[0], []).append(topic_partition)
         self.batch.new_batch()
-        moved = 0
-        for broker_id, partitions in sorted(by_preferred.items()):
-            if broker_id not in context.live_broker_ids:
-                continue
-            imbalanced = [tp for tp in partitions
-                          if context.leadership.get(tp) is not None and context.leadership[tp].leader != broker_id]
-            if partitions and len(imbalanced) / len(partitions) > threshold:
-                moved += sum(elect_leaders.elect_preferred_one(self.requests, tp) == ErrorCode.NONE for tp in imbalanced)
+        moved = elect_leaders.rebalance_preferred_leaders(
+            self.requests, self.config.get_int("leader.imbalance.per.broker.percentage") / 100)
         effects = self.requests.flush()
         if moved:
             effects.append(self._log(f"auto leader rebalance moved {moved} leaderships to preferred replicas"))

@@ -8,6 +8,7 @@ other election type ``INVALID_REQUEST`` as a whole. The new leaderships go out i
 """
 from __future__ import annotations
 
+from actors.core import metrics
 from actors.core.controller import elections
 from actors.core.controller.broker_requests import BrokerRequests
 from actors.core.controller.state import PartitionState, TopicPartition
@@ -35,6 +36,8 @@ def handle_elect_leaders(requests: BrokerRequests, request_id: int, request: Ele
         results.setdefault(topic_partition[0], []).append(
             PartitionResult(partition_id=topic_partition[1], error_code=code))
     effects = requests.flush()
+    elected = sum(r.error_code == ErrorCode.NONE for rs in results.values() for r in rs)
+    effects += metrics.leader_elections(elected, unclean=elected if request.election_type == UNCLEAN_ELECTION else 0)
     effects.append(Respond(request_id=request_id, response=ElectLeadersResponse(
         replica_election_results=tuple(ReplicaElectionResult(topic=t, partition_result=tuple(r))
                                        for t, r in sorted(results.items())))))
@@ -72,3 +75,24 @@ def _apply(requests: BrokerRequests, topic_partition: TopicPartition, result: el
     requests.context.partition_states.transition(topic_partition, PartitionState.ONLINE_PARTITION)
     requests.add_leader_and_isr(topic_partition, result.live_replicas_to_notify)
     return ErrorCode.NONE
+
+
+def rebalance_preferred_leaders(requests: BrokerRequests, threshold: float) -> int:
+    """Kafka's auto leader rebalance: for each live broker whose share of the partitions it is the
+    preferred replica of but does not lead is over ``threshold``, a preferred election for those
+    partitions (into the current request batch). Returns how many leaderships moved."""
+    context = requests.context
+    by_preferred: dict[int, list[TopicPartition]] = {}
+    for topic_partition in context.all_partitions():
+        replicas = context.replicas(topic_partition)
+        if replicas and topic_partition[0] not in context.topics_to_delete:
+            by_preferred.setdefault(replicas[0], []).append(topic_partition)
+    moved = 0
+    for broker_id, partitions in sorted(by_preferred.items()):
+        if broker_id not in context.live_broker_ids:
+            continue
+        imbalanced = [tp for tp in partitions
+                      if context.leadership.get(tp) is not None and context.leadership[tp].leader != broker_id]
+        if partitions and len(imbalanced) / len(partitions) > threshold:
+            moved += sum(elect_preferred_one(requests, tp) == ErrorCode.NONE for tp in imbalanced)
+    return moved

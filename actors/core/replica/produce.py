@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from actors.core import metrics
 from actors.core.effects import Effect, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages.produce import (
@@ -61,6 +62,7 @@ def handle_produce(manager: ReplicaManagerView, request_id: int, request: Produc
                 index=data.index, base_offset=info.first_offset,
                 log_start_offset=partition.log_start_offset))
             appended.append(topic_partition)
+            effects.extend(metrics.bytes_in(manager.broker_id, topic.name, info.size_in_bytes, info.record_count))
     for topic_partition in appended:
         effects.extend(manager.try_complete_delayed(topic_partition, now_ms))
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import collections
 
+from actors.core import metrics
 from actors.core.config import KafkaConfig
 from actors.core.effects import ArmTimer, CoordinatorLeadershipChange, Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
@@ -60,6 +61,9 @@ from actors.core.replica.purgatory import DelayedOperation, Purgatory
 
 TopicPartition = tuple[str, int]
 OFFSETS_TOPIC = "__consumer_offsets"
+
+
+METRICS_INTERVAL_MS = 1_000  # how often tick sets the broker's gauges
 
 
 def partition_directory(topic: str, partition: int) -> str:
@@ -99,6 +103,7 @@ class ReplicaManager:
                                      f"{self.truncation_policy!r}; use one of {replication.TRUNCATION_POLICIES}")
         self.fetcher_manager = FetcherManager(config.get_int("num.replica.fetchers", 1))
         self.replica_lag_time_max_ms = config.get_int("replica.lag.time.max.ms", 1)
+        self._next_metrics_ms = now_ms  # when the broker's gauges are set next
         self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
         self._hw_checkpoint_interval_ms = config.get_int("replica.high.watermark.checkpoint.interval.ms", 1)
         self._recovery_checkpoint_interval_ms = config.get_int("log.flush.offset.checkpoint.interval.ms", 1)
@@ -375,6 +380,11 @@ class ReplicaManager:
             effects.extend(produce.try_complete_produce(self, operation, now_ms, expired=True))
         for operation in self.fetch_purgatory.expired(now_ms):
             effects.extend(fetch.try_complete_fetch(self, operation, now_ms, expired=True))
+        if now_ms >= self._next_metrics_ms:  # gauges once a second: the tick runs far more often
+            self._next_metrics_ms = now_ms + METRICS_INTERVAL_MS
+            effects.extend(metrics.broker_gauges(
+                broker_id=self.broker_id, partitions=self.partitions.values(),
+                produce_purgatory_size=len(self.produce_purgatory), fetch_purgatory_size=len(self.fetch_purgatory)))
         if now_ms >= self._next_isr_check_ms:  # Kafka's isr-expiration task
             self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
             effects.extend(replication.maybe_shrink_isrs(self, now_ms))

@@ -19,6 +19,7 @@ Theory of operation.
 from __future__ import annotations
 
 
+from actors.core import metrics
 from actors.core.effects import Effect, LogEvent, Respond, Send
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.record_batch import as_byte_view
@@ -213,7 +214,9 @@ def on_alter_partition_response(manager: ReplicaManagerView, request: AlterParti
                     f"controller refused the ISR change for {topic_partition[0]}-{topic_partition[1]}: "
                     f"{ErrorCode(answer.error_code).name}")))
                 continue
+            isr_size_before = len(partition.isr)
             if partition.on_isr_committed(leader_epoch=answer.leader_epoch, isr=tuple(answer.isr),
                                           partition_epoch=answer.partition_epoch, now_ms=now_ms):
                 effects.extend(manager.try_complete_delayed(topic_partition, now_ms))
+            effects.extend(metrics.isr_change(manager.broker_id, isr_size_before, len(partition.isr)))
     return effects

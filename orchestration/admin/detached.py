@@ -1,0 +1,189 @@
+"""A raykafka cluster that outlives the command that started it, and the local Ray head it may run on.
+
+A cluster started with ``detached=True`` creates its controller, brokers and group coordinators as
+detached Ray actors (``lifetime="detached"``): they stay up when the starting process exits, until
+``Cluster.stop`` removes them. What a second process needs to steer the same cluster (its broker
+ids, log directory, configuration, and whether it is detached) is kept in Ray's internal key-value
+store under the cluster's Ray namespace, beside the controller's own state, as a ``ClusterInfo``;
+``Cluster.connect(namespace=..., address=...)`` reads it back.
+
+``raykafka cluster start --local`` starts a Ray head of its own: ``ray start --head --block`` as a
+child process in its own process group, on 127.0.0.1, with its own temporary directory (so that it
+never takes over ``/tmp/ray/session_latest`` of another Ray on the machine). ``LocalRayHead``
+remembers the head's address and process id in a state file (``RAYKAFKA_HOME``, default
+``~/.raykafka``, one file per namespace), so that later commands find the address by namespace and
+``raykafka cluster stop`` ends exactly that Ray: a signal to the ``ray start --block`` process group,
+never ``ray stop``, which would stop every Ray on the machine.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ray.experimental import internal_kv
+
+from actors.ray_metadata_store import kv_namespace
+
+CLUSTER_INFO_KEY = "/raykafka/cluster-info"
+DEFAULT_NAMESPACE = "raykafka"
+HEAD_START_TIMEOUT_S = 120
+HEAD_STOP_TIMEOUT_S = 15  # then SIGKILL: the actors are gone by then, and Ray drains for 30 s
+AUTH_MODE = "token"
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    namespace: str
+    broker_ids: list[int]
+    log_dir: str
+    config: dict[str, str] = field(default_factory=dict)
+    detached: bool = True
+
+
+def _info_namespace(namespace: str) -> str:
+    # Not the controller's key-value namespace: Cluster.start clears that one for a new cluster.
+    return kv_namespace(namespace) + "-cluster"
+
+
+def save_cluster_info(info: ClusterInfo) -> None:
+    internal_kv._internal_kv_put(CLUSTER_INFO_KEY, json.dumps(asdict(info)).encode(), overwrite=True,
+                                 namespace=_info_namespace(info.namespace))
+
+
+def load_cluster_info(namespace: str) -> ClusterInfo | None:
+    raw = internal_kv._internal_kv_get(CLUSTER_INFO_KEY, namespace=_info_namespace(namespace))
+    if raw is None:
+        return None
+    fields = json.loads(raw)
+    fields["broker_ids"] = [int(b) for b in fields["broker_ids"]]
+    return ClusterInfo(**fields)
+
+
+def delete_cluster_info(namespace: str) -> None:
+    internal_kv._internal_kv_del(CLUSTER_INFO_KEY, namespace=_info_namespace(namespace))
+
+
+# ------------------------------------------------------------------------------ local Ray head
+def raykafka_home() -> Path:
+    return Path(os.environ.get("RAYKAFKA_HOME") or Path.home() / ".raykafka")
+
+
+def _state_file(namespace: str) -> Path:
+    return raykafka_home() / "clusters" / f"{namespace}.json"
+
+
+def remembered_cluster(namespace: str) -> dict | None:
+    """What ``cluster start`` remembered for ``namespace``: its Ray address, its log directory and,
+    for ``--local``, the head's process id and temporary directory."""
+    path = _state_file(namespace)
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def remember_cluster(namespace: str, **state) -> None:
+    path = _state_file(namespace)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(state, indent=2))
+
+
+def forget_cluster(namespace: str) -> None:
+    _state_file(namespace).unlink(missing_ok=True)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def ray_executable() -> str:
+    """The ``ray`` command of this interpreter's environment (the one raykafka is installed in)."""
+    beside = Path(sys.executable).parent / "ray"
+    return str(beside) if beside.exists() else "ray"
+
+
+def start_local_head(*, num_cpus: int | None = None, metrics_export_port: int | None = None) -> dict:
+    """Start a Ray head on 127.0.0.1 as a child process group; returns once it takes connections:
+    ``{"address", "head_pid", "temp_dir", "metrics_export_port"}``."""
+    port = free_port()
+    metrics_export_port = metrics_export_port or free_port()
+    # A short path: Ray's socket paths live under it and Unix sockets allow ~107 characters.
+    temp_dir = tempfile.mkdtemp(prefix="rk-ray-", dir="/tmp")
+    command = [ray_executable(), "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1",
+               f"--temp-dir={temp_dir}", f"--metrics-export-port={metrics_export_port}",
+               "--include-dashboard=false", "--disable-usage-stats"]
+    if num_cpus is not None:
+        command.append(f"--num-cpus={num_cpus}")
+    output = open(os.path.join(temp_dir, "ray-start.log"), "wb")
+    # Ray's token authentication (the token in ~/.ray/auth_token), said explicitly so that every
+    # later command connects with the same mode (use_auth_mode).
+    use_auth_mode(AUTH_MODE)
+    head = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, env=dict(os.environ))
+    address = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + HEAD_START_TIMEOUT_S
+    while not _accepts(port):
+        if head.poll() is not None or time.monotonic() > deadline:
+            stop_local_head(head.pid)
+            raise RuntimeError(f"the local Ray head did not start (exit code {head.poll()}); "
+                               f"its output is in {temp_dir}/ray-start.log")
+        time.sleep(0.5)
+    return {"address": address, "head_pid": head.pid, "temp_dir": temp_dir,
+            "metrics_export_port": metrics_export_port, "auth_mode": AUTH_MODE}
+
+
+def use_auth_mode(mode: str | None) -> None:
+    """Connect to Ray with authentication ``mode`` (Ray's RAY_AUTH_MODE), as the head was started."""
+    if mode and os.environ.get("RAY_AUTH_MODE") != mode:
+        os.environ["RAY_AUTH_MODE"] = mode
+        # Ray reads its configuration once, when it is imported; read it again for the new mode.
+        from ray._raylet import Config
+        Config.initialize("")
+
+
+def _accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def stop_local_head(head_pid: int) -> bool:
+    """End the ``ray start --block`` process group ``head_pid`` leads (SIGTERM, then SIGKILL after
+    HEAD_STOP_TIMEOUT_S); True when it is gone. Only that group is touched."""
+    try:
+        os.killpg(head_pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + HEAD_STOP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not _group_alive(head_pid):
+            return True
+        time.sleep(0.5)
+    try:
+        os.killpg(head_pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return not _group_alive(head_pid)
+
+
+def _group_alive(head_pid: int) -> bool:
+    try:
+        os.waitpid(head_pid, os.WNOHANG)  # reaps it when it is our own child
+    except ChildProcessError:
+        pass
+    try:
+        os.killpg(head_pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

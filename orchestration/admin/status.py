@@ -1,0 +1,47 @@
+"""A running cluster's health in one answer, as ``raykafka cluster status`` prints it.
+
+Brokers: each configured broker id, whether its actor answers, its broker epoch as the controller
+registered it, the Ray node and process it runs in, its actor id (``ray logs actor --id ID`` reads
+its log) and its log directory. The controller: its actor and controller epoch. Partitions, as the
+controller knows them: how many, how many under-replicated (ISR smaller than the replicas) and
+offline (no leader), Kafka's UnderReplicatedPartitions and OfflinePartitionsCount.
+"""
+from __future__ import annotations
+
+import ray
+
+from actors.ray_metadata_store import active_controller
+
+PING_TIMEOUT_S = 5
+
+
+def cluster_status(cluster) -> dict:
+    described = cluster.describe_cluster()
+    brokers = []
+    for broker_id in cluster.broker_ids:
+        registered = described["brokers"].get(broker_id) or described["brokers"].get(str(broker_id))
+        entry = {"broker_id": broker_id, "up": False, "registered": registered is not None,
+                 "broker_epoch": registered["broker_epoch"] if registered else None, "listener": None,
+                 "node_id": None, "pid": None, "actor_id": None, "log_dir": cluster.broker_log_dir(broker_id)}
+        try:
+            handle = cluster.broker(broker_id)
+            entry["actor_id"] = handle._actor_id.hex()
+            ping = ray.get(handle.ping.remote(), timeout=PING_TIMEOUT_S)
+            entry.update(up=True, node_id=ping.get("node_id"), pid=ping.get("pid"))
+        except Exception:
+            pass  # down, or restarting: reported as not up
+        brokers.append(entry)
+    controller = active_controller(cluster.namespace) or {}
+    partitions = {"count": 0, "under_replicated": [], "offline": []}
+    for topic in described["topics"]:
+        for p in cluster._ask_controller("describe_topic", topic) or []:
+            partitions["count"] += 1
+            name = f"{topic}-{p['partition']}"
+            if p["leader"] < 0:
+                partitions["offline"].append(name)
+            if len(p["isr"]) < len(p["replicas"]):
+                partitions["under_replicated"].append(name)
+    return {"namespace": cluster.namespace, "log_dir": cluster.log_dir, "brokers": brokers,
+            "controller": {"actor_name": controller.get("actor_name"), "controller_epoch": described["controller_epoch"],
+                           "active": described["active"]},
+            "topics": described["topics"], "partitions": partitions}

@@ -1,0 +1,121 @@
+"""``raykafka cluster start|status|stop``: a cluster of detached actors that outlives the command.
+
+``start`` joins a running Ray (``ray start --head`` first; ``--address``, default auto) or, with
+``--local``, starts a Ray head of its own on 127.0.0.1, then starts the controller, the brokers and
+their group coordinators as detached actors, and remembers the Ray address under the namespace so
+that later commands find it. ``status`` prints brokers, the controller and partition health.
+``stop`` removes every actor, ends the Ray head that ``--local`` started, and says where the logs
+stay.
+"""
+from __future__ import annotations
+
+import argparse
+
+from orchestration.admin.detached import (
+    forget_cluster, raykafka_home, remember_cluster, remembered_cluster, start_local_head, stop_local_head,
+)
+from orchestration.commands.common import add_target_arguments, connected, emit, fail, ray_address, table
+
+
+def parse_config(pairs: list[str]) -> dict[str, str]:
+    config = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise argparse.ArgumentTypeError(f"--config takes key=value, not {pair!r}")
+        config[key.strip()] = value.strip()
+    return config
+
+
+def _start(args: argparse.Namespace) -> int:
+    import ray
+
+    from orchestration.admin.cluster import Cluster
+    config = parse_config(args.config)
+    head = start_local_head(num_cpus=args.num_cpus) if args.local else {}
+    address = head.get("address") or ray_address(args)
+    log_dir = args.log_dir or str(raykafka_home() / "logs" / args.namespace)
+    try:
+        ray.init(address=address, namespace=args.namespace, log_to_driver=False)
+        cluster = Cluster.start(brokers=args.brokers, log_dir=log_dir, config=config, detached=True)
+        epoch = cluster.controller_epoch()
+        cluster.close()
+    except BaseException as exc:
+        if head:
+            ray.shutdown()
+            stop_local_head(head["head_pid"])
+        if isinstance(exc, Exception):
+            return fail(args, exc)
+        raise
+    remember_cluster(args.namespace, **{**head, "address": address, "log_dir": log_dir})
+    answer = {"namespace": args.namespace, "address": address, "brokers": args.brokers, "log_dir": log_dir,
+              "controller_epoch": epoch, "local_head": bool(head), **head}
+    emit(args, answer, lambda a: (
+        f"raykafka cluster with {a['brokers']} brokers up in namespace {a['namespace']} on Ray {a['address']} "
+        f"(controller epoch {a['controller_epoch']}); broker logs in {a['log_dir']}"
+        + (f"\nRay head (pid {a['head_pid']}) metrics: http://127.0.0.1:{a['metrics_export_port']}/metrics"
+           if head else "")))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    with connected(args) as cluster:
+        answer = cluster.status()
+
+    def text(a: dict) -> str:
+        rows = [[b["broker_id"], "up" if b["up"] else "DOWN", b["broker_epoch"], b["pid"], (b["node_id"] or "")[:12],
+                 b["actor_id"] or "", b["listener"] or "-"] for b in a["brokers"]]
+        p = a["partitions"]
+        return "\n".join([
+            table(["broker", "state", "epoch", "pid", "node", "actor id (ray logs actor --id)", "listener"], rows),
+            f"controller: {a['controller']['actor_name']} epoch {a['controller']['controller_epoch']}",
+            f"partitions: {p['count']}, under-replicated {len(p['under_replicated'])}, offline {len(p['offline'])}",
+            f"broker logs: {a['log_dir']}"])
+    emit(args, answer, text)
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    import ray
+
+    from orchestration.admin.cluster import Cluster
+    remembered = remembered_cluster(args.namespace) or {}
+    answer = {"namespace": args.namespace, "stopped": False, "log_dir": remembered.get("log_dir")}
+    try:
+        cluster = Cluster.connect(namespace=args.namespace, address=ray_address(args))
+        answer["log_dir"] = cluster.log_dir
+        cluster.stop()
+        answer["stopped"] = True
+    except Exception as exc:  # no cluster, or no Ray there any more: the head is still ended below
+        answer["error"] = str(exc)
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+    if remembered.get("head_pid"):
+        answer["ray_head_stopped"] = stop_local_head(remembered["head_pid"])
+        answer["ray_logs"] = f"{remembered['temp_dir']}/session_latest/logs"
+    forget_cluster(args.namespace)
+    emit(args, answer, lambda a: (
+        ("stopped" if a["stopped"] else f"nothing to stop ({a.get('error')})")
+        + f"; broker logs stay in {a['log_dir']}" + (f", Ray's logs in {a['ray_logs']}" if a.get("ray_logs") else "")))
+    return 0 if answer["stopped"] else 1
+
+
+def add_parsers(commands) -> None:
+    cluster = commands.add_parser("cluster", help="start, inspect and stop a cluster that outlives the command")
+    sub = cluster.add_subparsers(dest="cluster_command", required=True)
+    start = sub.add_parser("start", help="start brokers and a controller as detached Ray actors")
+    add_target_arguments(start)
+    start.add_argument("--brokers", type=int, default=3)
+    start.add_argument("--local", action="store_true", help="start a Ray head of its own on 127.0.0.1")
+    start.add_argument("--num-cpus", type=int, default=None, help="CPUs of the Ray head --local starts")
+    start.add_argument("--log-dir", default=None, help="broker log directories (default: ~/.raykafka/logs/NAMESPACE)")
+    start.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                       help="a broker/controller setting with Kafka's key (repeatable)")
+    start.set_defaults(run=_start)
+    status = sub.add_parser("status", help="brokers, controller and partition health")
+    add_target_arguments(status)
+    status.set_defaults(run=_status)
+    stop = sub.add_parser("stop", help="remove every actor (and the Ray head --local started); logs stay")
+    add_target_arguments(stop)
+    stop.set_defaults(run=_stop)

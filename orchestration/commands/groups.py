@@ -1,0 +1,109 @@
+"""``raykafka groups list|describe|delete|reset-offsets``, as ``kafka-consumer-groups`` has them.
+
+``describe`` prints one row per partition the group has committed or been assigned: topic,
+partition, current (committed) offset, log end offset, LAG, and the consumer id, host and client id
+of the member that owns it (``-`` when none does). ``reset-offsets`` computes new offsets
+(``--to-earliest``, ``--to-latest``, ``--to-offset N``, ``--shift-by N``) and commits them only with
+``--execute`` (a dry run otherwise, as Kafka's tool); the group must have no members.
+"""
+from __future__ import annotations
+
+import argparse
+
+from orchestration.commands.common import add_target_arguments, connected, emit, fail, table
+
+
+def _list(args: argparse.Namespace) -> int:
+    with connected(args) as cluster:
+        groups = [{"group": g, "state": s} for g, s in cluster.list_groups()]
+    emit(args, groups, lambda a: "\n".join(g["group"] for g in a))
+    return 0
+
+
+def describe_rows(group) -> list[dict]:
+    owners = {tp: m for m in group.members for tp in m.assignment}
+    rows = []
+    for (topic, partition), lag in sorted(group.offsets.items()):
+        owner = owners.get((topic, partition))
+        rows.append({"group": group.group_id, "topic": topic, "partition": partition,
+                     "current_offset": lag.committed_offset if lag.committed_offset >= 0 else None,
+                     "log_end_offset": lag.log_end_offset if lag.log_end_offset >= 0 else None,
+                     "lag": lag.lag if lag.lag >= 0 else None, "consumer_id": owner.member_id if owner else None,
+                     "host": owner.client_host if owner else None, "client_id": owner.client_id if owner else None})
+    return rows
+
+
+def _describe(args: argparse.Namespace) -> int:
+    with connected(args) as cluster:
+        try:
+            group = cluster.describe_group(args.group)
+        except Exception as exc:
+            return fail(args, exc)
+    answer = {"group": group.group_id, "state": group.state, "protocol": group.protocol,
+              "generation_id": group.generation_id, "coordinator": group.coordinator, "partitions": describe_rows(group)}
+
+    def text(a: dict) -> str:
+        def cell(value):
+            return "-" if value is None else value
+        return f"GROUP {a['group']}: {a['state']}, coordinator {a['coordinator']}\n" + table(
+            ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+             "CLIENT-ID"],
+            [[r["group"], r["topic"], r["partition"], cell(r["current_offset"]), cell(r["log_end_offset"]),
+              cell(r["lag"]), cell(r["consumer_id"]), cell(r["host"]), cell(r["client_id"])] for r in a["partitions"]])
+    emit(args, answer, text)
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    with connected(args) as cluster:
+        try:
+            cluster.delete_group(args.group)
+        except Exception as exc:
+            return fail(args, exc)
+    emit(args, {"group": args.group, "deleted": True}, lambda a: f"Deletion of group {a['group']} succeeded.")
+    return 0
+
+
+def _reset_offsets(args: argparse.Namespace) -> int:
+    if args.to_offset is not None:
+        to, offset = "offset", args.to_offset
+    else:
+        to, offset = ("latest" if args.to_latest else "current" if args.shift_by and not args.to_earliest
+                      else "earliest"), None
+    with connected(args) as cluster:
+        try:
+            planned = cluster.reset_offsets(args.group, args.topic, to=to, offset=offset, shift_by=args.shift_by or 0,
+                                            execute=args.execute)
+        except Exception as exc:
+            return fail(args, exc)
+    rows = [{"group": args.group, "topic": t, "partition": p, "new_offset": o} for (t, p), o in sorted(planned.items())]
+    emit(args, {"executed": args.execute, "partitions": rows}, lambda a: table(
+        ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], [[r["group"], r["topic"], r["partition"], r["new_offset"]]
+                                                        for r in a["partitions"]])
+        + ("" if a["executed"] else "\n(dry run: add --execute to commit these offsets)"))
+    return 0
+
+
+def add_parsers(commands) -> None:
+    groups = commands.add_parser("groups", help="list, describe, delete consumer groups; reset their offsets")
+    sub = groups.add_subparsers(dest="groups_command", required=True)
+    listed = sub.add_parser("list", help="every group the coordinators know")
+    listed.set_defaults(run=_list)
+    describe = sub.add_parser("describe", help="offsets, log end offsets, lag and owners per partition")
+    describe.add_argument("group")
+    describe.set_defaults(run=_describe)
+    delete = sub.add_parser("delete", help="delete an empty group and its committed offsets")
+    delete.add_argument("group")
+    delete.set_defaults(run=_delete)
+    reset = sub.add_parser("reset-offsets", help="set an inactive group's committed offsets")
+    reset.add_argument("group")
+    reset.add_argument("--topic", required=True)
+    target = reset.add_mutually_exclusive_group()
+    target.add_argument("--to-earliest", action="store_true")
+    target.add_argument("--to-latest", action="store_true")
+    target.add_argument("--to-offset", type=int, default=None)
+    reset.add_argument("--shift-by", type=int, default=None, help="move by N from the target (default: current)")
+    reset.add_argument("--execute", action="store_true", help="commit them (default: a dry run)")
+    reset.set_defaults(run=_reset_offsets)
+    for parser in (listed, describe, delete, reset):
+        add_target_arguments(parser)

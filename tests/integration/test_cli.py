@@ -1,0 +1,200 @@
+"""Proves the ``raykafka`` command runs a cluster that outlives it: one ``cluster start --local`` in
+a subprocess, then every subcommand, each as its own process with ``--json``, against that cluster
+(topics, produce, consume, groups with lag, kill and leadership moving, elections, metrics), and
+``cluster stop`` ending the actors and the Ray head it started."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+COMMAND_TIMEOUT_S = 240
+WAIT_S = 120
+
+pytestmark = pytest.mark.integration
+
+
+class Raykafka:
+    """Runs ``raykafka`` subcommands as subprocesses against one namespace."""
+
+    def __init__(self, home: Path, namespace: str) -> None:
+        self.namespace = namespace
+        self.env = dict(os.environ, RAYKAFKA_HOME=str(home), PYTHONPATH=str(REPO_ROOT))
+        self.env.pop("RAY_ADDRESS", None)
+
+    def run(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        done = subprocess.run([sys.executable, "-m", "orchestration.cli", *args, "--namespace", self.namespace,
+                               "--json"], input=stdin, capture_output=True, text=True, env=self.env,
+                              cwd=REPO_ROOT, timeout=COMMAND_TIMEOUT_S)
+        if check and done.returncode != 0:
+            raise AssertionError(f"raykafka {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr[-3000:]}")
+        return done
+
+    def json(self, *args: str, stdin: str | None = None):
+        return json.loads(self.run(*args, stdin=stdin).stdout.strip().splitlines()[-1])
+
+    def json_lines(self, *args: str) -> list:
+        return [json.loads(line) for line in self.run(*args).stdout.splitlines() if line.startswith("{")]
+
+
+def wait_for(what: str, condition, timeout_s: float = WAIT_S):
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = condition()
+        if last:
+            return last
+        time.sleep(1)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}; last: {last!r}")
+
+
+@pytest.fixture(scope="module")
+def rk(tmp_path_factory):
+    home = tmp_path_factory.mktemp("raykafka-home")
+    tool = Raykafka(home, f"rk-cli-{uuid.uuid4().hex[:8]}")
+    state_file = home / "clusters" / f"{tool.namespace}.json"
+    try:
+        started = tool.json("cluster", "start", "--local", "--num-cpus", "2", "--brokers", "3",
+                            "--log-dir", str(home / "logs"), "--config", "offsets.topic.num.partitions=3",
+                            "--config", "group.initial.rebalance.delay.ms=100")
+        assert started["brokers"] == 3 and started["local_head"]
+        tool.started = started
+        yield tool
+    finally:
+        head_pid = json.loads(state_file.read_text()).get("head_pid") if state_file.exists() else None
+        stopped = tool.run("cluster", "stop", check=False)
+        if head_pid is not None:  # stop failed half-way: end the head this test started, and only it
+            try:
+                os.killpg(head_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        assert stopped.returncode == 0, stopped.stderr[-3000:]
+
+
+def test_cluster_status_shows_brokers_controller_and_health(rk):
+    status = rk.json("cluster", "status")
+    assert [b["broker_id"] for b in status["brokers"]] == [0, 1, 2]
+    assert all(b["up"] and b["broker_epoch"] is not None and b["node_id"] for b in status["brokers"])
+    assert status["controller"]["controller_epoch"] >= 1 and status["controller"]["active"]
+    assert status["partitions"]["offline"] == []
+
+
+def test_topics_create_list_describe_delete(rk):
+    assert rk.json("topics", "create", "orders", "--partitions", "3", "--replication-factor", "3",
+                   "--config", "min.insync.replicas=2")["created"]
+    assert rk.json("topics", "create", "scratch")["created"]
+    assert {"orders", "scratch"} <= set(rk.json("topics", "list"))
+    described = rk.json("topics", "describe", "orders")
+    assert [p["partition"] for p in described] == [0, 1, 2]
+    assert all(p["leader"] in p["isr"] and len(p["replicas"]) == 3 for p in described)
+    assert rk.json("topics", "describe", "orders", "--unavailable-partitions") == []
+    refused = rk.run("topics", "create", "orders", check=False)
+    assert refused.returncode == 1 and json.loads(refused.stdout)["error"] == "TOPIC_ALREADY_EXISTS"
+    assert rk.json("topics", "delete", "scratch")["deleted"]
+    assert "scratch" not in rk.json("topics", "list")
+
+
+def test_produce_consume_and_group_lag(rk):
+    lines = "".join(f"k{i}:v{i}\n" for i in range(30))
+    produced = rk.json("produce", "orders", "--key-separator", ":", "--acks", "all", stdin=lines)
+    assert produced["acknowledged"] == 30
+    records = rk.json_lines("consume", "orders", "--group", "readers", "--from-beginning", "--max-messages", "10",
+                            "--timeout-ms", "20000")
+    assert len(records) == 10 and all(r["value"] == "v" + r["key"][1:] for r in records)
+    group = rk.json("groups", "describe", "readers")
+    assert group["state"] == "Empty"
+    assert sum(r["lag"] for r in group["partitions"]) == 20
+    assert sum(r["current_offset"] or 0 for r in group["partitions"]) == 10
+    assert {"group": "readers", "state": "Empty"} in rk.json("groups", "list")
+    # One partition from an offset, without a group.
+    first = produced["offsets"][0]
+    one = rk.json_lines("consume", "orders", "--partition", str(first["partition"]), "--offset", str(first["offset"]),
+                        "--max-messages", "1", "--timeout-ms", "20000")
+    assert [(r["partition"], r["offset"]) for r in one] == [(first["partition"], first["offset"])]
+    # Offsets back to the start (a dry run first), then the group is deleted.
+    dry = rk.json("groups", "reset-offsets", "readers", "--topic", "orders", "--to-earliest")
+    assert not dry["executed"] and all(p["new_offset"] == 0 for p in dry["partitions"])
+    assert rk.json("groups", "reset-offsets", "readers", "--topic", "orders", "--to-earliest", "--execute")["executed"]
+    assert sum(r["lag"] for r in rk.json("groups", "describe", "readers")["partitions"]) == 30
+    assert rk.json("groups", "delete", "readers")["deleted"]
+    assert "readers" not in [g["group"] for g in rk.json("groups", "list")]
+
+
+def test_kill_leader_moves_leadership_and_preferred_election_moves_it_back(rk):
+    before = {p["partition"]: p for p in rk.json("topics", "describe", "orders")}
+    victim = before[0]["leader"]
+    assert rk.json("kill", "broker", str(victim), "--no-restart")["restart"] is False
+
+    def moved():
+        now = {p["partition"]: p for p in rk.json("topics", "describe", "orders")}
+        return now if now[0]["leader"] not in (victim, -1) and now[0]["leader_epoch"] > before[0]["leader_epoch"] \
+            else None
+    after = wait_for(f"partition 0 to get a leader other than broker {victim}", moved)
+    assert victim not in after[0]["isr"]
+    under = wait_for("partitions to show as under-replicated",
+                     lambda: rk.json("topics", "describe", "orders", "--under-replicated-partitions"))
+    assert all(victim not in p["isr"] for p in under)
+    status = rk.json("cluster", "status")
+    assert not next(b for b in status["brokers"] if b["broker_id"] == victim)["up"]
+
+    assert rk.json("restart-broker", str(victim))["restarted"]
+    wait_for("every replica back in the ISR", lambda: rk.json(
+        "topics", "describe", "orders", "--under-replicated-partitions") == [])
+    rows = rk.json("elect-leaders", "--type", "preferred", "--topic", "orders")
+    assert {r["result"] for r in rows} <= {"NONE", "ELECTION_NOT_NEEDED"} and len(rows) == 3
+    wait_for("every partition led by its preferred replica", lambda: all(
+        p["leader"] == p["replicas"][0] for p in rk.json("topics", "describe", "orders")))
+    # Every leader is alive: an unclean election has nothing to do.
+    unclean = rk.json("elect-leaders", "--type", "unclean", "--topic", "orders")
+    assert {r["result"] for r in unclean} == {"ELECTION_NOT_NEEDED"}
+
+
+def test_kill_controller_and_a_coordinator(rk):
+    epoch = rk.json("cluster", "status")["controller"]["controller_epoch"]
+    rk.json("kill", "controller")
+    wait_for("a controller with a higher epoch", lambda: rk.json(
+        "cluster", "status")["controller"]["controller_epoch"] > epoch)
+    rk.json("kill", "group-coordinator", "0")
+    rk.json("kill", "replica-fetcher", "1")
+    produced = rk.json("produce", "orders", stdin="after-kills\n")
+    assert produced["acknowledged"] == 1
+
+
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        return answer.read().decode()
+
+
+def total(text: str, name: str, **tags: str) -> float:
+    """The sum of metric ``name``'s samples (Ray prefixes ``ray_``) whose tags include ``tags``."""
+    found = 0.0
+    for line in text.splitlines():
+        if line.startswith(f"ray_{name}{{") and all(f'{k}="{v}"' in line for k, v in tags.items()):
+            found += float(line.rsplit(" ", 1)[1])
+    return found
+
+
+def test_metrics_on_rays_endpoint_move_during_a_load(rk):
+    port = rk.started["metrics_export_port"]
+    names = ["raykafka_broker_topic_messages_in_total", "raykafka_broker_topic_bytes_in_total",
+             "raykafka_replica_manager_under_replicated_partitions", "raykafka_delayed_operation_purgatory_size",
+             "raykafka_request_total_time_ms_bucket", "raykafka_controller_active_controller_count",
+             "raykafka_controller_epoch", "raykafka_controller_offline_partitions_count",
+             "raykafka_controller_leader_elections_total", "raykafka_controller_channel_queue_size"]
+    text = wait_for("every raykafka metric on Ray's metrics endpoint",
+                    lambda: (lambda t: t if all(f"ray_{n}{{" in t for n in names) else None)(scrape(port)))
+    before = total(text, "raykafka_broker_topic_messages_in_total", topic="orders")
+    assert total(text, "raykafka_controller_active_controller_count") >= 1
+    assert rk.json("produce", "orders", stdin="".join(f"load-{i}\n" for i in range(50)))["acknowledged"] == 50
+    wait_for("messages in for 'orders' to grow by the 50 records", lambda: total(
+        scrape(port), "raykafka_broker_topic_messages_in_total", topic="orders") >= before + 50)
+    assert total(scrape(port), "raykafka_request_total_time_ms_count", request="produce") > 0
