@@ -19,6 +19,7 @@ import threading
 from concurrent.futures import Future
 
 from actors.records import RecordMetadata
+from orchestration.clients.producer_batch import history_text
 
 # Errors librdkafka reports for a record it never sent: a definite failure.
 _NEVER_SENT = frozenset({"MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC",
@@ -45,7 +46,7 @@ class ConfluentLoadProducer:
              partition: int | None = None) -> Future:
         future: Future = Future()
         future.set_running_or_notify_cancel()
-        text = None if value is None else value.decode("utf-8", errors="backslashreplace")
+        text = history_text(value)
         if self._history is not None:
             self._history.invoke(self.process, topic, partition, text)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from actors.core.controller.context import ControllerContext
-from actors.core.controller.state import NO_LEADER, PartitionState, TopicPartition
+from actors.core.controller.state import PartitionState, TopicPartition
 
 
 def directory_changed(context: ControllerContext, broker_id: int, log_dirs: Iterable[str]) -> bool:
@@ -39,12 +39,13 @@ def remove_from_every_isr(context: ControllerContext, broker_id: int, controller
     changed = []
     for topic_partition in context.partitions_on_broker(broker_id):
         leadership = context.leadership.get(topic_partition)
-        if leadership is None or broker_id not in leadership.isr or topic_partition[0] in context.topics_to_delete:
+        if leadership is None or topic_partition[0] in context.topics_to_delete:
             continue
-        leader = NO_LEADER if leadership.leader == broker_id else leadership.leader
-        isr = tuple(r for r in leadership.isr if r != broker_id)
-        context.set_leadership(topic_partition, leadership.new_leader_and_isr(leader, isr, controller_epoch))
-        if leader == NO_LEADER:
+        shrunk = leadership.remove_replica_from_isr(broker_id, controller_epoch, lost_data=True)
+        if shrunk is None:
+            continue
+        context.set_leadership(topic_partition, shrunk)
+        if not shrunk.has_leader:
             context.partition_states.transition(topic_partition, PartitionState.OFFLINE_PARTITION)
         add_leader_and_isr(topic_partition, list(context.replicas(topic_partition)))
         changed.append(topic_partition)

@@ -110,16 +110,20 @@ class LeaderAndIsr:
         return replace(self, isr=tuple(isr), partition_epoch=self.partition_epoch + 1,
                        controller_epoch=controller_epoch)
 
-    def remove_replica_from_isr(self, replica_id: int, controller_epoch: int) -> LeaderAndIsr | None:
+    def remove_replica_from_isr(self, replica_id: int, controller_epoch: int, *,
+                                lost_data: bool = False) -> LeaderAndIsr | None:
         """Kafka 2.4's ``doRemoveReplicasFromIsr`` for one partition; None if ``replica_id`` is not in the ISR.
 
         The leader becomes NO_LEADER if it was ``replica_id``; the ISR drops ``replica_id`` unless it
         is the last member (Kafka never writes an empty ISR); the leader epoch is bumped either way.
+        A replica that ``lost_data`` (its log directory was replaced) goes even as the last member:
+        kept, it would be elected with an empty log (see ``lost_disks``).
         """
         if replica_id not in self.isr:
             return None
         leader = NO_LEADER if replica_id == self.leader else self.leader
-        isr = self.isr if len(self.isr) == 1 else tuple(r for r in self.isr if r != replica_id)
+        keep_last = len(self.isr) == 1 and not lost_data
+        isr = self.isr if keep_last else tuple(r for r in self.isr if r != replica_id)
         return self.new_leader_and_isr(leader, isr, controller_epoch)
 
 

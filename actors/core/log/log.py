@@ -39,7 +39,7 @@ from actors.core.log.checkpoints import LEADER_EPOCH_CHECKPOINT
 from actors.core.log.leader_epoch_cache import LeaderEpochCache
 from actors.core.log.log_config import LogConfig
 from actors.core.log.producer_state import ProducerStateManager, delete_snapshots, load_state, write_snapshot
-from actors.core.log.record_batch import BatchHeader, as_byte_view, parse_batches, read_header, stamp_batch
+from actors.core.log.record_batch import BatchHeader, as_byte_view, parse_batches, stamp_batch
 from actors.core.log.segment import (
     INDEX_FILE_SUFFIX, INT32_MAX, LOG_FILE_SUFFIX, FetchDataInfo, LogSegment, parse_segment_file_name)
 from actors.core.log.storage import Storage
@@ -170,12 +170,7 @@ class Log:
             info = self.read(offset, PRODUCER_STATE_REPLAY_READ_BYTES)
             if not info.records:
                 return
-            position = 0
-            while position < len(info.records):
-                header = read_header(info.records, position)
-                if header.last_offset >= offset:
-                    yield header
-                position = header.end_position
+            yield from (h for h in parse_batches(info.records, check_crc=False) if h.last_offset >= offset)
             offset = info.last_offset + 1
 
     @staticmethod
