@@ -116,7 +116,10 @@ def test_a_send_thread_whose_worker_fails_is_replaced_and_its_broker_keeps_up(cl
     broker_id = 2
     controller = cluster.controller()
     failing = ray.get(controller.send_thread.remote(broker_id), timeout=30)
-    ray.get(failing.fail_worker.remote(), timeout=30)
+    try:
+        ray.get(failing.fail_worker.remote(), timeout=30)
+    except ray.exceptions.ActorDiedError:
+        pass  # the thread may end its process before this call's answer leaves it: the failure injected
 
     def replaced() -> bool:
         current = ray.get(controller.send_thread.remote(broker_id), timeout=30)
