@@ -94,8 +94,13 @@ class Cluster(AdminClient):
         namespace = ray.get_runtime_context().namespace
         owns_log_dir = log_dir is None
         log_dir = os.path.abspath(log_dir or tempfile.mkdtemp(prefix="raykafka-"))
+        config = {str(k): str(v) for k, v in (config or {}).items()}
+        # Brokers refuse to create the offsets topic with fewer live brokers than its replication
+        # factor (Kafka's default is 3), so a smaller cluster gets a factor it can meet, as a
+        # one-broker Kafka is configured with offsets.topic.replication.factor=1.
+        config.setdefault("offsets.topic.replication.factor", str(min(3, brokers)))
         cluster = cls(namespace=namespace, broker_ids=list(range(brokers)), log_dir=log_dir,
-                      config={str(k): str(v) for k, v in (config or {}).items()},
+                      config=config,
                       owns_ray=owns_ray, owns_log_dir=owns_log_dir, broker_resources=broker_resources,
                       controller_resources=controller_resources, detached=detached)
         if detached and load_cluster_info(namespace) is not None:

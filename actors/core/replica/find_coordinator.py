@@ -3,10 +3,12 @@
 A group lives on ``__consumer_offsets`` partition ``abs(java_string_hash(group_id)) %
 offsets.topic.num.partitions``; its coordinator is that partition's leader. Any broker answers
 from its metadata cache. If the topic does not exist yet, the broker asks the controller to create
-it (Kafka's brokers create it on first use) with ``offsets.topic.replication.factor`` capped by
-the live brokers it knows, and answers ``COORDINATOR_NOT_AVAILABLE`` until it has a leader; the
-client retries. One creation request is outstanding at a time, retried after
-``OFFSETS_TOPIC_CREATION_RETRY_MS``.
+it (Kafka's brokers create it on first use) with ``offsets.topic.replication.factor`` replicas, and
+answers ``COORDINATOR_NOT_AVAILABLE`` until it has a leader; the client retries. While fewer brokers
+are alive than that factor the broker refuses to create it and logs an error, as Kafka 2.4's
+``KafkaApis.createInternalTopic`` does: an offsets topic created smaller would stay
+under-replicated for good (a one-broker cluster sets the factor to 1). One creation request, or
+one refusal's log line, per ``OFFSETS_TOPIC_CREATION_RETRY_MS``.
 """
 from __future__ import annotations
 
@@ -69,7 +71,13 @@ class CoordinatorFinder:
             return []
         self._creation_requested_ms = now_ms
         live = len(self.manager.metadata_cache.brokers)
-        factor = max(1, min(self.replication_factor, live))
+        factor = max(1, self.replication_factor)
+        if live < factor:
+            return [LogEvent(level="error", message=(
+                f"broker {self.manager.broker_id}: number of alive brokers '{live}' does not meet the required "
+                f"replication factor '{factor}' for {OFFSETS_TOPIC} (configured via "
+                "'offsets.topic.replication.factor'); this can be ignored while the cluster is starting up "
+                "and not all brokers are up yet"))]
         return [LogEvent(level="info", message=f"broker {self.manager.broker_id} asks for {OFFSETS_TOPIC} "
                                                 f"({self.num_partitions} partitions, replication factor {factor})"),
                 Send(destination="controller", message=CreateTopicsRequest(topics=(CreatableTopic(
