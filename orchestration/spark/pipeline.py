@@ -67,10 +67,13 @@ class _Display:
     def _counted(self, counts: dict) -> int:
         return counts["acknowledged"] + counts["failed"] if self._phase == "load" else counts["read"]
 
-    def start(self, phase: str, total: int | None) -> None:
+    def start(self, phase: str, total: int | None, since: tuple[float, int] | None = None) -> None:
+        """``since`` is (monotonic time, count) the phase's mean rate counts from, when its job began
+        before the phase is shown (a consume job that read alongside the load)."""
         from orchestration.spark.jobs import snapshot
         self._phase = phase
-        self._started = self._last = (time.monotonic(), self._counted(snapshot(self.progress)["counts"]))
+        self._last = (time.monotonic(), self._counted(snapshot(self.progress)["counts"]))
+        self._started = since or self._last
         if self.enabled:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -255,9 +258,10 @@ def _describe_load(workload: Workload) -> str:
             f"{size}{rate}")
 
 
-def _follow(thread: threading.Thread, display: _Display, phase: str, total: int | None, on_tick=None) -> None:
+def _follow(thread: threading.Thread, display: _Display, phase: str, total: int | None, on_tick=None,
+            since: tuple[float, int] | None = None) -> None:
     """Show progress until a job's thread ends; ``on_tick(counts)`` runs every display interval."""
-    display.start(phase, total)
+    display.start(phase, total, since)
     try:
         while thread.is_alive():
             counts = display.update()
@@ -312,7 +316,9 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
                 return _run_in_thread(jobs.run_tasks, spark.spark, target, consumer_tasks, jobs.run_consumer,
                                       progress_name)
 
+            consume_started = None
             if together:
+                consume_started = (time.monotonic(), 0)
                 consume = start_consumers()
 
             def run_schedule(counts: dict) -> None:
@@ -332,7 +338,8 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
                                                 time.time() + workload.consume_timeout_seconds), timeout=30)
             thread, outcome = consume or start_consumers()
             acknowledged = sum(1 for row in load_rows if row[8] == "ok")
-            _follow(thread, display, "consume", acknowledged * workload.subscriptions_per_topic)
+            _follow(thread, display, "consume", acknowledged * workload.subscriptions_per_topic,
+                    since=consume_started)
             consume_rows, consume_events = jobs.split_results(_result(thread, outcome))
             jobs.write_events(history, consume_events, wall_zero)
         finally:

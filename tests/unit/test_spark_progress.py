@@ -64,3 +64,16 @@ def test_a_disabled_display_draws_nothing_and_still_reports_counts(monkeypatch):
     assert display.update()["sent"] == 1
     display.done()
     assert stream.getvalue() == ""
+
+
+def test_a_consume_job_that_read_alongside_the_load_reports_its_mean_rate_since_it_started(monkeypatch):
+    # The consume job ran while the load did, so by the time its phase is shown it has read
+    # everything: its mean rate counts from the job's start, not from the phase's (which was 0/s).
+    clock = iter([100.0, 110.0, 110.0])
+    monkeypatch.setattr(pipeline.time, "monotonic", lambda: next(clock))
+    everything = {"sent": 500, "acknowledged": 500, "failed": 0, "read": 500}
+    display, stream = _display(monkeypatch, [everything, everything])
+    display.start("consume", 500, since=(90.0, 0))
+    display.update(final=True)
+    display.done()
+    assert "25/s mean" in stream.getvalue()  # 500 records in the 20 s since the job started
