@@ -28,16 +28,21 @@ class _BareFetcher:
         from actors.records import next_offset_after
         from orchestration.clients.broker_directory import BrokerDirectory
         directory = BrokerDirectory(namespace=namespace, bootstrap_broker_ids=broker_ids)
+        leaders = {partition: directory.broker(directory.leader_for(topic, partition)[0]) for partition in ends}
+
+        def fetch(partition: int, offset: int):
+            request = FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=max_bytes, topics=(FetchTopic(
+                topic=topic, partitions=(FetchPartition(partition=partition, fetch_offset=offset,
+                                                        partition_max_bytes=max_bytes),)),))
+            return ray.get(leaders[partition].handle_fetch.remote(request), timeout=60).responses[0].partitions[0]
+        for partition in leaders:  # the first call to each leader sets up its connection: outside the timing
+            fetch(partition, 0)
         moved, calls = 0, 0
         started = time.perf_counter()
         for partition, end in sorted(ends.items()):
-            broker = directory.broker(directory.leader_for(topic, partition)[0])
             offset = 0
             while offset < end and time.perf_counter() < started + TIMEOUT_S:
-                request = FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=max_bytes, topics=(FetchTopic(
-                    topic=topic, partitions=(FetchPartition(partition=partition, fetch_offset=offset,
-                                                            partition_max_bytes=max_bytes),)),))
-                data = ray.get(broker.handle_fetch.remote(request), timeout=60).responses[0].partitions[0]
+                data = fetch(partition, offset)
                 calls += 1
                 records_bytes = len(data.records)
                 moved += records_bytes

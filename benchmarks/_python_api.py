@@ -11,7 +11,7 @@ import time
 
 import ray
 
-from benchmarks._wire import steady
+from benchmarks._wire import reading, steady
 from orchestration.admin.wait import wait_until
 
 TIMEOUT_S = 600
@@ -51,17 +51,25 @@ def consume(cluster, topic: str, partitions: int, records: int, progress: list[i
     consumer.assign([(topic, p) for p in range(partitions)])
     consumer.seek_to_beginning()
     value_bytes, started, first = 0, time.perf_counter(), None
+    last_progress = (started, 0)
     try:
-        while progress[0] < records and time.perf_counter() < started + TIMEOUT_S:
+        while progress[0] < records and reading(started, last_progress):
             batch = consumer.poll(timeout_ms=1000)
             progress[0] += len(batch)
             value_bytes += sum(len(record.value) for record in batch)
             if first is None and progress[0]:
                 first = (time.perf_counter(), progress[0])
+            if progress[0] > last_progress[1]:
+                last_progress = (time.perf_counter(), progress[0])
         finished = time.perf_counter()
     finally:
         consumer.close()
     return steady(progress[0], value_bytes, started, first, finished)
+
+
+def end_offsets(cluster, topic: str) -> int:
+    """The sum of the partitions' high watermarks: how many records a read from the start gets."""
+    return sum(p.high_watermark for p in cluster.describe_topic(topic))
 
 
 def create_topic(cluster, topic: str, partitions: int, replication_factor: int) -> None:

@@ -85,7 +85,7 @@ def draw(path: str, rows: list[dict], title: str) -> str:
         axis.grid(axis="x", alpha=0.3)
     axes[0, 0].legend(loc="lower right", fontsize=7)
     figure.suptitle(title, fontsize=10)
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0, 1, 0.985))
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path

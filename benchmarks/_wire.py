@@ -16,6 +16,9 @@ import time
 import uuid
 
 TIMEOUT_S = 600
+# A read stops when this long passes with no new record (what it read is then counted as such;
+# with acks=0 a broker may have dropped records, and nothing would ever arrive).
+IDLE_TIMEOUT_S = 20
 # One set of client settings for both brokers: a batch of up to ~1 MB per partition, sent after
 # at most 5 ms, no idempotence (Tansu and raykafka's Python producer are measured without it).
 PRODUCER = {"linger.ms": 5, "batch.size": 1_000_000, "enable.idempotence": False,
@@ -59,18 +62,38 @@ def consume(bootstrap: str, topic: str, partitions: int, records: int, progress:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:6]}", **CONSUMER})
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     value_bytes, started, first = 0, time.perf_counter(), None
+    last_progress = (started, 0)
     try:
-        while progress[0] < records and time.perf_counter() < started + TIMEOUT_S:
-            for message in consumer.consume(num_messages=10_000, timeout=1.0):
+        while progress[0] < records and reading(started, last_progress):
+            # consume() waits for num_messages or the timeout: never ask for more than are left.
+            for message in consumer.consume(num_messages=max(1, min(10_000, records - progress[0])), timeout=1.0):
                 if message.error() is None:
                     progress[0] += 1
                     value_bytes += len(message.value())
             if first is None and progress[0]:
                 first = (time.perf_counter(), progress[0])
+            if progress[0] > last_progress[1]:
+                last_progress = (time.perf_counter(), progress[0])
         finished = time.perf_counter()
     finally:
         consumer.close()
     return steady(progress[0], value_bytes, started, first, finished)
+
+
+def reading(started: float, last_progress: tuple[float, int]) -> bool:
+    """Whether a read goes on: within its time limit, and not idle for IDLE_TIMEOUT_S."""
+    now = time.perf_counter()
+    return now < started + TIMEOUT_S and now < last_progress[0] + IDLE_TIMEOUT_S
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int) -> int:
+    """The sum of the partitions' high watermarks: how many records a read from the start gets."""
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:6]}"})
+    try:
+        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions))
+    finally:
+        consumer.close()
 
 
 def steady(records: int, value_bytes: int, started: float, first: tuple[float, int] | None, finished: float) -> dict:
@@ -99,6 +122,17 @@ def tansu_binary() -> str | None:
     return candidate if os.path.exists(candidate) else None
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: Linux sends it SIGTERM when the benchmark's process dies, so a
+    killed run leaves no broker behind."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:  # not Linux: the benchmark's own clean-up still stops it
+        pass
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -118,7 +152,7 @@ class Tansu:
 
     def __enter__(self) -> "Tansu":
         self.process = subprocess.Popen(
-            [self.binary, "broker", "--listener-url", f"tcp://127.0.0.1:{self.port}",
+            preexec_fn=_die_with_parent, args=[self.binary, "broker", "--listener-url", f"tcp://127.0.0.1:{self.port}",
              "--advertised-listener-url", f"tcp://127.0.0.1:{self.port}", "--storage-engine", "memory://tansu/"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + self.START_TIMEOUT_S

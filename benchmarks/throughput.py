@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import signal
 import sys
 import time
 import uuid
@@ -120,6 +121,8 @@ class Runner:
                 for op, acks in sorted(ops, key=lambda o: (o[0] != "produce", ACKS_ORDER.get(o[1], 0))):
                     if op == "consume" and produced == 0:  # something to read
                         produced = wire.produce(tansu.bootstrap, topic, partitions, records, size, "1", [0])["records"]
+                    if op == "consume":  # what the log holds (Tansu may drop records sent with acks=0)
+                        produced = wire.end_offsets(tansu.bootstrap, topic, partitions)
                     label = f"Tansu {op}{' acks=' + acks if op == 'produce' else ''} p={partitions} {size}B"
                     count = self._begin(label, records if op == "produce" else produced)
                     with self._probe(lambda: tansu.pids) as probe:
@@ -187,6 +190,11 @@ class Runner:
         for point in sorted(points, key=lambda p: (order[p.op], ACKS_ORDER.get(p.acks, 0))):
             if point.op != "produce" and produced == 0:  # something to read
                 produced = api.produce(cluster, topic, point.partitions, records, point.record_bytes, "1", [0])["records"]
+            if point.op != "produce":  # what the log holds: acks=0 promises nothing
+                in_log = api.end_offsets(cluster, topic)
+                if in_log != produced:
+                    self.display.say(f"  {topic}: {produced:,} records acknowledged, {in_log:,} in the log")
+                produced = in_log
             count = self._begin(point.label, records if point.op == "produce" else produced)
             with self._probe(self._raykafka_pids) as probe:
                 if point.op == "produce" and point.client == "python":
@@ -349,6 +357,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    # A run stopped with SIGTERM (a timeout, a kill) unwinds like Ctrl-C: Tansu stops, the cluster
+    # and the Ray this process started shut down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     command = " ".join(["benchmarks/throughput.py"] + (sys.argv[1:] if argv is None else list(argv)))
     if args.backlog is not None:
         from benchmarks._backlog import run_backlog
