@@ -29,6 +29,8 @@ def run_backlog(args, *, out_dir: str, start_ray, command: str) -> dict:
     import ray
 
     from orchestration import Cluster
+    from orchestration.progress import StepProgress
+    progress = not args.no_progress
     partitions = _first(args.partitions, int, 1)
     size = _first(args.sizes, parse_size, 1024)
     client = _first(args.clients, str, "python")
@@ -42,23 +44,29 @@ def run_backlog(args, *, out_dir: str, start_ray, command: str) -> dict:
             count = [0]
 
             def tick() -> None:
-                print(f"\r  {count[0]:,}/{records:,} records", end="", flush=True)
-            with BrokerProbe(raykafka_broker_pids, on_sample=tick) as probe:
+                rss = probe.rss_series[-1][1] if probe.rss_series else 0
+                display.detail(f"{count[0]:,}/{records:,} records, broker RSS {rss / MB:,.0f} MB")
+            display = StepProgress(2, enabled=progress)
+            probe = BrokerProbe(raykafka_broker_pids, on_sample=tick)
+            with display, probe:
                 before = probe.rss_series[-1][1]
                 phases.append((probe.rss_series[-1][0], "produce"))
+                display.step("produce")
                 if client == "python":
                     produced = api.produce(cluster, topic, partitions, records, size, "1", count)
                 else:
                     produced = wire.produce(cluster.bootstrap_servers, topic, partitions, records, size, "1", count)
                 produce_peak = max(rss for _, rss in probe.rss_series)
+                display.done(f"produced {produced['records']:,} records, broker RSS peak {produce_peak / MB:,.0f} MB")
                 phases.append((probe.rss_series[-1][0], "consume"))
                 count[0] = 0
+                display.step("consume")
                 if client == "python":
                     consumed = api.consume(cluster, topic, partitions, produced["records"], count)
                 else:
                     consumed = wire.consume(cluster.bootstrap_servers, topic, partitions, produced["records"], count)
                 series = probe.rss_series
-            print()
+                display.done(f"consumed {consumed['records']:,} records")
             consume_peak = max(rss for at, rss in series if at >= phases[1][0])
             figures = {"client": client, "partitions": partitions, "record_bytes": size, "records": records,
                        "produced": produced["records"], "consumed": consumed["records"],
