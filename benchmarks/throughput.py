@@ -131,7 +131,7 @@ class Runner:
                             produced += figures["records"]
                         else:
                             figures = wire.consume(tansu.bootstrap, topic, partitions, produced, count)
-                    moved = figures.get("records_timed", figures["records"]) * size
+                    moved = figures["records"] * size
                     self.tansu[(op, partitions, size, acks)] = {
                         "records": figures["records"], "seconds": round(figures["seconds"], 4),
                         "mb_per_s": moved / MB / figures["seconds"],
@@ -149,9 +149,7 @@ class Runner:
     def row(self, point: Point, figures: dict, probe, *, expected: int, moved_bytes: int | None = None,
             extra: dict | None = None) -> dict:
         records, seconds = figures["records"], figures["seconds"]
-        if moved_bytes is None:  # a read's rate leaves its first delivery out (_wire.steady)
-            moved_bytes = figures.get("records_timed", records) * point.record_bytes
-        moved = moved_bytes
+        moved = records * point.record_bytes if moved_bytes is None else moved_bytes
         total_bytes = records * point.record_bytes
         size = call_bytes(point, total_bytes)
         direction = "send" if point.op == "produce" else "return"
@@ -211,7 +209,7 @@ class Runner:
                     figures = wire.consume(bootstrap, topic, point.partitions, produced, count)
             if point.op == "produce":
                 produced += figures["records"]
-            extra = ({"seconds_from_first_poll": round(figures["seconds_from_first_poll"], 4)}
+            extra = ({key: figures[key] for key in ("records_after_first_delivery", "seconds_after_first_delivery")}
                      if point.op == "consume" else {"batch_bytes": figures["bytes"], "calls": figures["calls"]}
                      if point.op == "fetch" else {})
             self.row(point, figures, probe, expected=records if point.op == "produce" else produced, extra=extra)
