@@ -82,9 +82,10 @@ def run_backlog(args, *, out_dir: str, start_ray, command: str) -> dict:
             ray.shutdown()
     base = os.path.join(out_dir, "throughput-backlog")
     figures.update(command=command, started=time.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    figures["png"] = report.draw_memory(base + ".png", series, phases,
-                                        f"broker memory, {args.backlog:g} GiB backlog, {client}, p={partitions}")
-    figures["json"] = report.save_json(base + ".json", figures)
+    figures["png"] = report.shown(report.draw_memory(
+        base + ".png", series, phases, f"broker memory, {args.backlog:g} GiB backlog, {client}, p={partitions}"))
+    figures["json"] = report.shown(base + ".json")
+    report.save_json(base + ".json", figures)
     for key in ("produced", "consumed", "produce_mb_per_s", "consume_mb_per_s", "broker_rss_before_mb",
                 "broker_rss_peak_produce_mb", "broker_rss_peak_consume_mb", "broker_rss_end_mb",
                 "broker_rss_growth_mb", "broker_cpu_s_per_gb"):

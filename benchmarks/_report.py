@@ -22,7 +22,8 @@ def _cell(value, width: int) -> str:
         return value.ljust(width) if width > 20 else value.rjust(width)
     if isinstance(value, int):
         return f"{value:,}".rjust(width)
-    return (f"{value:.2f}" if abs(value) < 10 else f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.1f}").rjust(width)
+    text = f"{value:.2f}" if abs(value) < 10 else f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.1f}"
+    return text.rjust(width)
 
 
 def row_cells(row: dict) -> list:
@@ -50,6 +51,13 @@ def save_json(path: str, results: dict) -> str:
     with open(path, "w") as handle:
         json.dump(results, handle, indent=2)
     return path
+
+
+def shown(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it (results name their files
+    portably), else as given."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
 
 
 def draw(path: str, rows: list[dict], title: str) -> str:

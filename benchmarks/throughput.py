@@ -187,7 +187,8 @@ class Runner:
         order = {"produce": 0, "consume": 1, "fetch": 2}
         for point in sorted(points, key=lambda p: (order[p.op], ACKS_ORDER.get(p.acks, 0))):
             if point.op != "produce" and produced == 0:  # something to read
-                produced = api.produce(cluster, topic, point.partitions, records, point.record_bytes, "1", [0])["records"]
+                filled = api.produce(cluster, topic, point.partitions, records, point.record_bytes, "1", [0])
+                produced = filled["records"]
             if point.op != "produce":  # what the log holds: acks=0 promises nothing
                 in_log = api.end_offsets(cluster, topic)
                 if in_log != produced:
@@ -318,9 +319,9 @@ def run(profile, *, out_dir: str = RESULTS_DIR, progress: bool = True, out=print
                                                     "acks": k[3], **v} for k, v in sorted(runner.tansu.items())],
                "points": runner.rows}
     base = os.path.join(out_dir, f"throughput-{profile.name}")
-    results["json"] = report.save_json(base + ".json", results)
-    results["png"] = report.draw(base + ".png", runner.rows, f"raykafka throughput, profile {profile.name}, "
-                                 f"{results['started']}, {_machine()['cpus']} CPUs")
+    results["json"] = report.shown(report.save_json(base + ".json", results))
+    title = f"raykafka throughput, profile {profile.name}, {results['started']}, {_machine()['cpus']} CPUs"
+    results["png"] = report.shown(report.draw(base + ".png", runner.rows, title))
     report.save_json(base + ".json", results)
     out("\n" + report.table(runner.rows))
     out(f"\n{len(runner.rows)} points in {results['duration_s']:.0f}s; saved {results['json']} and {results['png']}")
@@ -349,7 +350,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
     parser.add_argument("--backlog", nargs="?", type=float, const=1.0, metavar="GIB",
                         help="instead: produce a backlog of GIB GiB (default 1) and read it back, sampling the "
-                             "broker side's memory (first of --partitions, --sizes, --clients; default 1, 1KiB, python)")
+                             "broker side's memory (the first of --partitions, --sizes, --clients; "
+                             "default 1, 1KiB, python)")
     return parser.parse_args(argv)
 
 
