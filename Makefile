@@ -35,10 +35,8 @@ chaos: $(STAMP)
 
 bench: $(STAMP)
 	$(VPY) -m pip install --quiet -e ".[test,bench]"
-	$(VPY) benchmarks/wire_throughput.py
-	$(VPY) benchmarks/fetch_throughput.py
+	$(VPY) benchmarks/throughput.py --profile default
 	$(VPY) benchmarks/failover_time.py
-	$(VPY) benchmarks/replication_throughput.py
 	$(VPY) benchmarks/spark_produce_throughput.py
 
 clean:

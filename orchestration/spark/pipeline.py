@@ -75,11 +75,8 @@ class _Display:
         self._last = (time.monotonic(), self._counted(snapshot(self.progress)["counts"]))
         self._started = since or self._last
         if self.enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-            self._bar = Progress(TextColumn("[bold]{task.description:>7}"), BarColumn(bar_width=20),
-                                 MofNCompleteColumn(), TextColumn("{task.fields[detail]}"), TimeElapsedColumn(),
-                                 console=self.console or Console(stderr=True), refresh_per_second=2)
+            from orchestration.progress import rich_progress
+            self._bar = rich_progress(self.console)
             self._bar.start()
             self._task = self._bar.add_task(phase, total=total, detail="")
 

@@ -1,0 +1,139 @@
+"""raykafka through its own Python API: the producer and consumer (Ray calls to the brokers), and a
+follower's catch-up as a user sees it from outside (a broker stopped, a backlog produced, the
+broker started again and timed until its replicas' log end offsets reach the leaders').
+
+The clients take the settings confluent-kafka gets in ``_wire`` where the Python API has the same
+Kafka key, so the two clients are measured alike.
+"""
+from __future__ import annotations
+
+import time
+
+import ray
+
+from benchmarks._wire import read_figures, reading
+from orchestration.admin.wait import wait_until
+
+TIMEOUT_S = 600
+PRODUCER = {"linger.ms": "5", "batch.size": "1000000", "enable.idempotence": "false"}
+CONSUMER = {"fetch.max.bytes": "52428800", "max.partition.fetch.bytes": "10485760", "max.poll.records": "100000",
+            "auto.offset.reset": "earliest", "enable.auto.commit": "false"}
+CATCH_UP_POLL_S = 0.05
+
+
+def produce(cluster, topic: str, partitions: int, records: int, size: int, acks: str, progress: list[int]) -> dict:
+    """Send ``records`` values of ``size`` bytes round-robin over the partitions; the time runs
+    from the first send to the end of ``flush``. ``progress[0]`` counts completed sends."""
+    producer = cluster.producer({**PRODUCER, "acks": acks})
+    value = b"x" * size
+    failed = []
+
+    def done(future) -> None:
+        if future.exception() is None:
+            progress[0] += 1
+        else:
+            failed.append(future.exception())
+    try:
+        started = time.perf_counter()
+        for i in range(records):
+            producer.send(topic, value=value, partition=i % partitions).add_done_callback(done)
+        producer.flush(timeout=TIMEOUT_S)
+        seconds = time.perf_counter() - started
+    finally:
+        producer.close(timeout=60)
+    return {"records": progress[0], "failed": len(failed), "seconds": seconds}
+
+
+def consume(cluster, topic: str, partitions: int, records: int, progress: list[int]) -> dict:
+    """Read ``records`` records from offset 0 of every partition with ``poll``; timed as
+    ``_wire.read_figures`` says."""
+    consumer = cluster.consumer(CONSUMER)
+    assigned = [(topic, p) for p in range(partitions)]
+    consumer.assign(assigned)
+    consumer.end_offsets(assigned)  # metadata and the leaders found before the clock starts
+    for partition in assigned:  # a new topic's log start: no ListOffsets inside the timing
+        consumer.seek(partition, 0)
+    value_bytes, started, first = 0, time.perf_counter(), None
+    last_progress = (started, 0)
+    try:
+        while progress[0] < records and reading(started, last_progress):
+            batch = consumer.poll(timeout_ms=1000)
+            progress[0] += len(batch)
+            value_bytes += sum(len(record.value) for record in batch)
+            if first is None and progress[0]:
+                first = (time.perf_counter(), progress[0])
+            if progress[0] > last_progress[1]:
+                last_progress = (time.perf_counter(), progress[0])
+        finished = time.perf_counter()
+    finally:
+        consumer.close()
+    return read_figures(progress[0], value_bytes, started, first, finished)
+
+
+def end_offsets(cluster, topic: str) -> int:
+    """The sum of the partitions' high watermarks: how many records a read from the start gets."""
+    return sum(p.high_watermark for p in cluster.describe_topic(topic))
+
+
+def create_topic(cluster, topic: str, partitions: int, replication_factor: int) -> None:
+    config = {"min.insync.replicas": str(min(2, replication_factor))}
+    cluster.create_topic(topic, partitions=partitions, replication_factor=replication_factor, config=config)
+    wait_until(lambda: all(len(p.isr) == replication_factor for p in cluster.describe_topic(topic)), 60,
+               f"every partition of {topic!r} with its full ISR")
+
+
+def _replica_log_end_offsets(cluster, broker_id: int, topic: str) -> int:
+    """The sum of the log end offsets of ``topic``'s replicas on ``broker_id``."""
+    entries = ray.get(cluster.broker(broker_id).describe_partitions.remote(), timeout=30)
+    return sum(max(0, entry["log_end_offset"]) for entry in entries if entry["topic"] == topic)
+
+
+class CatchUp:
+    """A topic whose every partition has a follower on the last broker, that follower stopped
+    while a backlog is produced (``prepare``), then started again and timed (``run``)."""
+
+    def __init__(self, cluster, topic: str, partitions: int) -> None:
+        self.cluster, self.topic, self.partitions = cluster, topic, partitions
+        self.follower = cluster.broker_ids[-1]
+        self.leaders = [b for b in cluster.broker_ids if b != self.follower]
+        self.end = 0
+
+    def prepare(self, records: int, size: int) -> dict:
+        """Stop the follower, produce the backlog with acks=1; returns the produce's figures."""
+        assignment = [[self.leaders[p % len(self.leaders)], self.follower] for p in range(self.partitions)]
+        self.cluster.create_topic(self.topic, assignment=assignment, config={"min.insync.replicas": "1"})
+        wait_until(lambda: all(len(p.isr) == 2 for p in self.cluster.describe_topic(self.topic)), 60,
+                   f"every partition of {self.topic!r} with its follower in the ISR")
+        self.cluster.controlled_shutdown(self.follower)
+        produced = produce(self.cluster, self.topic, self.partitions, records, size, "1", [0])
+        self.end = sum(p.log_end_offset for p in self.cluster.describe_topic(self.topic))
+        return produced
+
+    def restart(self) -> float:
+        """Start the follower again; returns once it has registered, with the seconds it took."""
+        started = time.perf_counter()
+        self.cluster.restart_broker(self.follower)
+        return time.perf_counter() - started
+
+    def run(self, progress: list[int]) -> dict:
+        """Sample the follower's log end offsets until they reach the leaders'. The rate counts the
+        records copied after the first sample that shows progress, over the time since it (so the
+        fetcher's start-up is not in it); ``seconds_total`` is from the restart's end."""
+        started = time.perf_counter()
+        first = None
+        deadline = started + TIMEOUT_S
+        while time.perf_counter() < deadline:
+            copied = _replica_log_end_offsets(self.cluster, self.follower, self.topic)
+            progress[0] = copied
+            if first is None and copied > 0:
+                first = (time.perf_counter(), copied)
+            if copied >= self.end:
+                break
+            time.sleep(CATCH_UP_POLL_S)
+        finished = time.perf_counter()
+        if first is None or progress[0] < self.end:
+            return {"records": progress[0], "failed": self.end - progress[0], "seconds": finished - started,
+                    "timed_records": 0, "timed_seconds": 0.0, "seconds_total": finished - started}
+        return {"records": progress[0], "failed": 0, "seconds": finished - started,
+                "timed_records": self.end - first[1], "timed_seconds": finished - first[0],
+                "seconds_total": finished - started}

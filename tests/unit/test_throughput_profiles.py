@@ -1,0 +1,96 @@
+"""The throughput benchmark's profiles and filters: each profile covers what its help promises,
+filters narrow it as documented, and a result row prints as one table line (no Ray, no brokers)."""
+from __future__ import annotations
+
+import os
+
+import psutil
+import pytest
+
+from benchmarks import _profiles as profiles
+from benchmarks import _report as report
+from benchmarks._probe import BrokerProbe
+from benchmarks.throughput import call_bytes, tansu_plan
+
+
+@pytest.mark.parametrize("name", ["default", "full"])
+def test_every_dimension_is_covered_at_least_once(name):
+    points = profiles.PROFILES[name].points
+    assert {p.op for p in points} == set(profiles.OPS)
+    assert {p.client for p in points if p.op != "catchup"} == set(profiles.CLIENTS)
+    assert {p.partitions for p in points} == set(profiles.PARTITIONS)
+    assert {p.record_bytes for p in points} == set(profiles.SIZES)
+    assert {p.acks for p in points if p.op == "produce"} == set(profiles.ACKS)
+    assert {p.replication_factor for p in points if p.op == "produce"} == {1, 3}
+    for op in profiles.OPS:  # every operation at every partition count and record size
+        assert {p.partitions for p in points if p.op == op} == set(profiles.PARTITIONS)
+        assert {p.record_bytes for p in points if p.op == op} == set(profiles.SIZES)
+    assert len(set(points)) == len(points), "a point measured twice"
+
+
+def test_the_full_profile_is_the_cross_product():
+    points = profiles.PROFILES["full"].points
+    per_cell = len(profiles.CLIENTS) * len(profiles.PARTITIONS) * len(profiles.SIZES)
+    assert sum(p.op == "produce" for p in points) == per_cell * 5  # acks 0/1/all at RF=1, 1/all at RF=3
+    assert sum(p.op == "consume" for p in points) == per_cell
+    assert sum(p.op == "catchup" for p in points) == len(profiles.PARTITIONS) * len(profiles.SIZES)
+
+
+def test_smoke_has_each_kind_of_point_and_its_tansu_ceilings():
+    smoke = profiles.PROFILES["smoke"]
+    assert {(p.op, p.client) for p in smoke.points} == {
+        ("produce", "python"), ("produce", "confluent"), ("consume", "python"), ("consume", "confluent"),
+        ("fetch", "python"),
+        ("catchup", "replica")}
+    assert tansu_plan(smoke) == {(1, 1024): {("produce", "1"), ("produce", "all"), ("consume", "-")}}
+
+
+def test_filters_narrow_the_profile_and_keep_catch_up_client_free():
+    default = profiles.PROFILES["default"]
+    chosen = profiles.select(default, ops={"produce", "catchup"}, clients={"confluent"}, partitions={1},
+                             sizes={1024}, acks={"all"}, megabytes=2)
+    assert chosen.megabytes == 2
+    assert {(p.op, p.client, p.acks, p.replication_factor) for p in chosen.points} == {
+        ("produce", "confluent", "all", 1), ("produce", "confluent", "all", 3), ("catchup", "replica", "1", 2)}
+    assert profiles.select(default, sizes={7}).points == ()
+
+
+@pytest.mark.parametrize("text,expected", [("100", 100), ("100B", 100), ("1KiB", 1024), ("1k", 1024),
+                                           ("10KiB", 10240)])
+def test_sizes_parse(text, expected):
+    assert profiles.parse_size(text) == expected
+
+
+def test_records_per_point_are_bounded():
+    default = profiles.PROFILES["default"]
+    assert profiles.records_for(default, 10240) == int(default.megabytes * profiles.MIB) // 10240
+    assert profiles.records_for(default, 100) == default.records_max
+
+
+def test_a_ceiling_moves_what_one_call_of_the_point_carries_at_most():
+    produce = profiles.Point("produce", "python", 8, 1024, "1", 1)
+    consume = profiles.Point("consume", "python", 1, 1024)
+    catch_up = profiles.Point("catchup", "replica", 64, 1024, "1", 2)
+    assert call_bytes(produce, 50_000_000) == 1_000_000
+    assert call_bytes(produce, 1000) == 1000
+    assert call_bytes(consume, 50_000_000) == 10_485_760
+    assert call_bytes(catch_up, 50_000_000) == 10 * 1024 * 1024
+
+
+def test_a_row_prints_as_one_line_under_the_header():
+    row = {"label": "produce RF=1 acks=1 python p=1 1KiB", "records": 1000, "mb_per_s": 12.5,
+           "records_per_s": 12207.0, "ceilings": {"ray_bytes_mb_per_s": 900.0, "ray_numpy_mb_per_s": 1200.0},
+           "ratios": {"to_ray_bytes": 0.014, "to_ray_numpy": 0.01}, "broker_cpu_s_per_gb": 80.0,
+           "broker_rss_peak_mb": 700.0}
+    lines = report.table([row]).splitlines()
+    assert len(lines) == 2 and lines[1].startswith(row["label"])
+    assert len(lines[0]) == len(lines[1])
+
+
+def test_the_probe_counts_cpu_and_memory_of_the_processes_it_is_given():
+    with BrokerProbe(lambda: [os.getpid()]) as probe:
+        work = sum(range(3_000_000))  # some CPU work of this process
+    assert work > 0
+    assert probe.cpu_seconds > 0
+    assert probe.rss_peak_bytes >= psutil.Process().memory_info().rss // 2
+    assert probe.process_count == 1
