@@ -295,7 +295,9 @@ class Producer:
         with consecutive offsets, so a busy partition costs one Ray call per request, not per batch.
         Expiry takes batches from the front only, so the batches that stay keep their order.
         An idempotent producer drains nothing before it has a producer id (``can_send``) and
-        nothing for a partition with a request in flight; it stamps each batch it drains first.
+        nothing for a partition with a request in flight; it stamps each batch it drains first,
+        and groups batches only as ``Idempotence.may_join`` allows (a batch sent before travels
+        alone, fresh ones at most five together).
         """
         now = _now_ms()
         hurry = self._flushing > 0 or self._closed
@@ -334,6 +336,8 @@ class Producer:
                 is_open = head.payload is None and head is queue[-1]
                 if group and (size + head.size_in_bytes() > self._max_request_size
                               or (is_open and not hurry and head.created_ms + self._linger_ms > now)):
+                    break
+                if self._idempotence is not None and group and not self._idempotence.may_join(group, head):
                     break
                 queue.popleft()
                 if head.payload is None:
