@@ -384,14 +384,31 @@ class Producer:
             TopicProduceData(name=name, partition_data=tuple(parts)) for name, parts in topics.items()))
         try:
             ref = self._directory.broker(broker_id).handle_produce.remote(request)
-        except KafkaError as exc:  # no handle for the broker: nothing was sent
-            for group in groups:
-                self._fail_or_retry(group, exc)
+        except KafkaError as exc:  # no actor for the broker: nothing was sent
+            self._requeue_unsent(groups, exc)
             return
         with self._condition:
             self._in_flight[as_future(ref)] = InFlightRequest(broker_id, groups, _now_ms(), ref)
         if self._idempotence is not None:
             self._idempotence.mute(groups)
+
+    def _requeue_unsent(self, groups: list[list[ProducerBatch]], error: KafkaError) -> None:
+        """The leader has no actor (killed, not yet replaced): a node Kafka's producer cannot
+        connect to. Kafka drains no batch for such a node; its batches wait, whatever ``retries``
+        says, while metadata is refreshed, until ``delivery.timeout.ms``. So these were no
+        attempt: they go back to the front of their queues after ``retry.backoff.ms``."""
+        self._metadata.refresh_now()
+        now = _now_ms()
+        for group in groups:
+            for batch in reversed(group):
+                batch.attempts -= 1
+                if now - batch.created_ms >= self._delivery_timeout_ms:
+                    self._fail(batch, error)
+                    continue
+                batch.retry_after_ms = now + self._retry_backoff_ms
+                with self._condition:
+                    self._queues[(batch.topic, batch.partition)].appendleft(batch)
+                    self._condition.notify_all()
 
     def _collect(self, timeout_s: float) -> None:
         if not self._in_flight:
