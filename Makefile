@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(VPY) benchmarks/fetch_throughput.py
 	$(VPY) benchmarks/failover_time.py
 	$(VPY) benchmarks/replication_throughput.py
+	$(VPY) benchmarks/idempotent_produce.py
 	$(VPY) benchmarks/spark_produce_throughput.py
 
 clean:
