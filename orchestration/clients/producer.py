@@ -55,23 +55,9 @@ from orchestration.clients.partitioner import StickyPartitioner
 from orchestration.clients.producer_batch import (  # noqa: F401 (NO_ACKNOWLEDGEMENT: part of the producer's API)
     NO_ACKNOWLEDGEMENT, OUTCOME_UNKNOWN_ERRORS, InFlightRequest, ProducerBatch, history_text, record_send_outcome,
 )
+from orchestration.clients.producer_config import PRODUCER_DEFAULTS, parse_acks  # noqa: F401 (the producer's API)
 from orchestration.clients.records import BatchBuilder, RecordMetadata, estimate_record_size
 from orchestration.errors import KafkaError
-
-PRODUCER_DEFAULTS = {
-    "acks": "1",
-    "batch.size": "16384",
-    "linger.ms": "0",
-    "max.request.size": "1048576",
-    "retries": "2147483647",
-    "retry.backoff.ms": "100",
-    "delivery.timeout.ms": "120000",
-    "request.timeout.ms": "30000",
-    "max.in.flight.requests.per.connection": "5",
-    "buffer.memory": "33554432",
-    "max.block.ms": "60000",
-    "metadata.max.age.ms": "300000",
-}
 
 # Errors after which the leader the metadata names is probably wrong: ask for metadata again. A
 # broker with no actor (BROKER_NOT_AVAILABLE) is a disconnected node to Kafka's client.
@@ -80,17 +66,6 @@ _METADATA_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR
                     ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NETWORK_EXCEPTION,
                     ErrorCode.BROKER_NOT_AVAILABLE}
 _PROCESS_IDS = itertools.count()
-
-
-def parse_acks(value: str) -> int:
-    """'all' is -1; other values are sent as given, so the broker judges them (INVALID_REQUIRED_ACKS)."""
-    text = str(value).strip().lower()
-    if text == "all":
-        return -1
-    try:
-        return int(text)
-    except ValueError:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, f"acks={value!r}") from None
 
 
 class Producer:
