@@ -251,7 +251,7 @@ def lost_disk_of_last_isr_member(unclean_by: str) -> Scenario:
             run.faults.restart(1)
         after = run.produce(topic, [f"after-{i}" for i in range(50)])  # past every old offset
         run.require(all(isinstance(o, int) for o in after.values()), "the new leader acknowledges new writes",
-                    str(sorted(set(map(str, after.values())))[:5]))
+                    f"{sum(isinstance(o, int) for o in after.values())} of {len(after)} acknowledged")
         run.wait_isr(topic, 2)
         run.sample_now()
         run.read_all(topic)
