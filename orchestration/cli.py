@@ -126,9 +126,10 @@ def _chaos_list(args: argparse.Namespace) -> int:
     width = max(len(name) for name in rows)
     print(f"{'scenario'.ljust(width)}  {'speed'.ljust(5)}  title / pass criterion")
     for name, row in rows.items():
-        print(f"{name.ljust(width)}  {'slow' if row.slow else 'fast'}   {row.title}")
+        print(f"{name.ljust(width)}  {'slow' if row.slow else 'fast'}   {row.title} "
+              f"(producers: {', '.join(row.producer_modes)})")
         print(f"{''.ljust(width)}         pass: {row.criterion}")
-    print(f"\n{len(rows)} scenarios; run one with: raykafka chaos run SCENARIO [--seed N]"
+    print(f"\n{len(rows)} scenarios; run one with: raykafka chaos run SCENARIO [--seed N] [--producer MODE]"
           " (SCENARIO may also be a schedule file)")
     return 0
 
@@ -162,9 +163,10 @@ def _chaos_run(args: argparse.Namespace) -> int:
             return 2
         scenario = rows[args.scenario]
     output = args.output or f"chaos-results/{scenario.name}-seed{args.seed}"
-    print(f"running {scenario.name} (seed {args.seed}): {scenario.title}", flush=True)
+    mode = args.producer or scenario.producer_modes[0]
+    print(f"running {scenario.name} (seed {args.seed}, {mode} producers): {scenario.title}", flush=True)
     print(f"  pass: {scenario.criterion}", flush=True)
-    verdict = run_scenario(scenario, seed=args.seed, output_dir=output)
+    verdict = run_scenario(scenario, seed=args.seed, output_dir=output, producer_mode=mode)
     print()
     print(verdict.table())
     print(f"  picture: {_draw_history(Path(output), scenario.name)}")
@@ -221,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     chaos_run = chaos_commands.add_parser("run", help="run one scenario; print the verdict, write history and report")
     chaos_run.add_argument("scenario", help="a name from 'raykafka chaos list', or a schedule file (.toml)")
     chaos_run.add_argument("--seed", type=int, default=0, help="seeds fault targets and timing jitter")
+    chaos_run.add_argument("--producer", choices=("retries-0", "idempotent"), default=None,
+                           help="the producers' mode: idempotent (retries on) or retries-0 (default: the row's first)")
     chaos_run.add_argument("--output", default=None,
                            help="where history.jsonl, report.json and verdict.txt go "
                                 "(default: chaos-results/SCENARIO-seedN)")

@@ -13,7 +13,9 @@ value may legitimately be read. Anomalies, per partition, as implemented:
 - lost-write: acknowledged at offset o; some poll (at any time) returned an offset >= o, so the
   log was read at or past o; yet no poll returned the value at o.
 - inconsistent-offsets: two different values observed at one offset (acks and polls together).
-- duplicate: one value observed at two or more offsets (reported once, under its first partition).
+- duplicate: one value observed at two or more offsets (reported once, under its first partition),
+  with ``acknowledged_offsets``, where its send was acknowledged: a retry of a non-idempotent send
+  whose first attempt landed writes the record twice and is acknowledged at one of the two.
 - non-monotonic-poll: a process's poll returns, for a partition, a first offset below where it
   should start: its ``positions_before`` entry when that differs from the previous poll's last
   offset + 1 (a seek or rebalance moved the consumer, which is legitimate), else the previous
@@ -169,8 +171,10 @@ class _Checker:
         self.read_at: set[tuple[str, int, str]] = set()
         self.read_values: set[str] = set()
         self.polled_offset_max: dict[str, int] = {}
+        self.acknowledged_at: dict[str, list[list]] = defaultdict(list)
         for ack in self.acks:
             self._observe(ack.tp, ack.offset, ack.value)
+            self.acknowledged_at[ack.value].append([ack.tp, ack.offset])
         for poll in self.polls:
             for tp, offset, value in poll.records:
                 self._observe(tp, offset, value)
@@ -225,7 +229,8 @@ class _Checker:
         for value, places in self.locations.items():
             if len(places) > 1:
                 first_tp, first_offset = min(places)
-                self._add("duplicate", first_tp, first_offset, value, offsets=sorted([tp, o] for tp, o in places))
+                self._add("duplicate", first_tp, first_offset, value, offsets=sorted([tp, o] for tp, o in places),
+                          acknowledged_offsets=self.acknowledged_at.get(value, []))
 
     def check_acknowledged(self) -> None:
         for ack in self.acks:

@@ -31,11 +31,23 @@ from loguru import logger
 from orchestration.chaos.checker import ANOMALY_KINDS, Report, check
 from orchestration.chaos.history import HistoryWriter, read_history
 
-# No retries: a retried request whose first attempt landed writes its records twice (Kafka
-# without idempotence), which the checker would rightly call a duplicate. Each value is sent once,
-# and an indeterminate outcome stays indeterminate.
-PRODUCER_DEFAULTS = {"linger.ms": "5", "retries": "0", "retry.backoff.ms": "100", "request.timeout.ms": "5000",
-                     "delivery.timeout.ms": "30000", "max.in.flight.requests.per.connection": "1"}
+# A row's producers run in one of two modes (``Scenario.producer_modes``, ``run_scenario``'s
+# ``producer_mode``). RETRIES_0: no retries and one request in flight, since a retried request
+# whose first attempt landed writes its records twice (Kafka without idempotence), which the
+# checker would rightly call a duplicate; each value is sent once, and an indeterminate outcome
+# stays indeterminate. IDEMPOTENT: Kafka 3.x's producer defaults (enable.idempotence=true with
+# acks=all, retries and max.in.flight.requests.per.connection at the client's defaults), so a send
+# whose attempt ended unknown is retried and the leader answers a retry of a batch it already has
+# with the original offset: sends end acknowledged instead of indeterminate, and the checker's
+# "no duplicate" is part of the row's pass criterion.
+RETRIES_0 = "retries-0"
+IDEMPOTENT = "idempotent"
+_COMMON_PRODUCER_CONFIG = {"linger.ms": "5", "retry.backoff.ms": "100", "request.timeout.ms": "5000",
+                           "delivery.timeout.ms": "30000"}
+PRODUCER_MODES: dict[str, dict[str, str]] = {
+    RETRIES_0: {**_COMMON_PRODUCER_CONFIG, "retries": "0", "max.in.flight.requests.per.connection": "1"},
+    IDEMPOTENT: {**_COMMON_PRODUCER_CONFIG, "enable.idempotence": "true"},
+}
 # Broker settings that make failover observable within seconds on a small machine.
 FAST_FAILOVER_CONFIG = {"broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "500",
                         "replica.lag.time.max.ms": "4000", "replica.fetch.wait.max.ms": "200",
@@ -63,8 +75,15 @@ class Scenario:
     slow: bool = False  # run by the 'chaos' marker, not by `make test`
     nodes: tuple[int, ...] = ()  # brokers that get a Ray node of their own (node faults)
     sample_topics: tuple[str, ...] | None = None  # None: the topics the script creates
+    # The producer modes the matrix runs this row in (keys of PRODUCER_MODES), the first being the
+    # default of ``run_scenario``. Rows whose producers write under faults run IDEMPOTENT; one row
+    # also keeps RETRIES_0 to show what retries change; choreographed rows that need each send to
+    # be one attempt stay RETRIES_0.
+    producer_modes: tuple[str, ...] = (RETRIES_0,)
 
     def __post_init__(self) -> None:
+        assert self.producer_modes and set(self.producer_modes) <= set(PRODUCER_MODES), \
+            f"{self.name}: producer modes {self.producer_modes} not all in {sorted(PRODUCER_MODES)}"
         for kind in (self.expected_anomalies or ()) + self.tolerated_anomalies:
             assert kind in ANOMALY_KINDS, f"{self.name}: unknown anomaly kind {kind!r}"
 
@@ -87,9 +106,11 @@ class Verdict:
     error: str | None
     output_dir: str
     notes: list[str]
+    producer_mode: str = RETRIES_0
 
     def table(self) -> str:
-        lines = [f"scenario {self.scenario} (seed {self.seed}): {'PASS' if self.passed else 'FAIL'} "
+        lines = [f"scenario {self.scenario} (seed {self.seed}, {self.producer_mode} producers): "
+                 f"{'PASS' if self.passed else 'FAIL'} "
                  f"in {self.duration_s:.1f}s", ""]
         width = max([len(c.what) for c in self.checks] + [10])
         for c in self.checks:
@@ -110,7 +131,8 @@ class Verdict:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scenario": self.scenario, "seed": self.seed, "passed": self.passed,
+        return {"scenario": self.scenario, "seed": self.seed, "producer_mode": self.producer_mode,
+                "passed": self.passed,
                 "duration_s": round(self.duration_s, 2), "error": self.error, "notes": self.notes,
                 "checks": [c.__dict__ for c in self.checks],
                 "report": None if self.report is None else self.report.summary()}
@@ -121,8 +143,9 @@ class Run:
     and helpers for the usual workload (load producers, a full read at the end)."""
 
     def __init__(self, scenario: Scenario, cluster, faults, history: HistoryWriter, seed: int,
-                 sampler=None) -> None:
+                 sampler=None, producer_mode: str | None = None) -> None:
         self.scenario = scenario
+        self.producer_mode = producer_mode or scenario.producer_modes[0]
         self.sampler = sampler
         self.cluster = cluster
         self.faults = faults
@@ -178,7 +201,7 @@ class Run:
             return f"{prefix}-{self._value_counter}"
 
     def producer(self, process: str, **config):
-        settings = {**PRODUCER_DEFAULTS, **{k.replace("_", "."): str(v) for k, v in config.items()}}
+        settings = {**PRODUCER_MODES[self.producer_mode], **{k.replace("_", "."): str(v) for k, v in config.items()}}
         return self.cluster.producer(settings, history=self.history, process=process)
 
     def produce(self, topic: str, values: list[str], *, partition: int | None = 0, acks: str = "all",
@@ -327,9 +350,10 @@ class Load:
 
 
 def run_scenario(scenario: Scenario, *, seed: int = 0, output_dir: str | Path | None = None,
-                 log_dir: str | None = None) -> Verdict:
-    """Run ``scenario`` on a cluster of its own. Uses the Ray this process is connected to, or
-    starts a local one (a multi-node one when the scenario needs nodes) and shuts it down after."""
+                 log_dir: str | None = None, producer_mode: str | None = None) -> Verdict:
+    """Run ``scenario`` on a cluster of its own with its producers in ``producer_mode`` (default:
+    the row's first). Uses the Ray this process is connected to, or starts a local one (a
+    multi-node one when the scenario needs nodes) and shuts it down after."""
     import ray
 
     from orchestration.admin.cluster import Cluster
@@ -341,6 +365,9 @@ def run_scenario(scenario: Scenario, *, seed: int = 0, output_dir: str | Path | 
     output.mkdir(parents=True, exist_ok=True)
     history_path = output / "history.jsonl"
     history_path.unlink(missing_ok=True)
+    producer_mode = producer_mode or scenario.producer_modes[0]
+    if producer_mode not in PRODUCER_MODES:
+        raise ValueError(f"producer mode {producer_mode!r} is not one of {sorted(PRODUCER_MODES)}")
     started = time.monotonic()
     error: str | None = None
     ray_nodes = None
@@ -366,7 +393,7 @@ def run_scenario(scenario: Scenario, *, seed: int = 0, output_dir: str | Path | 
                                     broker_resources=broker_resources, controller_resources=controller_resources)
             faults = Faults(cluster, history, ray_nodes=ray_nodes)
             sampler = Sampler(cluster, history, topics=None, interval_s=SAMPLE_INTERVAL_S)
-            run = Run(scenario, cluster, faults, history, seed, sampler)
+            run = Run(scenario, cluster, faults, history, seed, sampler, producer_mode)
             sampler.start()
             try:
                 scenario.script(run)
@@ -398,20 +425,29 @@ def run_scenario(scenario: Scenario, *, seed: int = 0, output_dir: str | Path | 
                 shutil.rmtree(log_dir, ignore_errors=True)
     report = check(read_history(history_path), unseen_is_anomaly=scenario.unseen_is_anomaly)
     checks = list(run.checks) if run is not None else []
-    checks += expectation_checks(scenario, report)
+    checks += expectation_checks(scenario, report, producer_mode)
     passed = error is None and all(c.ok for c in checks)
     verdict = Verdict(scenario.name, seed, passed, time.monotonic() - started, report, checks, error, str(output),
-                      run.notes if run is not None else [])
+                      run.notes if run is not None else [], producer_mode)
     (output / "report.json").write_text(report.to_json(indent=2))
     (output / "verdict.txt").write_text(verdict.table() + "\n\n" + report.table() + "\n")
     (output / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2))
     return verdict
 
 
-def expectation_checks(scenario: Scenario, report: Report) -> list[Check]:
-    """The checker's findings against what the scenario expects of them."""
+def matrix_runs(rows: list[Scenario]) -> list[tuple[Scenario, str, str]]:
+    """Each row once per producer mode it names: (row, mode, an id "row/mode")."""
+    return [(row, mode, f"{row.name}/{mode}") for row in rows for mode in row.producer_modes]
+
+
+def expectation_checks(scenario: Scenario, report: Report, producer_mode: str = RETRIES_0) -> list[Check]:
+    """The checker's findings against what the scenario expects of them; with idempotent
+    producers, retries are on, and "no duplicate" is named as its own part of the criterion."""
     found = report.kinds() - ({"unseen"} if not scenario.unseen_is_anomaly else set())
     checks = []
+    if producer_mode == IDEMPOTENT and "duplicate" not in (scenario.expected_anomalies or ()):
+        count = report.counts["duplicate"]
+        checks.append(Check("no duplicate (idempotent producers, retries on)", count == 0, f"{count} found"))
     expected = set(scenario.expected_anomalies or ())
     for kind in sorted(expected):
         checks.append(Check(f"checker reports {kind}", kind in found,

@@ -12,7 +12,10 @@ from pathlib import Path
 
 import ray
 
-from orchestration.chaos.runner import Run, Scenario
+from orchestration.chaos.checker import check
+from orchestration.chaos.history import read_history
+from orchestration.chaos.runner import IDEMPOTENT, Run, Scenario
+from orchestration.errors import KafkaError
 from orchestration.chaos.schedule import load_schedule
 
 SCHEDULES_DIR = Path(__file__).parent / "schedules"
@@ -169,6 +172,109 @@ def unclean_election(enabled: bool) -> Scenario:
         script=script, expected_anomalies=("lost-write", "inconsistent-offsets") if enabled else None)
 
 
+# ------------------------------------------------------------------------ lost disk
+# How long the lost-disk row watches the partition stay offline before an operator steps in.
+OFFLINE_OBSERVED_S = 4.0
+# The reader's ListOffsets gives up after this long without a leader (default.api.timeout.ms).
+OFFLINE_READ_TIMEOUT_MS = 3000
+
+
+def _read_while_offline(run: Run, topic: str) -> str:
+    """What a reader gets from the offline partition: Kafka's error name, or its end offset."""
+    consumer = run.cluster.consumer({"auto.offset.reset": "earliest", "enable.auto.commit": "false",
+                                     "default.api.timeout.ms": str(OFFLINE_READ_TIMEOUT_MS)},
+                                    history=run.history, process="reader-while-offline")
+    consumer.assign([(topic, 0)])
+    try:
+        return f"end offset {consumer.end_offsets([(topic, 0)])[(topic, 0)]}"
+    except KafkaError as exc:
+        return exc.name
+    finally:
+        consumer.close()
+
+
+def _wait_offline_and_show_it(run: Run, topic: str) -> None:
+    """Unclean election off: the partition has no leader, also once the out-of-sync replica is
+    back; a reader is refused (not served an empty log); the checker finds nothing lost so far."""
+    run.wait(lambda: run.partition_state(topic).leader == -1 and run.partition_state(topic).isr == [],
+             "broker 0 out of the ISR for its lost disk, and the partition offline")
+    run.faults.restart(1)  # the replica that missed the last writes returns: not a clean leader either
+    deadline, leaders = time.monotonic() + OFFLINE_OBSERVED_S, set()
+    while time.monotonic() < deadline:
+        leaders.add(run.partition_state(topic).leader)
+        time.sleep(0.5)
+    run.require(leaders == {-1}, "no leader while only the empty and the out-of-sync replica are up",
+                f"leaders seen {sorted(leaders)}")
+    outcome = _read_while_offline(run, topic)
+    run.require(not outcome.startswith("end offset"), "a reader is refused, not served an empty log", outcome)
+    so_far = check(read_history(run.history.path))
+    run.require(so_far.counts["lost-write"] == 0, "the checker finds nothing lost while the partition is offline",
+                f"lost-write={so_far.counts['lost-write']}, acknowledged and not readable: {so_far.counts['unseen']}")
+
+
+def lost_disk_of_last_isr_member(unclean_by: str) -> Scenario:
+    def script(run: Run) -> None:
+        """Broker 0 leads, broker 1 follows (min.insync.replicas=1). Broker 1 dies; 0 writes alone;
+        0 loses its disk (restarted on an empty log directory with a new directory id). The
+        controller takes 0 out of the ISR for it. By operator: unclean election is off, so the
+        partition stays offline, also once 1 is back, and a reader is refused; then an operator
+        runs elect-leaders --type unclean. By config: the topic allows unclean elections, so the
+        controller elects 0 as it registers. Either way the history records the unclean
+        election, and the checker reports exactly the acknowledged records the new leader lacks."""
+        topic = "lostdisk"
+        config = {"min.insync.replicas": "1"}
+        if unclean_by == "config":
+            config["unclean.leader.election.enable"] = "true"
+        run.create_topic(topic, assignment=[[0, 1]], config=config)
+        run.wait_isr(topic, 2)
+        both = run.produce(topic, [f"both-{i}" for i in range(20)])
+        run.faults.kill("broker", 1, restart=False)
+        run.wait(lambda: run.partition_state(topic).isr == [0], "the ISR to shrink to broker 0")
+        alone = run.produce(topic, [f"alone-{i}" for i in range(20)])
+        acknowledged = {value for value, outcome in {**both, **alone}.items() if isinstance(outcome, int)}
+        run.require(len(acknowledged) == 40, "40 records acknowledged before the disk is lost",
+                    f"{len(acknowledged)} acknowledged")
+        epoch = run.partition_state(topic).leader_epoch
+        run.faults.lose_disk(0)
+        if unclean_by == "operator":
+            _wait_offline_and_show_it(run, topic)
+            outcome = run.cluster.elect_leaders("unclean", topic, [0])
+            run.require(outcome == {(topic, 0): "NONE"}, "the operator's unclean election elects a leader",
+                        str(outcome))
+        leader = run.wait_leader(topic, lambda leader: True, "a leader elected uncleanly")
+        state = run.partition_state(topic)
+        run.faults.record("unclean-election", f"{topic}-0", leader=leader, leader_epoch=state.leader_epoch,
+                          previous_leader_epoch=epoch, requested_by=(
+                              "an operator (elect-leaders --type unclean)" if unclean_by == "operator"
+                              else "unclean.leader.election.enable=true"))
+        if unclean_by == "config":
+            run.faults.restart(1)
+        after = run.produce(topic, [f"after-{i}" for i in range(50)])  # past every old offset
+        run.require(all(isinstance(o, int) for o in after.values()), "the new leader acknowledges new writes",
+                    f"{sum(isinstance(o, int) for o in after.values())} of {len(after)} acknowledged")
+        run.wait_isr(topic, 2)
+        run.sample_now()
+        run.read_all(topic)
+        lost = {a.value for a in check(read_history(run.history.path)).of_kind("lost-write")}
+        # Broker 0 came back empty; broker 1 holds what it copied before it died.
+        expected = acknowledged if leader == 0 else {v for v in acknowledged if v.startswith("alone-")}
+        run.require(lost == expected, f"the checker reports exactly the {len(expected)} acknowledged records "
+                    f"broker {leader} lacks", f"{len(lost)} reported; missing from the report "
+                    f"{sorted(expected - lost)[:5]}, reported beyond it {sorted(lost - expected)[:5]}")
+
+    return Scenario(
+        name=f"lost-disk-of-last-isr-member-unclean-by-{unclean_by}", brokers=2,
+        title=("the last ISR member loses its disk; " + (
+            "the partition stays offline until an operator's elect-leaders --type unclean"
+            if unclean_by == "operator" else "unclean.leader.election.enable=true elects it empty")),
+        criterion=(("while unclean election is off the partition stays offline and reads are refused, and the "
+                    "checker finds nothing lost; after the operator's unclean election " if unclean_by == "operator"
+                    else "the controller elects the empty replica uncleanly; ")
+                   + "the history records the unclean election, and the checker reports exactly the acknowledged "
+                     "records the new leader lacks (lost-write, and the new records at their offsets)"),
+        script=script, expected_anomalies=("lost-write", "inconsistent-offsets"))
+
+
 # ------------------------------------------------------------------------ controller rows
 def _converged(run: Run, topic: str) -> bool:
     """Every live replica agrees with the controller on each partition's leader and epoch."""
@@ -266,17 +372,19 @@ CODED: list[Scenario] = [
     Scenario(name="each-send-thread-killed", title="each controller request-send thread killed in turn, "
              "each time before a leadership change", criterion="the controller replaces each thread and resends "
              "its broker the current state; every broker converges on the controller's leaders and epochs; "
-             "nothing acknowledged is lost", script=_send_threads_killed, slow=True),
+             "nothing acknowledged is lost", script=_send_threads_killed, slow=True, producer_modes=(IDEMPOTENT,)),
     Scenario(name="zombie-controller", title="a paused controller replaced, then waking up as a zombie",
              criterion="brokers fence the zombie by controller epoch; it resigns; no leadership or topic changes "
-             "because of it; nothing acknowledged is lost", script=_zombie_controller),
+             "because of it; nothing acknowledged is lost", script=_zombie_controller,
+             producer_modes=(IDEMPOTENT,)),
     *[kip101_story1(policy) for policy in POLICIES],
     *[kip101_story2(policy) for policy in POLICIES],
     unclean_election(False), unclean_election(True),
+    lost_disk_of_last_isr_member("operator"), lost_disk_of_last_isr_member("config"),
     Scenario(name="ray-node-removed", title="the Ray node hosting the leader broker is removed, then returns",
              criterion="a surviving replica is elected; writes go on; the broker restarts on its returned node "
                        "from its disk and rejoins the ISR; nothing acknowledged is lost",
-             script=_node_removed, nodes=(2,), slow=True),
+             script=_node_removed, nodes=(2,), slow=True, producer_modes=(IDEMPOTENT,)),
 ]
 
 

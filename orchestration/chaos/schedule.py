@@ -10,7 +10,9 @@ the seeded rng), ``random-broker``, ``broker-<id>``, ``controller``, or ``same``
 step's target, to restart or resume it). ``wait_for`` then waits for ``new-leader``,
 ``isr-shrunk``, ``isr-full`` or ``leader-led`` (some broker leads). ``[end]`` names what to wait
 for before the final read, and ``[expect]`` what must have been seen (``leader_changed``,
-``isr_shrank``, ``controller_epoch_increased``). The same seed gives the same targets and jitter.
+``isr_shrank``, ``controller_epoch_increased``). ``producer_modes`` lists the producer modes the
+matrix runs the row in (``retries-0``, ``idempotent``; see ``runner.PRODUCER_MODES``), the first
+being the default. The same seed gives the same targets and jitter.
 
 Verbs: kill (``role`` = broker, controller, replica-fetcher, request-send-thread,
 group-coordinator; ``restart``), restart, lose-disk, controlled-shutdown, pause/resume (``role``
@@ -25,7 +27,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from orchestration.chaos.runner import Run, Scenario
+from orchestration.chaos.runner import PRODUCER_MODES, RETRIES_0, Run, Scenario
 
 VERBS = ("kill", "restart", "lose-disk", "controlled-shutdown", "pause", "resume", "isolate", "partition",
          "delay", "drop", "heal", "sleep")
@@ -55,6 +57,9 @@ def load_schedule(path: str | Path) -> Scenario:
             raise ScheduleError(f"{where}: 'wait_for' must be one of {', '.join(WAITS)}")
         if "at" in step and "after_acks" in step:
             raise ScheduleError(f"{where}: give 'at' or 'after_acks', not both")
+    producer_modes = tuple(spec.get("producer_modes", (RETRIES_0,)))
+    if not producer_modes or not set(producer_modes) <= set(PRODUCER_MODES):
+        raise ScheduleError(f"{path}: 'producer_modes' must list some of {', '.join(PRODUCER_MODES)}")
     expected = spec.get("expect", {}).get("anomalies")
     return Scenario(
         name=spec["name"], title=spec["title"], criterion=spec["criterion"],
@@ -62,7 +67,7 @@ def load_schedule(path: str | Path) -> Scenario:
         config={str(k): str(v) for k, v in spec.get("config", {}).items()},
         expected_anomalies=tuple(expected) if expected is not None else None,
         tolerated_anomalies=tuple(spec.get("expect", {}).get("tolerated", ())),
-        slow=bool(spec.get("slow", False)))
+        slow=bool(spec.get("slow", False)), producer_modes=producer_modes)
 
 
 def run_schedule(run: Run, spec: dict[str, Any]) -> None:

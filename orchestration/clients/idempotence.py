@@ -9,9 +9,17 @@ attempt whose outcome was unknown no longer risks a duplicate.
 
 Order. Ray keeps no order between calls, so while a partition has a Produce request in flight
 its next batches wait (the partition is muted, as Kafka's accumulator mutes a partition to
-guarantee order); every queued batch of the partition travels in the next request together, so
-a busy partition still sends large requests. Up to ``max.in.flight.requests.per.connection``
+guarantee order); up to five queued batches of the partition travel in the next request together,
+so a busy partition still sends large requests. Up to ``max.in.flight.requests.per.connection``
 requests stay in flight per broker, for different partitions.
+
+Retries travel alone. A leader that finds a request's first batch of a producer among the batches
+it already has answers with that batch's offsets and writes nothing of the request (Kafka's rule;
+Kafka's producer sends one batch per partition per request). So a batch that was sent before goes
+in a request of its own: were the batches queued behind it in the same request, they would be
+acknowledged at the offsets that follow the duplicate and never written. Fresh batches go at most
+``BATCHES_PER_REQUEST_MAX`` together, the leader's window of remembered batches per producer, so a
+retry of any of them, alone, is still recognised as a duplicate.
 
 Gaps. A sequence number is never reused for other records: a batch that fails for good after it
 was stamped (expired, refused, retries used up) may or may not be in the log, so the producer
@@ -31,6 +39,9 @@ from orchestration.errors import KafkaError
 
 NO_PRODUCER_ID = -1
 MAX_IN_FLIGHT_WITH_IDEMPOTENCE = 5  # Kafka's limit for enable.idempotence
+# Batches of one partition in one request; the leader remembers the last five batches per
+# producer (Kafka's ProducerStateEntry.NumBatchesToRetain), see the module docstring.
+BATCHES_PER_REQUEST_MAX = 5
 
 
 def idempotence_enabled(settings: dict[str, str], acks: int, explicit: bool) -> bool:
@@ -105,6 +116,13 @@ class Idempotence:
 
     def unmute(self, groups) -> None:
         self.muted.difference_update((group[0].topic, group[0].partition) for group in groups)
+
+    @staticmethod
+    def may_join(group, batch) -> bool:
+        """Whether ``batch`` may travel in one request with ``group`` (the partition's batches
+        drained so far for it, not empty): only fresh batches go together, five at most."""
+        return (batch.attempts == 0 and group[0].attempts == 0
+                and len(group) < BATCHES_PER_REQUEST_MAX)
 
     def stamp(self, batch) -> None:
         """Give a batch drained for the first time this producer's identity and the partition's next

@@ -55,23 +55,9 @@ from orchestration.clients.partitioner import StickyPartitioner
 from orchestration.clients.producer_batch import (  # noqa: F401 (NO_ACKNOWLEDGEMENT: part of the producer's API)
     NO_ACKNOWLEDGEMENT, OUTCOME_UNKNOWN_ERRORS, InFlightRequest, ProducerBatch, history_text, record_send_outcome,
 )
+from orchestration.clients.producer_config import PRODUCER_DEFAULTS, parse_acks  # noqa: F401 (the producer's API)
 from orchestration.clients.records import BatchBuilder, RecordMetadata, estimate_record_size
 from orchestration.errors import KafkaError
-
-PRODUCER_DEFAULTS = {
-    "acks": "1",
-    "batch.size": "16384",
-    "linger.ms": "0",
-    "max.request.size": "1048576",
-    "retries": "2147483647",
-    "retry.backoff.ms": "100",
-    "delivery.timeout.ms": "120000",
-    "request.timeout.ms": "30000",
-    "max.in.flight.requests.per.connection": "5",
-    "buffer.memory": "33554432",
-    "max.block.ms": "60000",
-    "metadata.max.age.ms": "300000",
-}
 
 # Errors after which the leader the metadata names is probably wrong: ask for metadata again. A
 # broker with no actor (BROKER_NOT_AVAILABLE) is a disconnected node to Kafka's client.
@@ -80,17 +66,6 @@ _METADATA_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR
                     ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NETWORK_EXCEPTION,
                     ErrorCode.BROKER_NOT_AVAILABLE}
 _PROCESS_IDS = itertools.count()
-
-
-def parse_acks(value: str) -> int:
-    """'all' is -1; other values are sent as given, so the broker judges them (INVALID_REQUIRED_ACKS)."""
-    text = str(value).strip().lower()
-    if text == "all":
-        return -1
-    try:
-        return int(text)
-    except ValueError:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, f"acks={value!r}") from None
 
 
 class Producer:
@@ -295,7 +270,9 @@ class Producer:
         with consecutive offsets, so a busy partition costs one Ray call per request, not per batch.
         Expiry takes batches from the front only, so the batches that stay keep their order.
         An idempotent producer drains nothing before it has a producer id (``can_send``) and
-        nothing for a partition with a request in flight; it stamps each batch it drains first.
+        nothing for a partition with a request in flight; it stamps each batch it drains first,
+        and groups batches only as ``Idempotence.may_join`` allows (a batch sent before travels
+        alone, fresh ones at most five together).
         """
         now = _now_ms()
         hurry = self._flushing > 0 or self._closed
@@ -334,6 +311,8 @@ class Producer:
                 is_open = head.payload is None and head is queue[-1]
                 if group and (size + head.size_in_bytes() > self._max_request_size
                               or (is_open and not hurry and head.created_ms + self._linger_ms > now)):
+                    break
+                if self._idempotence is not None and group and not self._idempotence.may_join(group, head):
                     break
                 queue.popleft()
                 if head.payload is None:
@@ -380,14 +359,31 @@ class Producer:
             TopicProduceData(name=name, partition_data=tuple(parts)) for name, parts in topics.items()))
         try:
             ref = self._directory.broker(broker_id).handle_produce.remote(request)
-        except KafkaError as exc:  # no handle for the broker: nothing was sent
-            for group in groups:
-                self._fail_or_retry(group, exc)
+        except KafkaError as exc:  # no actor for the broker: nothing was sent
+            self._requeue_unsent(groups, exc)
             return
         with self._condition:
             self._in_flight[as_future(ref)] = InFlightRequest(broker_id, groups, _now_ms(), ref)
         if self._idempotence is not None:
             self._idempotence.mute(groups)
+
+    def _requeue_unsent(self, groups: list[list[ProducerBatch]], error: KafkaError) -> None:
+        """The leader has no actor (killed, not yet replaced): a node Kafka's producer cannot
+        connect to. Kafka drains no batch for such a node; its batches wait, whatever ``retries``
+        says, while metadata is refreshed, until ``delivery.timeout.ms``. So these were no
+        attempt: they go back to the front of their queues after ``retry.backoff.ms``."""
+        self._metadata.refresh_now()
+        now = _now_ms()
+        for group in groups:
+            for batch in reversed(group):
+                batch.attempts -= 1
+                if now - batch.created_ms >= self._delivery_timeout_ms:
+                    self._fail(batch, error)
+                    continue
+                batch.retry_after_ms = now + self._retry_backoff_ms
+                with self._condition:
+                    self._queues[(batch.topic, batch.partition)].appendleft(batch)
+                    self._condition.notify_all()
 
     def _collect(self, timeout_s: float) -> None:
         if not self._in_flight:

@@ -2,13 +2,15 @@
 ``raykafka chaos list`` runs end to end (a cluster, a load, its faults, the invariant sampler)
 and the history checker's verdict must match the row's expectation: a clean history, or exactly
 the anomalies the row demonstrates (the KIP-101 stories under the high-watermark rule, an unclean
-election). Rows share this module's Ray, each with a cluster of its own; the Ray-node row is in
-``test_chaos_nodes.py``. Slow rows carry the ``chaos`` marker (``make chaos``)."""
+election, a lost disk). Each row runs once per producer mode it names (idempotent producers with
+retries on, where "no duplicate" is part of the criterion, and/or retries=0). Rows share this
+module's Ray, each with a cluster of its own; the Ray-node row is in ``test_chaos_nodes.py``. Slow
+rows carry the ``chaos`` marker (``make chaos``)."""
 from __future__ import annotations
 
 import pytest
 
-from orchestration.chaos.runner import run_scenario
+from orchestration.chaos.runner import matrix_runs, run_scenario
 from orchestration.chaos.scenarios import CODED, SCHEDULES_DIR
 from orchestration.chaos.schedule import load_schedule
 
@@ -17,12 +19,10 @@ pytestmark = pytest.mark.integration
 ROWS = [load_schedule(path) for path in sorted(SCHEDULES_DIR.glob("*.toml"))] + CODED
 
 
-def _param(row):
-    return pytest.param(row, id=row.name, marks=[pytest.mark.chaos] if row.slow else [])
-
-
-@pytest.mark.parametrize("scenario", [_param(row) for row in ROWS if not row.nodes])
-def test_matrix_row(scenario, ray_session, tmp_path):
-    verdict = run_scenario(scenario, seed=0, output_dir=tmp_path / scenario.name)
+@pytest.mark.parametrize(("scenario", "producer_mode"), [
+    pytest.param(row, mode, id=name, marks=[pytest.mark.chaos] if row.slow else [])
+    for row, mode, name in matrix_runs([row for row in ROWS if not row.nodes])])
+def test_matrix_row(scenario, producer_mode, ray_session, tmp_path):
+    verdict = run_scenario(scenario, seed=0, output_dir=tmp_path / scenario.name, producer_mode=producer_mode)
     print(verdict.table())  # shown with -s, and kept in the row's verdict.txt
     assert verdict.passed, verdict.table()

@@ -39,12 +39,27 @@ def test_every_shipped_schedule_parses():
     (("target = \"leader\"", "target = \"leader\"\nwait_for = \"forever\""), "'wait_for' must be one of"),
     (("criterion = \"c\"\n", ""), "missing 'criterion'"),
     (("[load]", "[load\n"), "x.toml"),
+    (("criterion = \"c\"\n", "criterion = \"c\"\nproducer_modes = [\"retries-3\"]\n"), "'producer_modes' must"),
 ])
 def test_bad_schedules_are_refused(tmp_path, change, message):
     path = tmp_path / "x.toml"
     path.write_text(VALID.replace(*change))
     with pytest.raises(ScheduleError, match=message):
         load_schedule(path)
+
+
+def test_every_shipped_schedule_runs_with_idempotent_producers_and_one_keeps_retries_0():
+    """Every produce-side schedule row runs with idempotent producers (retries on); at least one
+    also runs with retries=0, so the matrix still shows the indeterminate sends retries remove."""
+    rows = [load_schedule(path) for path in sorted(SCHEDULES_DIR.glob("*.toml"))]
+    assert all("idempotent" in row.producer_modes for row in rows), [(r.name, r.producer_modes) for r in rows]
+    assert any("retries-0" in row.producer_modes for row in rows)
+
+
+def test_a_schedule_without_producer_modes_runs_retries_0(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text(VALID)
+    assert load_schedule(path).producer_modes == ("retries-0",)
 
 
 def fake_run(seed: int):

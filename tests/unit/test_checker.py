@@ -317,3 +317,26 @@ def test_command_line_exits_nonzero_on_an_invalid_history(tmp_path, capsys):
     assert "lost-write" in capsys.readouterr().out
     assert main([str(path), "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["counts"]["lost-write"] == 1
+
+
+def test_a_retried_non_idempotent_send_written_twice_is_a_duplicate():
+    """The retries=N, enable.idempotence=false case: the first attempt of "a" lands at offset 0 but
+    its answer is lost (the request times out), the retry lands it again at 1 and is acknowledged
+    there. The producer's history shows one send, acknowledged once; the log holds it twice. With
+    an idempotent producer the leader answers the retry with offset 0 and nothing is flagged."""
+    written_twice = [invoke(0, "p0", "a"), ok(2, "p0", "a", 1), invoke(3, "p0", "b"), ok(4, "p0", "b", 2),
+                     poll(10, "c1", [(0, "a"), (1, "a"), (2, "b")], 0)]
+    report = check(written_twice)
+    assert not report.valid and report.kinds() == {"duplicate"}
+    (duplicate,) = report.of_kind("duplicate")
+    assert (duplicate.value, duplicate.detail["offsets"]) == ("a", [["t-0", 0], ["t-0", 1]])
+    assert duplicate.detail["acknowledged_offsets"] == [["t-0", 1]]
+    answered_with_the_original_offset = [invoke(0, "p0", "a"), ok(2, "p0", "a", 0), invoke(3, "p0", "b"),
+                                         ok(4, "p0", "b", 1), poll(10, "c1", [(0, "a"), (1, "b")], 0)]
+    assert check(answered_with_the_original_offset).valid
+
+
+def test_a_duplicate_read_twice_from_one_offset_is_not_a_duplicate():
+    """Two consumers (or one after a seek) reading the same offset see one record, not two."""
+    history = sent("p0", ["a"]) + [poll(10, "c1", [(0, "a")], 0), poll(11, "c2", [(0, "a")], 0)]
+    assert check(history).counts["duplicate"] == 0

@@ -569,3 +569,32 @@ def test_keyless_records_move_to_another_partition_with_each_new_batch(history):
                   for i in range(12)]
     assert all(a != b for a, b in zip(partitions, partitions[1:])), partitions
     assert set(partitions) == {0, 1, 2}
+
+
+class GoneBrokerDirectory(FakeDirectory):
+    """Broker 0's actor is gone for the first ``gone_calls`` lookups (killed, not yet replaced)."""
+
+    def __init__(self, broker: CoreBroker, partitions: dict[str, int], gone_calls: int) -> None:
+        super().__init__(broker, partitions)
+        self.gone_calls = gone_calls
+
+    def broker(self, broker_id: int) -> CoreBroker:
+        if self.gone_calls > 0:
+            self.gone_calls -= 1
+            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {broker_id}")
+        return super().broker(broker_id)
+
+
+@pytest.mark.parametrize("retries", ["0", "2147483647"])
+def test_a_batch_for_a_leader_with_no_actor_waits_for_one_and_is_not_an_attempt(history, retries):
+    """Kafka's producer drains no batch for a node it cannot connect to: the batch waits (up to
+    delivery.timeout.ms) while metadata is refreshed, so ``retries`` does not count it. A leader
+    whose actor is gone is that node: the send goes out once there is an actor to send it to."""
+    broker = leading_broker()
+    directory = GoneBrokerDirectory(broker, {TOPIC: 1}, gone_calls=3)
+    producer = make_producer(broker, history, directory=directory, acks="all", retries=retries,
+                             **{"enable.idempotence": "false"})
+    future = send_and_wait(producer, b"v")
+    assert future.exception() is None and future.result().offset == 0
+    assert completions(history) == [("ok", {"topic": TOPIC, "partition": 0, "offset": 0, "value": "v"})]
+    assert len(broker.produce_requests) == 1

@@ -2,7 +2,7 @@
 producer id, stamps each batch with its id and the partition's next sequence, and so a retry of a
 request whose first attempt did land is answered with the original offset instead of being
 written twice; it is on by default only where Kafka 3.x turns it on, asks for a new id after a
-batch fails for good, and keeps at most one request in flight per partition."""
+batch fails for good, keeps at most one request in flight per partition, and sends a retried batch alone."""
 from __future__ import annotations
 
 import time
@@ -107,7 +107,7 @@ def test_a_batch_that_fails_for_good_after_it_was_stamped_means_a_new_producer_i
     assert stamps(broker) == [(1000, 0, 0), (1001, 0, 0)]
 
 
-def test_a_partition_has_one_request_in_flight_and_its_queued_batches_follow_together(history):
+def test_a_partition_has_one_request_in_flight_and_its_queued_batches_follow_the_retry(history):
     broker = leading_broker()
     broker.produce_script = [NEVER]
     producer = make_producer(broker, history, acks="all", **{"request.timeout.ms": "300", "linger.ms": "0"})
@@ -120,7 +120,52 @@ def test_a_partition_has_one_request_in_flight_and_its_queued_batches_follow_tog
     producer.flush(timeout=WAIT_S)
     assert [first.result().offset, second.result().offset] == [0, 1]
     # While the first request went unanswered nothing else was sent for the partition; its retry
-    # carried both batches, in sequence order.
-    assert len(broker.produce_requests) == 2
+    # went alone (see the next test), then the queued batch, in sequence order.
+    assert len(broker.produce_requests) == 3
     assert stamps(broker) == [(1000, 0, 0), (1000, 0, 0), (1000, 0, 1)]
     assert [e["type"] for e in events(history) if e["type"] != "invoke"] == ["ok", "ok"]
+
+
+def batches_per_request(broker) -> list[int]:
+    return [sum(len(parse_batches(data.records)) for topic in request.topic_data for data in topic.partition_data)
+            for request in broker.produce_requests]
+
+
+def wait_for_requests(broker, count: int) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while len(broker.produce_requests) < count:
+        assert time.monotonic() < deadline, f"the producer sent {len(broker.produce_requests)} of {count} requests"
+        time.sleep(0.005)
+
+
+def test_a_retried_batch_travels_alone_so_batches_queued_behind_it_are_not_dropped(history):
+    """The leader answers a request whose first batch it already has with that batch's offsets and
+    writes nothing (Kafka's rule, which assumes one batch per partition per request). A retry that
+    carried the batches queued behind it too would have them acknowledged and never written."""
+    broker = leading_broker()
+    broker.produce_script = [("ran", RayActorError())]  # "first" appended, the answer lost
+    producer = make_producer(broker, history, acks="all", **{"retry.backoff.ms": "1000", "linger.ms": "0"})
+    first = producer.send(TOPIC, value=b"first", partition=0)
+    wait_for_requests(broker, 1)
+    second = producer.send(TOPIC, value=b"second", partition=0)  # queued before the retry is due
+    producer.flush(timeout=WAIT_S)
+    assert [first.result().offset, second.result().offset] == [0, 1]
+    assert log_end_offset(broker) == 2, "the batch behind the retried one was acknowledged but not written"
+    assert stamps(broker) == [(1000, 0, 0), (1000, 0, 0), (1000, 0, 1)]
+    assert batches_per_request(broker) == [1, 1, 1]
+
+
+def test_fresh_batches_travel_together_at_most_five_to_a_request(history):
+    """Five is the leader's window of remembered batches per producer: a retry of any batch of a
+    request that carried at most five is still recognised as a duplicate."""
+    broker = leading_broker()
+    broker.produce_script = [NEVER]
+    producer = make_producer(broker, history, acks="all", **{"request.timeout.ms": "300", "linger.ms": "0",
+                                                             "batch.size": "1"})
+    futures = [producer.send(TOPIC, value=b"first", partition=0)]
+    wait_for_requests(broker, 1)
+    futures += [producer.send(TOPIC, value=f"v{i}".encode(), partition=0) for i in range(8)]
+    producer.flush(timeout=WAIT_S)
+    assert [f.result().offset for f in futures] == list(range(9))
+    assert log_end_offset(broker) == 9
+    assert batches_per_request(broker) == [1, 1, 5, 3]

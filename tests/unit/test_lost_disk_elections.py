@@ -91,3 +91,42 @@ def test_meta_properties_keeps_a_directory_id_and_refuses_another_brokers_direct
     else:
         raise AssertionError("a directory of broker 3 was taken by broker 4")
     assert load_or_create_directory_id(InMemoryStorage(), 3, "fresh") == "fresh", "an empty disk gets a new id"
+
+
+def test_an_operators_unclean_election_logs_a_warning_naming_partition_leader_and_operator():
+    """Kafka's controller logs an unclean election at WARN; one an operator asked for says so, so
+    the log tells a loss the operator chose from one the configuration allowed. The line is
+    captured where the controller's shell sends it: loguru, at WARNING."""
+    from loguru import logger
+
+    from actors.ray_seams import RayEventLog
+    driver = cluster_with_directories(0, 1)
+    last_isr_member_restarts(driver, directory="dir-0-b")
+    driver.register(1, new_incarnation=True, directory="dir-1-a")
+    before = len(driver.logs)
+    response = driver.ask("handle_elect_leaders", ElectLeadersRequest(
+        election_type=UNCLEAN_ELECTION, topic_partitions=(TopicPartitions(topic="t", partitions=(0,)),)))
+    assert response.error_code == ErrorCode.NONE
+    leader = state(driver, "t")[0]
+    warnings = [event for event in driver.logs[before:] if event.level == "warning"]
+    assert len(warnings) == 1, driver.logs[before:]
+    captured: list[tuple[str, str]] = []
+    logger.enable("actors")
+    sink = logger.add(lambda message: captured.append((message.record["level"].name, message.record["message"])))
+    try:
+        RayEventLog().log(warnings[0].level, warnings[0].message)
+    finally:
+        logger.remove(sink)
+        logger.disable("actors")
+    ((level, message),) = captured
+    assert level == "WARNING"
+    assert "t-0" in message and f"broker {leader}" in message and "operator" in message, message
+
+
+def test_a_preferred_election_logs_no_unclean_warning():
+    driver = cluster_with_directories(0, 1)
+    driver.create_topic("t", assignment={0: [0, 1]})
+    before = len(driver.logs)
+    driver.ask("handle_elect_leaders", ElectLeadersRequest(
+        election_type=0, topic_partitions=(TopicPartitions(topic="t", partitions=(0,)),)))
+    assert not [event for event in driver.logs[before:] if event.level == "warning"], driver.logs[before:]

@@ -5,6 +5,9 @@ does not lead already; an unclean election elects a leader, from outside the ISR
 partitions no live broker leads. Every other partition is answered ``ELECTION_NOT_NEEDED``, an
 unknown one (or one of a topic being deleted) ``UNKNOWN_TOPIC_OR_PARTITION``, and a request of any
 other election type ``INVALID_REQUEST`` as a whole. The new leaderships go out in one batch.
+An unclean election that does elect from outside the ISR is logged at WARNING with the partition,
+its new leader and that an operator asked for it, so an operator's choice to lose records reads
+differently in the log from a loss the topic's ``unclean.leader.election.enable`` allowed.
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from actors.core import metrics
 from actors.core.controller import elections
 from actors.core.controller.broker_requests import BrokerRequests
 from actors.core.controller.state import PartitionState, TopicPartition
-from actors.core.effects import Effect, Respond
+from actors.core.effects import Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode
 from actors.core.messages.elect_leaders import (
     PREFERRED_ELECTION, UNCLEAN_ELECTION, ElectLeadersRequest, ElectLeadersResponse, PartitionResult,
@@ -24,7 +27,12 @@ def handle_elect_leaders(requests: BrokerRequests, request_id: int, request: Ele
     if request.election_type not in (PREFERRED_ELECTION, UNCLEAN_ELECTION):
         return [Respond(request_id=request_id, response=ElectLeadersResponse(
             replica_election_results=(), error_code=ErrorCode.INVALID_REQUEST))]
-    elect_one = elect_preferred_one if request.election_type == PREFERRED_ELECTION else elect_unclean_one
+    unclean_logs: list[LogEvent] = []
+    if request.election_type == PREFERRED_ELECTION:
+        elect_one = elect_preferred_one
+    else:
+        def elect_one(requests: BrokerRequests, topic_partition: TopicPartition) -> ErrorCode:
+            return elect_unclean_one(requests, topic_partition, unclean_logs)
     if request.topic_partitions is None:
         wanted = requests.context.all_partitions()
     else:
@@ -35,9 +43,9 @@ def handle_elect_leaders(requests: BrokerRequests, request_id: int, request: Ele
         code = elect_one(requests, topic_partition)
         results.setdefault(topic_partition[0], []).append(
             PartitionResult(partition_id=topic_partition[1], error_code=code))
-    effects = requests.flush()
+    effects: list[Effect] = [*unclean_logs, *requests.flush()]
     elected = sum(r.error_code == ErrorCode.NONE for rs in results.values() for r in rs)
-    effects += metrics.leader_elections(elected, unclean=elected if request.election_type == UNCLEAN_ELECTION else 0)
+    effects += metrics.leader_elections(elected, unclean=len(unclean_logs))
     effects.append(Respond(request_id=request_id, response=ElectLeadersResponse(
         replica_election_results=tuple(ReplicaElectionResult(topic=t, partition_result=tuple(r))
                                        for t, r in sorted(results.items())))))
@@ -55,7 +63,10 @@ def elect_preferred_one(requests: BrokerRequests, topic_partition: TopicPartitio
     return _apply(requests, topic_partition, result)
 
 
-def elect_unclean_one(requests: BrokerRequests, topic_partition: TopicPartition) -> ErrorCode:
+def elect_unclean_one(requests: BrokerRequests, topic_partition: TopicPartition,
+                      logs: list[LogEvent] | None = None) -> ErrorCode:
+    """An operator's unclean election of one partition; when it elects from outside the ISR it
+    appends its WARNING to ``logs``."""
     context = requests.context
     current = context.leadership.get(topic_partition)
     if current is None or topic_partition[0] in context.topics_to_delete:
@@ -65,7 +76,13 @@ def elect_unclean_one(requests: BrokerRequests, topic_partition: TopicPartition)
     result = elections.elect_for_offline_partition(
         leader_and_isr=current, assignment=context.replicas(topic_partition), live_replicas=context.live_broker_ids,
         unclean_leader_election_enabled=True, controller_epoch=requests.controller_epoch)
-    return _apply(requests, topic_partition, result)
+    code = _apply(requests, topic_partition, result)
+    if code == ErrorCode.NONE and result.unclean and logs is not None:
+        logs.append(LogEvent(level="warning", message=(
+            f"[controller epoch {requests.controller_epoch}] unclean election requested by an operator "
+            f"(ElectLeaders): broker {result.leader} leads {topic_partition[0]}-{topic_partition[1]} from outside "
+            f"the ISR {list(current.isr)}; records it never had are lost")))
+    return code
 
 
 def _apply(requests: BrokerRequests, topic_partition: TopicPartition, result: elections.ElectionResult) -> ErrorCode:
