@@ -49,7 +49,7 @@ from actors.drivers.send_thread import RequestSendThreadDriver
 from actors.records import KafkaRecordCodec
 from orchestration.simulation.consumer import GroupMember
 from orchestration.simulation.network import EVENT, REQUEST, RESPONSE, Message
-from orchestration.simulation.seams import SimClock, SimLog, SimTransport
+from orchestration.simulation.seams import SimClock, SimLog, SimStorageWorker, SimTransport
 
 TopicPartition = tuple[str, int]
 
@@ -78,6 +78,8 @@ class _BrokerNode(_Node):
     broker_id: int = -1
     fetchers: dict = field(default_factory=dict)  # (leader id, fetcher id) -> _FetcherNode
     replace_fetchers: dict = field(default_factory=dict)  # (leader id, fetcher id) -> due ms
+    storage_works: list = field(default_factory=list)  # (work, on_done) its SimStorageWorker holds
+    storage_worker: Any = None
 
 
 @dataclass(eq=False)
@@ -271,10 +273,11 @@ class Nodes:
             fetcher = self.nodes.get(f"fetcher:{broker_id}:{destination.split(':', 1)[1]}")
             return f"fetcher:{broker_id}:{destination.split(':', 1)[1]}", -1 if fetcher is None else fetcher.incarnation
 
+        node.storage_worker = SimStorageWorker(self, node)
         node.driver = BrokerDriver(core, *self._seams(
             node, route, start=lambda destination, **args: self._start_fetcher(node, **args),
             stop=lambda destination: self._stop_fetcher(node, destination),
-            around=lambda cause, step: self._step_broker(node, cause, step)))
+            around=lambda cause, step: self._step_broker(node, cause, step)), node.storage_worker)
         self.nodes[name] = node
         self._step_broker(node, "start", node.driver.start)
 
@@ -431,6 +434,7 @@ class Nodes:
                 node.driver.on_wakeup()
 
     def _wake_broker(self, node: _BrokerNode) -> None:
+        node.storage_worker.finish_due()
         for key, due_ms in list(node.replace_fetchers.items()):
             if due_ms <= self.now_ms:
                 del node.replace_fetchers[key]
