@@ -63,7 +63,7 @@ from orchestration.simulation.consumer import GroupMember
 from orchestration.simulation.invariants import (
     Election, Invariants, IsrJoin, SimulationInvariantError,
 )
-from orchestration.simulation.network import Message, MessageFilter, Network
+from orchestration.simulation.network import Network
 from orchestration.simulation.nodes import (
     CLIENT, CONTROLLER, FETCHER_REPLACEMENT_DELAY_MS, Nodes, TopicPartition, Truncation, _ChannelNode, _Node,
 )
@@ -147,6 +147,7 @@ class Simulation(Invariants, Nodes):
         self._epoch_leaders: dict[tuple[TopicPartition, int], int] = {}
         self._leader_high_watermarks: dict[tuple, int] = {}
         self._controller_view: dict[TopicPartition, tuple[int, int, tuple[int, ...]]] = {}
+        self._next_full_check_ms = 0
         self.kv = InMemoryKeyValueStore()
         self.metadata_store = MetadataStore(self.kv)
         self.group_coordinators = group_coordinators
@@ -403,29 +404,13 @@ class Simulation(Invariants, Nodes):
         broker.replace_fetchers[(leader_id, fetcher_id)] = self.now_ms + FETCHER_REPLACEMENT_DELAY_MS
         broker.timers.add(self.now_ms + FETCHER_REPLACEMENT_DELAY_MS)
 
-    def hold(self, name: str, *, count: int | None = None, **message_filter) -> None:
-        """Hold back messages matching the filter (see ``MessageFilter``) until release or drop."""
-        self.network.add_rule(name, MessageFilter.from_spec(message_filter), action="hold", count=count)
-
-    def drop_matching(self, name: str, *, count: int | None = None, **message_filter) -> None:
-        """Lose matching messages as they are sent, until ``drop(name)`` removes the rule."""
-        self.network.add_rule(name, MessageFilter.from_spec(message_filter), action="drop", count=count)
-
-    def release(self, name: str) -> int:
-        return len(self.network.release(name, self.now_ms))
-
-    def drop(self, name: str) -> int:
-        return len(self.network.drop_held(name))
-
-    def held(self, name: str | None = None) -> list[Message]:
-        return self.network.held(name)
-
     # ============================================================================= running
     def run(self, ms: int, *, limit_steps: int = 1_000_000) -> None:
         """Run for ``ms`` of simulated time."""
         until_ms = self.now_ms + ms
         for _ in range(limit_steps):
             if not self._step(until_ms):
+                self._check_invariants()
                 return
         raise SimulationStalled(f"{self._where()}: {limit_steps} steps did not cover {ms} ms")
 
@@ -435,9 +420,11 @@ class Simulation(Invariants, Nodes):
         until_ms = self.now_ms + limit_ms
         for _ in range(limit_steps):
             if condition():
+                self._check_invariants()
                 return True
             if not self._step(until_ms):
                 break
+        self._check_invariants()
         if condition():
             return True
         if stall_ok:
@@ -459,6 +446,7 @@ class Simulation(Invariants, Nodes):
             if current != fingerprint:
                 fingerprint, since_ms = current, self.now_ms
             elif self.now_ms - since_ms >= quiet_ms:
+                self._check_invariants()
                 return self.step_count - start_step
         raise SimulationStalled(f"{self._where()}: not quiet within {limit_steps} steps / {limit_ms} ms")
 
@@ -495,5 +483,5 @@ class Simulation(Invariants, Nodes):
         self.step_count += 1
         self._fire_timeouts()
         self._fire_ticks()
-        self._check_invariants()
+        self._check_invariants(touched="")
         return True

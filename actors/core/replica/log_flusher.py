@@ -27,6 +27,7 @@ runs the works in the order given, so two writes of one checkpoint file land in 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from actors.core.effects import Effect, LogEvent, StorageWork
 from actors.core.log.checkpoints import (
@@ -45,12 +46,13 @@ class _Work:
 
 
 class LogFlusher:
-    """The two tasks of one broker; ``partitions`` is the replica manager's live map."""
+    """The two tasks of one broker; ``owner.partitions`` is the replica manager's map, read anew
+    each time (the simulator may swap in a map that watches its use)."""
 
-    def __init__(self, broker_id: int, partitions: dict, *, flush_interval_ms: int,
+    def __init__(self, broker_id: int, owner: Any, *, flush_interval_ms: int,
                  high_watermark_interval_ms: int, now_ms: int) -> None:
         self._broker_id = broker_id
-        self._partitions = partitions
+        self._owner = owner
         self._flush_interval_ms = flush_interval_ms
         self._high_watermark_interval_ms = high_watermark_interval_ms
         self._last_flush_ms = now_ms
@@ -58,6 +60,10 @@ class LogFlusher:
         self._next_work_id = 0
         # Works handed to the driver and not yet done, by id: at most one per task.
         self._in_flight: dict[int, _Work] = {}
+
+    @property
+    def _partitions(self) -> dict:
+        return self._owner.partitions
 
     def _busy(self, *kinds: str) -> bool:
         return any(work.kind in kinds for work in self._in_flight.values())

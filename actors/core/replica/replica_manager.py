@@ -109,7 +109,7 @@ class ReplicaManager:
         self._next_metrics_ms = now_ms  # when the broker's gauges are set next
         self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
         self.log_flusher = LogFlusher(
-            broker_id, self.partitions, now_ms=now_ms,
+            broker_id, self, now_ms=now_ms,
             flush_interval_ms=config.get_int("log.flush.offset.checkpoint.interval.ms", 1),
             high_watermark_interval_ms=config.get_int("replica.high.watermark.checkpoint.interval.ms", 1))
         self.recovered_partitions = self._load_logs()
