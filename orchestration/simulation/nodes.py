@@ -452,7 +452,12 @@ class Nodes:
 
     def _fire_ticks(self) -> None:
         periodic = self.now_ms % self.tick_interval_ms == 0
-        for name in sorted(self.nodes):
+        if self.network.paused:  # a paused node's due deadlines stay armed: look at every node
+            names = self.nodes.sorted_names()
+        else:
+            due_names = self.nodes.pop_due_names(self.now_ms)
+            names = self.nodes.sorted_names() if periodic else sorted(due_names)
+        for name in names:
             node = self.nodes.get(name)
             if node is None or self.network.is_paused(name):
                 continue

@@ -64,6 +64,7 @@ from orchestration.simulation.invariants import (
     Election, Invariants, IsrJoin, SimulationInvariantError,
 )
 from orchestration.simulation.network import Network
+from orchestration.simulation.node_map import NodeMap
 from orchestration.simulation.nodes import (
     CLIENT, CONTROLLER, FETCHER_REPLACEMENT_DELAY_MS, Nodes, TopicPartition, Truncation, _ChannelNode, _Node,
 )
@@ -135,7 +136,7 @@ class Simulation(Invariants, Nodes):
         self.network = Network()
         self.broker_ids = sorted(brokers)
         self.storages: dict[int, InMemoryStorage] = {b: InMemoryStorage() for b in self.broker_ids}
-        self.nodes: dict[str, _Node] = {}
+        self.nodes: NodeMap = NodeMap()  # name -> _Node
         self._incarnations: collections.Counter = collections.Counter()
         self.trace: collections.deque = collections.deque(maxlen=trace_max)
         self.log_events: list[tuple[int, str, str, str]] = []  # (ms, node, level, message)
@@ -474,7 +475,10 @@ class Simulation(Invariants, Nodes):
             return True
         candidates = [self.network.next_due_ms(), self.network.next_call_deadline_ms(),
                       (self.now_ms // self.tick_interval_ms + 1) * self.tick_interval_ms]
-        candidates += [min(n.timers) for n in self.nodes.values() if n.timers and not self.network.is_paused(n.name)]
+        if self.network.paused:
+            candidates += [min(n.timers) for n in self.nodes.values() if n.timers and not self.network.is_paused(n.name)]
+        else:
+            candidates.append(self.nodes.next_deadline_ms())
         next_ms = max(self.now_ms + 1, min(c for c in candidates if c is not None))
         if next_ms > until_ms:
             self.now_ms = max(self.now_ms, until_ms)
