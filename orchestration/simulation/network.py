@@ -170,7 +170,7 @@ class Network:
     # changes or goes; a stale entry is skipped where it is met.
     _link_ids: dict[tuple[str, int, str], list[int]] = field(default_factory=dict)  # not held, by id
     _head_heap: list[tuple[int, int]] = field(default_factory=list)  # (due ms, id) of link heads
-    _ready: set[int] = field(default_factory=set)  # heads found due; may hold stale ids
+    _ready: list[int] = field(default_factory=list)  # ids of the link heads found due, ascending
     _due_heap: list[tuple[int, int]] = field(default_factory=list)  # (due ms, id), every message not held
     _deadline_heap: list[tuple[int, int]] = field(default_factory=list)  # (deadline ms, id) of calls
 
@@ -212,6 +212,8 @@ class Network:
         else:
             bisect.insort(ids, message.id)
         if ids[0] == message.id:
+            if len(ids) > 1:  # a released message goes ahead of the link's head: that one waits again
+                self._unready(ids[1])
             heapq.heappush(self._head_heap, (message.deliver_at_ms, message.id))
         heapq.heappush(self._due_heap, (message.deliver_at_ms, message.id))
 
@@ -237,6 +239,23 @@ class Network:
         ids = self._link_ids.get(message.link)
         return bool(ids) and ids[0] == message_id
 
+    def _unready(self, message_id: int) -> None:
+        index = bisect.bisect_left(self._ready, message_id)
+        if index < len(self._ready) and self._ready[index] == message_id:
+            del self._ready[index]
+
+    def _ready_ids(self, now_ms: int) -> list[int]:
+        """The ids of the messages ``due`` answers (no pause), ascending: heads now due join them."""
+        heap, ready = self._head_heap, self._ready
+        while heap and heap[0][0] <= now_ms:
+            due_ms, message_id = heapq.heappop(heap)
+            message = self.messages.get(message_id)
+            if message is not None and message.deliver_at_ms == due_ms and self._is_head(message_id):
+                index = bisect.bisect_left(ready, message_id)
+                if index == len(ready) or ready[index] != message_id:
+                    ready.insert(index, message_id)
+        return ready
+
     def open_call(self, *, caller: str, caller_incarnation: int, request: Any, callee: str, now_ms: int,
                   timeout_ms: int, timeout_error: ErrorCode, on_reply: Callable[[Any], None]) -> Call:
         call = Call(id=next(self._ids), caller=caller, caller_incarnation=caller_incarnation, request=request,
@@ -250,14 +269,16 @@ class Network:
         """Messages that may be delivered now: not held, due, and first on their link; by id (send order)."""
         if self.paused:
             return self._due_by_scan(now_ms)
-        heap = self._head_heap
-        while heap and heap[0][0] <= now_ms:
-            due_ms, message_id = heapq.heappop(heap)
-            message = self.messages.get(message_id)
-            if message is not None and message.deliver_at_ms == due_ms:
-                self._ready.add(message_id)
-        self._ready = {i for i in self._ready if self._is_head(i)}
-        return [self.messages[i] for i in sorted(self._ready)]
+        return [self.messages[i] for i in self._ready_ids(now_ms)]
+
+    def choose_due(self, now_ms: int, choose: Callable[[Any], Any]) -> Message | None:
+        """``choose`` (a seeded ``random.choice``) applied to what ``due`` answers, without building
+        that list: the same draw picks the same message. None when nothing is due."""
+        if self.paused:
+            due = self._due_by_scan(now_ms)
+            return choose(due) if due else None
+        ready = self._ready_ids(now_ms)
+        return self.messages[choose(ready)] if ready else None
 
     def _due_by_scan(self, now_ms: int) -> list[Message]:
         heads: dict[tuple[str, int, str], Message] = {}
@@ -305,7 +326,7 @@ class Network:
 
     def take(self, message: Message) -> Message:
         self._unindex(message)
-        self._ready.discard(message.id)
+        self._unready(message.id)
         return self.messages.pop(message.id)
 
     # --------------------------------------------------------------------------------- rules
@@ -340,5 +361,6 @@ class Network:
         gone = [m for m in self.messages.values() if predicate(m)]
         for message in gone:
             self._unindex(message)
+            self._unready(message.id)
             del self.messages[message.id]
         return gone

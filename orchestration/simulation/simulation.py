@@ -465,9 +465,9 @@ class Simulation(Invariants, Nodes):
     def _step(self, until_ms: int) -> bool:
         """One step: deliver one due message, or move the clock to the next event (not past
         ``until_ms``) and fire what is due. False when nothing happens before ``until_ms``."""
-        due = self.network.due(self.now_ms)
-        if due:
-            message = self.network.take(self.rng.choice(due))
+        chosen = self.network.choose_due(self.now_ms, self.rng.choice)
+        if chosen is not None:
+            message = self.network.take(chosen)
             self.step_count += 1
             self.record(f"deliver {message.describe()}")
             self._deliver(message)
