@@ -38,10 +38,10 @@ from actors.core.group.messages import (
     GROUP_METADATA_TOPIC_NAME, BrokerStateRequest, BrokerStateResponse, InternalProduceRequest, OffsetsLogReadRequest,
     OffsetsLogReadResponse,
 )
+from actors.core.log.storage import Storage
 from actors.core.messages.fetch import FetchRequest, FetchResponse
 from actors.core.replica.broker_core import BrokerCore
 from actors.drivers.base import Driver
-from actors.core.log.storage import Storage
 from actors.drivers.seams import Clock, EventLog, InlineStorageWorker, Reply, StorageWorker, Transport
 
 # How long the controller may take to answer one of this broker's requests.

@@ -13,8 +13,8 @@ wall-clock time and steps the simulation took:
 
 Invariants are checked after every step as in every simulation; "led again" is polled every
 ``POLL_MS`` of simulated time, so the times are accurate to that. Nothing is asserted: the
-figures are returned (and ``out`` gets a line per phase) for benchmarks/sim_scale.py and
-``raykafka sim --scale``.
+figures are returned (and ``out`` gets a line per phase, and a progress line every
+``PROGRESS_MS`` simulated) for benchmarks/sim_scale.py and ``raykafka sim --scale``.
 """
 from __future__ import annotations
 

@@ -26,7 +26,8 @@ without leaving its group), and message rules (``hold``, ``release``, ``drop``).
 down loses its in-flight messages, and every call made to it, in flight or already delivered and
 unanswered, fails with NETWORK_EXCEPTION at the caller.
 
-After every step the invariants are checked (orchestration/simulation/invariants.py); a broken one
+After every step the invariants are checked (orchestration/simulation/invariants.py) on what the
+step reached, and on everything every simulated second and at the end of every run; a broken one
 raises ``SimulationInvariantError`` naming the seed and the step, so the run replays from the seed.
 
 Observing: ``leader`` / ``isr`` / ``leader_epoch`` (the controller's view), ``replica``,
