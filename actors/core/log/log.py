@@ -433,7 +433,8 @@ class Log:
             return
         for path in plan.paths:
             self._storage.fsync(path)
-        assert self.commit_flush(plan), plan
+        committed = self.commit_flush(plan)
+        assert committed, plan  # nothing can truncate or close the log between these lines
 
     def plan_flush(self, up_to_offset: int | None = None) -> FlushPlan | None:
         """What a flush to ``up_to_offset`` (default: the LEO) must fsync; None if nothing. Pure."""
