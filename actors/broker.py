@@ -34,7 +34,7 @@ from actors.drivers.request_types import handler_name
 from actors.file_storage import FileStorage
 from actors.kafka_listener import KafkaListener
 from actors.ray_metadata_store import active_controller
-from actors.ray_seams import RayClock, RayEventLog, RayTransport, monotonic_ms, tick_forever
+from actors.ray_seams import RayClock, RayEventLog, RayStorageWorker, RayTransport, monotonic_ms, tick_forever
 from actors.shell_support import CallNumbers
 from actors.transport import CONTROLLER_NODE, broker_node, shell_transport
 
@@ -145,11 +145,13 @@ class BrokerActor:
         self._transport = _Transport(self)
         self._clock = RayClock(self._wakeup, f"broker {broker_id}")
         self._event_log = RayEventLog()
-        self._driver = BrokerDriver(core, self._transport, self._clock, self._event_log)
-        logger.info("broker {} started in {:.2f}s with {} recovered partitions from {}", broker_id,
-                    time.monotonic() - started, core.describe_broker()["recovered_partitions"], log_dir)
         self._running = asyncio.Event()  # cleared by pause(): a stop-the-world pause, for fault injection
         self._running.set()
+        # Fsyncs and checkpoint writes run on a thread of their own, off the event loop.
+        self._storage_worker = RayStorageWorker(f"broker-{broker_id}-storage", gate=self._running.wait)
+        self._driver = BrokerDriver(core, self._transport, self._clock, self._event_log, self._storage_worker)
+        logger.info("broker {} started in {:.2f}s with {} recovered partitions from {}", broker_id,
+                    time.monotonic() - started, core.describe_broker()["recovered_partitions"], log_dir)
         loop = asyncio.get_running_loop()
         self._background = [loop.create_task(tick_forever(TICK_INTERVAL_S, self._wakeup, f"broker {broker_id}")),
                             loop.create_task(self._watch_fetchers())]
@@ -333,7 +335,10 @@ class BrokerActor:
         for task in self._background:
             task.cancel()
         self._clock.cancel_all()
+        # The storage work already given writes the files the clean shutdown writes last.
+        await self._storage_worker.drain()
         self._driver.shutdown()
+        self._storage_worker.shutdown()
 
 
 BrokerActorRemote = ray.remote(BrokerActor)

@@ -13,13 +13,19 @@ fsync, and ``rename``, ``delete``, ``make_dir`` and ``write_file_atomically`` fs
 they changed. A descriptor cached under a path is dropped whenever that path is renamed over,
 replaced or deleted, so the cache never serves a file by a name it no longer has.
 
-Not thread-safe: one owner (a broker actor's event loop) uses an instance.
+Thread-safe for its two users: the broker's event loop (appends, reads, truncation, new and
+deleted files) and its storage worker thread (fsyncs and checkpoint writes, actors/ray_seams.py).
+A lock guards the descriptor cache and every use of a cached descriptor, so no thread closes a
+descriptor another is writing through; an fsync holds it only to duplicate the descriptor and then
+fsyncs the duplicate without it, so an append to a segment being fsynced waits for no disk. Two
+atomic replacements of one file are serialized (they share its temporary file).
 """
 from __future__ import annotations
 
 import collections
 import os
 import shutil
+import threading
 
 from actors.core.log.storage import split_path
 
@@ -38,6 +44,10 @@ class FileStorage:
         self._descriptors: collections.OrderedDict[str, int] = collections.OrderedDict()
         # Files created since their directory was last fsynced.
         self._new_files: set[str] = set()
+        # Guards _descriptors, _new_files and every use of a cached descriptor (see the docstring).
+        self._lock = threading.RLock()
+        # Path -> the lock its write_file_atomically holds; entries are never removed (few paths).
+        self._replace_locks: dict[str, threading.Lock] = {}
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -104,14 +114,19 @@ class FileStorage:
         return os.path.exists(self._full(path))
 
     def file_size(self, path: str) -> int:
-        descriptor = self._descriptors.get(path)
-        if descriptor is not None:
-            return os.fstat(descriptor).st_size
+        with self._lock:
+            descriptor = self._descriptors.get(path)
+            if descriptor is not None:
+                return os.fstat(descriptor).st_size
         return os.stat(self._full(path)).st_size
 
     def read(self, path: str, position: int, size: int) -> bytes:
         assert position >= 0 and size >= 0, (position, size)
-        descriptor = self._descriptor(path, create=False)
+        with self._lock:
+            return self._read(self._descriptor(path, create=False), position, size)
+
+    @staticmethod
+    def _read(descriptor: int, position: int, size: int) -> bytes:
         data = os.pread(descriptor, size, position)
         if len(data) == size or not data:
             return data
@@ -127,29 +142,47 @@ class FileStorage:
         return b"".join(chunks)
 
     def append(self, path: str, data) -> None:
-        descriptor = self._descriptor(path, create=True)
         view = memoryview(data).cast("B")
-        written = 0
-        while written < len(view):
-            written += os.write(descriptor, view[written:])
+        with self._lock:
+            descriptor = self._descriptor(path, create=True)
+            written = 0
+            while written < len(view):
+                written += os.write(descriptor, view[written:])
 
     def truncate(self, path: str, size: int) -> None:
         assert size >= 0, size
-        os.ftruncate(self._descriptor(path, create=False), size)
+        with self._lock:
+            os.ftruncate(self._descriptor(path, create=False), size)
 
     def fsync(self, path: str) -> None:
         full = self._full(path)
         if os.path.isdir(full):
             self._fsync_directory(full)
             return
-        os.fsync(self._descriptor(path, create=False))
-        if path in self._new_files:
-            self._fsync_parent(path)
+        with self._lock:
+            # A duplicate stays open whatever happens to the cached descriptor meanwhile.
+            duplicate = os.dup(self._descriptor(path, create=False))
+            new_file = path in self._new_files
             self._new_files.discard(path)
+        try:
+            os.fsync(duplicate)
+        except BaseException:
+            if new_file:
+                with self._lock:
+                    self._new_files.add(path)
+            raise
+        finally:
+            os.close(duplicate)
+        if new_file:
+            self._fsync_parent(path)
 
     def delete(self, path: str) -> None:
         if path == "":
             raise ValueError("refusing to delete the storage root")
+        with self._lock:
+            self._delete(path)
+
+    def _delete(self, path: str) -> None:
         self._forget(path)
         full = self._full(path)
         if os.path.isdir(full) and not os.path.islink(full):
@@ -168,18 +201,23 @@ class FileStorage:
     def write_file_atomically(self, path: str, data: bytes) -> None:
         full = self._full(path)
         temporary = f"{full}.tmp"
-        with open(temporary, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        self._forget(path)
-        os.replace(temporary, full)
-        self._fsync_parent(path)
+        with self._lock:
+            replace_lock = self._replace_locks.setdefault(path, threading.Lock())
+        with replace_lock:
+            with open(temporary, "wb") as file:
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+            with self._lock:
+                self._forget(path)
+                os.replace(temporary, full)
+            self._fsync_parent(path)
 
     def rename(self, src: str, dst: str) -> None:
-        self._forget(src)
-        self._forget(dst)
-        os.replace(self._full(src), self._full(dst))
+        with self._lock:
+            self._forget(src)
+            self._forget(dst)
+            os.replace(self._full(src), self._full(dst))
         self._fsync_parent(dst)
         if os.path.dirname(self._full(src)) != os.path.dirname(self._full(dst)):
             self._fsync_parent(src)
@@ -188,8 +226,10 @@ class FileStorage:
 
     def close(self) -> None:
         """Closes every cached descriptor; the instance stays usable (it reopens on demand)."""
-        self._forget("")
+        with self._lock:
+            self._forget("")
 
     @property
     def open_files(self) -> int:
-        return len(self._descriptors)
+        with self._lock:
+            return len(self._descriptors)

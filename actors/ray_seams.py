@@ -8,11 +8,16 @@ names in ``HISTOGRAMS``). ``RayTransport`` runs each call as a task on the actor
 ``invoke`` (the shell's: which actor, which method, through the network-fault seam or not) is
 awaited, and its answer, or ``REQUEST_TIMED_OUT`` / ``NETWORK_EXCEPTION`` for a call that timed
 out or raised, goes to the driver's ``on_reply`` on the loop, so the driver is never entered
-twice at once. Stopping the transport cancels its calls in flight.
+twice at once. Stopping the transport cancels its calls in flight. ``RayStorageWorker`` runs a
+driver's storage work (fsyncs, checkpoint writes) on one executor thread of its own, in the order
+given, and reports each back on the event loop (after the shell's ``gate``: a paused broker hears
+nothing), so a slow disk never stalls the requests the loop serves; ``drain`` waits for the work
+already given, before a clean shutdown writes the same files.
 """
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -129,3 +134,44 @@ class RayTransport:
     def cancel_all(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+
+
+class RayStorageWorker:
+    """``StorageWorker`` on one thread: works run one at a time, in order, off the event loop."""
+
+    def __init__(self, what: str, gate: Callable[[], Awaitable[Any]] | None = None) -> None:
+        self._what = what
+        self._gate = gate
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=what)
+        self._tasks: set[asyncio.Task] = set()
+
+    def run(self, work: Callable[[], None], on_done: Callable[[str | None], None]) -> None:
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(self._run(loop.run_in_executor(self._executor, work), on_done))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, running: asyncio.Future, on_done: Callable[[str | None], None]) -> None:
+        error = None
+        try:
+            await running
+        except Exception as exc:
+            logger.exception("{}: storage work failed", self._what)
+            error = f"{type(exc).__name__}: {exc}"
+        if self._gate is not None:
+            await self._gate()
+        try:
+            on_done(error)
+        except Exception:
+            logger.exception("{}: handling the end of a storage work failed", self._what)
+
+    async def drain(self) -> None:
+        """Wait until every work given so far has run on its thread (the one thread runs works in
+        order, so a no-op given now ends after all of them); their reports may still be pending."""
+        await asyncio.get_running_loop().run_in_executor(self._executor, lambda: None)
+
+    def shutdown(self) -> None:
+        """No more works; the one running finishes on its thread."""
+        for task in list(self._tasks):
+            task.cancel()
+        self._executor.shutdown(wait=False)

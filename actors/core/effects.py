@@ -24,6 +24,10 @@ between, so the core's view and the world's stay in step.
   coordinator takes them as its view of the cluster (OffsetCommit for a partition outside it is
   UNKNOWN_TOPIC_OR_PARTITION) and removes the deleted partitions' offsets (Kafka's
   ``handleDeletedPartitions``).
+- ``StorageWork``: durable writes that may take long (fsyncs, checkpoint files), for the driver to
+  run off its event loop, one at a time in the order given; when one finished (or failed) the
+  driver calls the core's ``on_storage_done(work_id, error, now_ms)``. The core commits what the
+  work made durable (a log's recovery point) only then.
 """
 from __future__ import annotations
 
@@ -106,4 +110,14 @@ class CoordinatorMetadataUpdate:
     deleted_partitions: tuple[tuple[str, int], ...] = ()  # deleted by the UpdateMetadata that caused this
 
 
-Effect = Union[CoordinatorLeadershipChange, CoordinatorMetadataUpdate, AddPartitionsToFetcher, RemovePartitionsFromFetcher, Respond, Send, ArmTimer, LogEvent, AddBrokerChannel, RemoveBrokerChannel, Metric]
+@effect
+class StorageWork:
+    work_id: int
+    # Fsynced first, each as it is when the work runs; a path deleted meanwhile is skipped (its
+    # offsets left the log with it).
+    fsync_paths: tuple[str, ...] = ()
+    # Then each file replaced, all-or-nothing and durably, with these contents (checkpoints).
+    files: tuple[tuple[str, bytes], ...] = ()
+
+
+Effect = Union[StorageWork, CoordinatorLeadershipChange, CoordinatorMetadataUpdate, AddPartitionsToFetcher, RemovePartitionsFromFetcher, Respond, Send, ArmTimer, LogEvent, AddBrokerChannel, RemoveBrokerChannel, Metric]

@@ -19,7 +19,10 @@ look at this broker's incarnation and leaderships) come in through ``serve_coord
 
 Fetch answers carry record payloads; the transport's ``pack`` may turn a large one into a form
 that travels without a copy (a shared-memory object for Ray), chosen per answer here, not by the
-core. ``shutdown`` is a clean stop: fetchers stopped, logs flushed and checkpointed.
+core. ``StorageWork`` (the periodic fsyncs and checkpoint writes) goes to the storage worker seam,
+which runs it off the driver's thread; when it is done the core commits it (``on_storage_done``),
+so a slow fsync never holds up a request. ``shutdown`` is a clean stop: fetchers stopped, logs
+flushed and checkpointed.
 """
 from __future__ import annotations
 
@@ -28,17 +31,18 @@ from typing import Any
 
 from actors.core.effects import (
     AddPartitionsToFetcher, CoordinatorLeadershipChange, CoordinatorMetadataUpdate, RemovePartitionsFromFetcher,
-    Send,
+    Send, StorageWork,
 )
 from actors.core.errors import ErrorCode
 from actors.core.group.messages import (
     GROUP_METADATA_TOPIC_NAME, BrokerStateRequest, BrokerStateResponse, InternalProduceRequest, OffsetsLogReadRequest,
     OffsetsLogReadResponse,
 )
+from actors.core.log.storage import Storage
 from actors.core.messages.fetch import FetchRequest, FetchResponse
 from actors.core.replica.broker_core import BrokerCore
 from actors.drivers.base import Driver
-from actors.drivers.seams import Clock, EventLog, Reply, Transport
+from actors.drivers.seams import Clock, EventLog, InlineStorageWorker, Reply, StorageWorker, Transport
 
 # How long the controller may take to answer one of this broker's requests.
 CONTROLLER_CALL_TIMEOUT_MS = 5_000
@@ -49,10 +53,23 @@ def fetcher_name(key: FetcherKey) -> str:
     return f"fetcher:{key[0]}:{key[1]}"
 
 
+def run_storage_work(storage: Storage, work: StorageWork) -> None:
+    """Do ``work`` on ``storage`` (on the storage worker's thread): its fsyncs, then its files."""
+    for path in work.fsync_paths:
+        try:
+            storage.fsync(path)
+        except FileNotFoundError:
+            continue  # deleted since the plan (truncated away, or the partition deleted)
+    for path, contents in work.files:
+        storage.write_file_atomically(path, contents)
+
+
 class BrokerDriver(Driver):
-    def __init__(self, core: BrokerCore, transport: Transport, clock: Clock, log: EventLog) -> None:
+    def __init__(self, core: BrokerCore, transport: Transport, clock: Clock, log: EventLog,
+                 storage_worker: StorageWorker | None = None) -> None:
         super().__init__(f"broker {core.broker_id}", transport, clock, log)
         self.core = core
+        self.storage_worker = storage_worker if storage_worker is not None else InlineStorageWorker()
         self.fetchers: set[FetcherKey] = set()  # started and not stopped (alive, as far as we know)
         self.stopped = False
 
@@ -136,8 +153,16 @@ class BrokerDriver(Driver):
                 self.transport.tell(fetcher_name(key), effect)
         elif isinstance(effect, (CoordinatorLeadershipChange, CoordinatorMetadataUpdate)):
             self.transport.tell("coordinator", effect)
+        elif isinstance(effect, StorageWork):
+            storage = self.core.storage
+            self.storage_worker.run(lambda: run_storage_work(storage, effect),
+                                    lambda error: self._on_storage_done(effect.work_id, error))
         else:
             super().apply_own(effect)
+
+    def _on_storage_done(self, work_id: int, error: str | None) -> None:
+        if not self.stopped:
+            self.apply(self.core.on_storage_done(work_id, error, self.now_ms()))
 
     def _on_controller_response(self, request: Any, response: Any) -> None:
         if isinstance(response, ErrorCode):

@@ -1,4 +1,4 @@
-"""The three seams a driver talks to the world through: a transport, a clock and a log.
+"""The seams a driver talks to the world through: a transport, a clock, a log and a storage worker.
 
 Theory of operation. A driver (one per actor kind, in this package) owns a sans-I/O core, steps it
 and interprets its effects. Everything it does beyond the core goes through these seams, which a
@@ -20,6 +20,12 @@ Nothing here imports Ray or asyncio, so the simulator runs exactly the code that
   no later than about that deadline. Every host also calls ``on_wakeup`` on a short period of its
   own, so a lost wake-up only delays.
 - ``EventLog``: a line worth a human's attention (``LogEvent`` effects) and gauges (``Metric``).
+- ``StorageWorker``: ``run(work, on_done)`` runs ``work`` (fsyncs and checkpoint writes, which may
+  take long) away from the driver's thread, one work at a time in the order given, and then calls
+  ``on_done`` on the driver's thread with None, or with the text of the error ``work`` raised.
+  Ray runs it on an executor thread, the simulator as a later event of the node. The work of a
+  process that dies before it finished never reports (what it did not fsync is not durable).
+  ``InlineStorageWorker`` runs it at once, for drivers in tests that do no I/O worth a thread.
 """
 from __future__ import annotations
 
@@ -51,6 +57,20 @@ class Clock(Protocol):
     def now_ms(self) -> int: ...
 
     def wake_at(self, deadline_ms: int) -> None: ...
+
+
+class StorageWorker(Protocol):
+    def run(self, work: Callable[[], None], on_done: Callable[[str | None], None]) -> None: ...
+
+
+class InlineStorageWorker:
+    def run(self, work: Callable[[], None], on_done: Callable[[str | None], None]) -> None:
+        try:
+            work()
+        except Exception as exc:  # an I/O error is the core's to handle, as on a worker thread
+            on_done(f"{type(exc).__name__}: {exc}")
+            return
+        on_done(None)
 
 
 class EventLog(Protocol):

@@ -48,8 +48,9 @@ from actors.drivers.request_types import handler_name
 from actors.drivers.send_thread import RequestSendThreadDriver
 from actors.records import KafkaRecordCodec
 from orchestration.simulation.consumer import GroupMember
-from orchestration.simulation.network import EVENT, REQUEST, RESPONSE, Message
-from orchestration.simulation.seams import SimClock, SimLog, SimTransport
+from orchestration.simulation.network import EVENT, REQUEST, RESPONSE, Message, MessageFilter
+from orchestration.simulation.seams import SimClock, SimLog, SimStorageWorker, SimTransport
+from orchestration.simulation.watched_maps import WatchedLeaderships, WatchedPartitions
 
 TopicPartition = tuple[str, int]
 
@@ -78,6 +79,8 @@ class _BrokerNode(_Node):
     broker_id: int = -1
     fetchers: dict = field(default_factory=dict)  # (leader id, fetcher id) -> _FetcherNode
     replace_fetchers: dict = field(default_factory=dict)  # (leader id, fetcher id) -> due ms
+    storage_works: list = field(default_factory=list)  # (work, on_done) its SimStorageWorker holds
+    storage_worker: Any = None
 
 
 @dataclass(eq=False)
@@ -262,6 +265,7 @@ class Nodes:
         core = BrokerCore(broker_id=broker_id, storage=self.storages[broker_id], config=self.kafka_config,
                           host=f"broker-{broker_id}", incarnation_id=f"broker-{broker_id}-{incarnation}",
                           cluster_id=CLUSTER_ID, now_ms=self.now_ms)
+        core.replica_manager.partitions = WatchedPartitions(core.replica_manager.partitions)
 
         def route(destination: str) -> tuple[str, int | None] | None:
             if destination == "controller":
@@ -271,23 +275,36 @@ class Nodes:
             fetcher = self.nodes.get(f"fetcher:{broker_id}:{destination.split(':', 1)[1]}")
             return f"fetcher:{broker_id}:{destination.split(':', 1)[1]}", -1 if fetcher is None else fetcher.incarnation
 
+        node.storage_worker = SimStorageWorker(self, node)
         node.driver = BrokerDriver(core, *self._seams(
             node, route, start=lambda destination, **args: self._start_fetcher(node, **args),
             stop=lambda destination: self._stop_fetcher(node, destination),
-            around=lambda cause, step: self._step_broker(node, cause, step)))
+            around=lambda cause, step: self._step_broker(node, cause, step)), node.storage_worker)
         self.nodes[name] = node
         self._step_broker(node, "start", node.driver.start)
 
     def _step_broker(self, node: _BrokerNode, cause: str, step: Callable[[], Any]) -> None:
-        """Step the broker's driver, noting any log end offset that moved down."""
-        before = {tp: p.log_end_offset for tp, p in node.core.replica_manager.partitions.items()}
-        step()
-        for tp, partition in node.core.replica_manager.partitions.items():
-            if tp in before and partition.log_end_offset < before[tp]:
+        """Step the broker's driver; then note any log end offset that moved down and check the
+        invariants of the partitions the step reached (orchestration/simulation/watched_maps.py)."""
+        partitions = node.core.replica_manager.partitions
+        if partitions.armed:  # within a step of this broker already: that step's checks cover it
+            step()
+            return
+        partitions.arm()
+        try:
+            step()
+        finally:
+            before = partitions.disarm()
+        for tp, log_end_offset_before in before.items():
+            partition = dict.get(partitions, tp)
+            if partition is not None and log_end_offset_before is not None \
+                    and partition.log_end_offset < log_end_offset_before:
                 self.truncations.append(Truncation(
-                    at_ms=self.now_ms, broker_id=node.broker_id, topic_partition=tp, from_offset=before[tp],
-                    to_offset=partition.log_end_offset, leader_id=partition.leader_id,
-                    leader_epoch=partition.leader_epoch, cause=cause))
+                    at_ms=self.now_ms, broker_id=node.broker_id, topic_partition=tp,
+                    from_offset=log_end_offset_before, to_offset=partition.log_end_offset,
+                    leader_id=partition.leader_id, leader_epoch=partition.leader_epoch, cause=cause))
+        if self.nodes.get(node.name) is node:
+            self.check_partitions(node, before)
 
     # ----------------------------------------------------------------------------- fetchers
     def _start_fetcher(self, broker: _BrokerNode, *, leader_id: int, fetcher_id: int) -> None:
@@ -315,6 +332,7 @@ class Nodes:
         node = _ControllerNode(name=CONTROLLER, incarnation=self._next_incarnation(CONTROLLER))
         core = ControllerCore(store=self.metadata_store, config=self.kafka_config, now_ms=self.now_ms,
                               random_source=self.controller_random)
+        core.context.leadership = WatchedLeaderships(core.context.leadership)
         node.driver = ControllerDriver(core, *self._seams(
             node, None, transport=_ControllerTransport, start=self._start_channel, stop=self._stop_channel))
         self.nodes[CONTROLLER] = node
@@ -394,6 +412,24 @@ class Nodes:
         for call_id in failed_calls:
             self._reply(node, call_id, ErrorCode.NETWORK_EXCEPTION)
 
+    # ------------------------------------------------------------------------- message rules
+    def hold(self, name: str, *, count: int | None = None, **message_filter) -> None:
+        """Hold back messages matching the filter (see ``MessageFilter``) until release or drop."""
+        self.network.add_rule(name, MessageFilter.from_spec(message_filter), action="hold", count=count)
+
+    def drop_matching(self, name: str, *, count: int | None = None, **message_filter) -> None:
+        """Lose matching messages as they are sent, until ``drop(name)`` removes the rule."""
+        self.network.add_rule(name, MessageFilter.from_spec(message_filter), action="drop", count=count)
+
+    def release(self, name: str) -> int:
+        return len(self.network.release(name, self.now_ms))
+
+    def drop(self, name: str) -> int:
+        return len(self.network.drop_held(name))
+
+    def held(self, name: str | None = None) -> list[Message]:
+        return self.network.held(name)
+
     # ------------------------------------------------------------------------------ pausing
     def pause(self, broker_id: int) -> None:
         """Stop the broker's process (SIGSTOP): it and its fetchers neither run nor receive until
@@ -408,8 +444,7 @@ class Nodes:
 
     # ------------------------------------------------------------------------ time passing
     def _fire_timeouts(self) -> None:
-        for call in [c for c in self.network.calls.values()
-                     if c.deadline_ms <= self.now_ms and not self.network.is_paused(c.caller)]:
+        for call in self.network.timed_out_calls(self.now_ms):
             del self.network.calls[call.id]
             if self._alive(call.caller, call.caller_incarnation) is not None:
                 self.record(f"call {call.id} {type(call.request).__name__} {call.caller} -> {call.callee} timed out")
@@ -417,7 +452,12 @@ class Nodes:
 
     def _fire_ticks(self) -> None:
         periodic = self.now_ms % self.tick_interval_ms == 0
-        for name in sorted(self.nodes):
+        if self.network.paused:  # a paused node's due deadlines stay armed: look at every node
+            names = self.nodes.sorted_names()
+        else:
+            due_names = self.nodes.pop_due_names(self.now_ms)
+            names = self.nodes.sorted_names() if periodic else sorted(due_names)
+        for name in names:
             node = self.nodes.get(name)
             if node is None or self.network.is_paused(name):
                 continue
@@ -431,6 +471,7 @@ class Nodes:
                 node.driver.on_wakeup()
 
     def _wake_broker(self, node: _BrokerNode) -> None:
+        node.storage_worker.finish_due()
         for key, due_ms in list(node.replace_fetchers.items()):
             if due_ms <= self.now_ms:
                 del node.replace_fetchers[key]

@@ -102,6 +102,7 @@ class SeedResult:
     faults: int = 0
     acknowledged: int = 0
     lost: int = 0
+    commits_acknowledged: int = 0  # offset commits the group coordinator acknowledged
     detail: str = ""
     schedule: list[str] = field(default_factory=list)
 
@@ -129,6 +130,7 @@ class _Schedule:
         self.paused: set[int] = set()
         self.faults = 0
         self.acknowledged_commit: dict = {}
+        self.commits_acknowledged = 0
         self.later_commits: list[dict] = []  # commits tried after the last acknowledged one
         self.members = [sim.add_consumer(name, GROUP, [TOPIC]) for name in ("a", "b")]
         self.actions = [(a, w) for a, w, kind in ACTIONS if kind is None or kind in options.faults]
@@ -164,6 +166,7 @@ class _Schedule:
         self.sim.run_until(lambda: outcome["errors"] is not None, limit_ms=30_000, what="the commit answered")
         if set(outcome["errors"].values()) == {"NONE"}:
             self.acknowledged_commit, self.later_commits = offsets, []
+            self.commits_acknowledged += 1
         else:  # an error answer may still have been written (a timeout, a lost answer)
             self.later_commits.append(offsets)
         self._note(f"commit {member.node.name} {index}: {outcome['errors']}", fault=False)
@@ -316,6 +319,7 @@ def run_seed(options: RunOptions) -> SeedResult:
     result.acknowledged = len(sim.acknowledged)
     if schedule is not None:
         result.faults, result.schedule = schedule.faults, schedule.done
+        result.commits_acknowledged = schedule.commits_acknowledged
     return result
 
 

@@ -13,8 +13,8 @@ wall-clock time and steps the simulation took:
 
 Invariants are checked after every step as in every simulation; "led again" is polled every
 ``POLL_MS`` of simulated time, so the times are accurate to that. Nothing is asserted: the
-figures are returned (and ``out`` gets a line per phase) for benchmarks/sim_scale.py and
-``raykafka sim --scale``.
+figures are returned (and ``out`` gets a line per phase, and a progress line every
+``PROGRESS_MS`` simulated) for benchmarks/sim_scale.py and ``raykafka sim --scale``.
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from orchestration.simulation.simulation import Simulation
 
 TOPIC = "scale"
 POLL_MS = 50
+PROGRESS_MS = 500
 PHASE_LIMIT_MS = 600_000
 
 
@@ -43,11 +44,18 @@ def _led_everywhere(sim: Simulation, controller_epoch: int | None = None) -> boo
     return True
 
 
-def _run_until_led(sim: Simulation, condition: Callable[[], bool]) -> None:
-    deadline_ms = sim.now_ms + PHASE_LIMIT_MS
+def _run_until_led(sim: Simulation, condition: Callable[[], bool],
+                   out: Callable[[str], None] | None = None) -> None:
+    """Run until ``condition``; with ``out``, a progress line every ``PROGRESS_MS`` simulated."""
+    started_s, started_ms = time.monotonic(), sim.now_ms
+    deadline_ms, next_progress_ms = sim.now_ms + PHASE_LIMIT_MS, sim.now_ms + PROGRESS_MS
     while not condition():
         assert sim.now_ms < deadline_ms, f"not every partition led again within {PHASE_LIMIT_MS} ms"
         sim.run(POLL_MS)
+        if out is not None and sim.now_ms >= next_progress_ms:
+            next_progress_ms += PROGRESS_MS
+            out(f"  ... {sim.now_ms - started_ms} ms simulated, {sim.step_count} steps, "
+                f"{round(time.monotonic() - started_s, 1)} s wall-clock")
 
 
 def _most_leaderships(sim: Simulation, exclude: int | None = None) -> int:
@@ -60,7 +68,7 @@ def _phase(sim: Simulation, name: str, act: Callable[[], None], condition: Calla
            out: Callable[[str], None] | None) -> dict:
     started_s, started_ms, started_step = time.monotonic(), sim.now_ms, sim.step_count
     act()
-    _run_until_led(sim, condition)
+    _run_until_led(sim, condition, out)
     figures = {"simulated_ms": sim.now_ms - started_ms, "steps": sim.step_count - started_step,
                "wall_clock_s": round(time.monotonic() - started_s, 2)}
     if out is not None:

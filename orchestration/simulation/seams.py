@@ -1,4 +1,4 @@
-"""The seams of actors/drivers/seams.py in the simulator: each node's transport, clock and log.
+"""The seams of actors/drivers/seams.py in the simulator: each node's transport, clock, log and storage worker.
 
 Theory of operation. Every node of a ``Simulation`` (orchestration/simulation/simulation.py) that runs a driver gets
 its own ``SimTransport``, ``SimClock`` and ``SimLog``. A call becomes a request ``Message`` on the
@@ -10,14 +10,17 @@ None for "whichever incarnation is up when it arrives" (a Ray call by actor name
 one (a fetcher's own broker); None for a destination the simulation does not run.
 ``start``/``stop`` create and take down child nodes (a broker's fetchers, the controller's send
 threads) through the hooks the node gives. ``wake_at`` adds a deadline to the node's timers; the
-simulation ticks the node when one is due, and on its period.
+simulation ticks the node when one is due, and on its period. ``SimStorageWorker`` keeps a
+broker's storage work (fsyncs, checkpoint writes) until the node's next wake-up, a millisecond or
+more later, and runs it then, before the tick: a step never both plans and finishes one, so a crash
+in between (the node taken down, the work with it) happens in the simulation as it can on a disk.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from actors.drivers.seams import CALL_TIMED_OUT
+from actors.drivers.seams import CALL_TIMED_OUT, InlineStorageWorker
 
 Route = Callable[[str], tuple[str, int | None]]
 
@@ -81,4 +84,19 @@ class SimLog:
         pass
 
 
-__all__ = ["SimClock", "SimLog", "SimTransport"]
+class SimStorageWorker:
+    def __init__(self, sim: Any, node: Any) -> None:
+        self._sim, self._node = sim, node
+
+    def run(self, work: Callable[[], None], on_done: Callable[[str | None], None]) -> None:
+        self._node.storage_works.append((work, on_done))
+        self._node.timers.add(self._sim.now_ms + 1)
+
+    def finish_due(self) -> None:
+        """Run the works handed over before this wake-up, in order (called by the node's wake-up)."""
+        works, self._node.storage_works = self._node.storage_works, []
+        for work, on_done in works:
+            InlineStorageWorker().run(work, on_done)
+
+
+__all__ = ["SimClock", "SimLog", "SimStorageWorker", "SimTransport"]

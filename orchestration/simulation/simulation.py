@@ -26,7 +26,8 @@ without leaving its group), and message rules (``hold``, ``release``, ``drop``).
 down loses its in-flight messages, and every call made to it, in flight or already delivered and
 unanswered, fails with NETWORK_EXCEPTION at the caller.
 
-After every step the invariants are checked (orchestration/simulation/invariants.py); a broken one
+After every step the invariants are checked (orchestration/simulation/invariants.py) on what the
+step reached, and on everything every simulated second and at the end of every run; a broken one
 raises ``SimulationInvariantError`` naming the seed and the step, so the run replays from the seed.
 
 Observing: ``leader`` / ``isr`` / ``leader_epoch`` (the controller's view), ``replica``,
@@ -63,7 +64,8 @@ from orchestration.simulation.consumer import GroupMember
 from orchestration.simulation.invariants import (
     Election, Invariants, IsrJoin, SimulationInvariantError,
 )
-from orchestration.simulation.network import Message, MessageFilter, Network
+from orchestration.simulation.network import Network
+from orchestration.simulation.node_map import NodeMap
 from orchestration.simulation.nodes import (
     CLIENT, CONTROLLER, FETCHER_REPLACEMENT_DELAY_MS, Nodes, TopicPartition, Truncation, _ChannelNode, _Node,
 )
@@ -135,7 +137,7 @@ class Simulation(Invariants, Nodes):
         self.network = Network()
         self.broker_ids = sorted(brokers)
         self.storages: dict[int, InMemoryStorage] = {b: InMemoryStorage() for b in self.broker_ids}
-        self.nodes: dict[str, _Node] = {}
+        self.nodes: NodeMap = NodeMap()  # name -> _Node
         self._incarnations: collections.Counter = collections.Counter()
         self.trace: collections.deque = collections.deque(maxlen=trace_max)
         self.log_events: list[tuple[int, str, str, str]] = []  # (ms, node, level, message)
@@ -147,6 +149,7 @@ class Simulation(Invariants, Nodes):
         self._epoch_leaders: dict[tuple[TopicPartition, int], int] = {}
         self._leader_high_watermarks: dict[tuple, int] = {}
         self._controller_view: dict[TopicPartition, tuple[int, int, tuple[int, ...]]] = {}
+        self._next_full_check_ms = 0
         self.kv = InMemoryKeyValueStore()
         self.metadata_store = MetadataStore(self.kv)
         self.group_coordinators = group_coordinators
@@ -403,29 +406,13 @@ class Simulation(Invariants, Nodes):
         broker.replace_fetchers[(leader_id, fetcher_id)] = self.now_ms + FETCHER_REPLACEMENT_DELAY_MS
         broker.timers.add(self.now_ms + FETCHER_REPLACEMENT_DELAY_MS)
 
-    def hold(self, name: str, *, count: int | None = None, **message_filter) -> None:
-        """Hold back messages matching the filter (see ``MessageFilter``) until release or drop."""
-        self.network.add_rule(name, MessageFilter.from_spec(message_filter), action="hold", count=count)
-
-    def drop_matching(self, name: str, *, count: int | None = None, **message_filter) -> None:
-        """Lose matching messages as they are sent, until ``drop(name)`` removes the rule."""
-        self.network.add_rule(name, MessageFilter.from_spec(message_filter), action="drop", count=count)
-
-    def release(self, name: str) -> int:
-        return len(self.network.release(name, self.now_ms))
-
-    def drop(self, name: str) -> int:
-        return len(self.network.drop_held(name))
-
-    def held(self, name: str | None = None) -> list[Message]:
-        return self.network.held(name)
-
     # ============================================================================= running
     def run(self, ms: int, *, limit_steps: int = 1_000_000) -> None:
         """Run for ``ms`` of simulated time."""
         until_ms = self.now_ms + ms
         for _ in range(limit_steps):
             if not self._step(until_ms):
+                self._check_invariants()
                 return
         raise SimulationStalled(f"{self._where()}: {limit_steps} steps did not cover {ms} ms")
 
@@ -435,9 +422,11 @@ class Simulation(Invariants, Nodes):
         until_ms = self.now_ms + limit_ms
         for _ in range(limit_steps):
             if condition():
+                self._check_invariants()
                 return True
             if not self._step(until_ms):
                 break
+        self._check_invariants()
         if condition():
             return True
         if stall_ok:
@@ -459,6 +448,7 @@ class Simulation(Invariants, Nodes):
             if current != fingerprint:
                 fingerprint, since_ms = current, self.now_ms
             elif self.now_ms - since_ms >= quiet_ms:
+                self._check_invariants()
                 return self.step_count - start_step
         raise SimulationStalled(f"{self._where()}: not quiet within {limit_steps} steps / {limit_ms} ms")
 
@@ -476,9 +466,9 @@ class Simulation(Invariants, Nodes):
     def _step(self, until_ms: int) -> bool:
         """One step: deliver one due message, or move the clock to the next event (not past
         ``until_ms``) and fire what is due. False when nothing happens before ``until_ms``."""
-        due = self.network.due(self.now_ms)
-        if due:
-            message = self.network.take(self.rng.choice(due))
+        chosen = self.network.choose_due(self.now_ms, self.rng.choice)
+        if chosen is not None:
+            message = self.network.take(chosen)
             self.step_count += 1
             self.record(f"deliver {message.describe()}")
             self._deliver(message)
@@ -486,7 +476,10 @@ class Simulation(Invariants, Nodes):
             return True
         candidates = [self.network.next_due_ms(), self.network.next_call_deadline_ms(),
                       (self.now_ms // self.tick_interval_ms + 1) * self.tick_interval_ms]
-        candidates += [min(n.timers) for n in self.nodes.values() if n.timers and not self.network.is_paused(n.name)]
+        if self.network.paused:
+            candidates += [min(n.timers) for n in self.nodes.values() if n.timers and not self.network.is_paused(n.name)]
+        else:
+            candidates.append(self.nodes.next_deadline_ms())
         next_ms = max(self.now_ms + 1, min(c for c in candidates if c is not None))
         if next_ms > until_ms:
             self.now_ms = max(self.now_ms, until_ms)
@@ -495,5 +488,5 @@ class Simulation(Invariants, Nodes):
         self.step_count += 1
         self._fire_timeouts()
         self._fire_ticks()
-        self._check_invariants()
+        self._check_invariants(touched="")
         return True

@@ -5,6 +5,7 @@ epochs and shrinks its ISR as Kafka's controller does."""
 from __future__ import annotations
 
 import itertools
+import random
 
 import pytest
 
@@ -237,3 +238,23 @@ def test_remove_replica_from_isr_as_kafka_does(story, leader, isr, removed, new_
 
 def test_removing_a_replica_outside_the_isr_writes_nothing():
     assert record(isr=(1, 2)).remove_replica_from_isr(3, controller_epoch=7) is None
+
+
+def test_partition_state_counts_follow_every_change():
+    # The controller reads count() after every event, so it is kept as states change, not scanned:
+    # after each change of a seeded sequence it must equal what a scan of every partition counts.
+    chooser, states = random.Random(7), PartitionStates()
+    topics = ("a", "b", "c")
+    for _ in range(500):
+        tp = (chooser.choice(topics), chooser.randrange(4))
+        action = chooser.random()
+        if action < 0.05:
+            states.remove_topic(tp[0])
+        elif action < 0.15:
+            states.remove(tp)
+        else:
+            states.transition(tp, chooser.choice(list(P)))
+        for state in P:
+            scanned = sum(1 for _, current in states.items() if current is state)
+            expected = 0 if state is P.NON_EXISTENT_PARTITION else scanned
+            assert states.count(state) == expected, (state, states.count(state), expected)

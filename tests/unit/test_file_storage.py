@@ -1,8 +1,8 @@
 """Proves FileStorage and InMemoryStorage honour the same Storage contract (every contract test
 runs on both), that FileStorage keeps a bounded LRU of descriptors, serves a read with one pread
 and never serves a replaced file through a stale descriptor, that data it appended survives a
-SIGKILL of the writing process, and that InMemoryStorage's crash model drops exactly the
-un-fsynced tails."""
+SIGKILL of the writing process, that appends stay whole while another thread fsyncs the same
+files, and that InMemoryStorage's crash model drops exactly the un-fsynced tails."""
 from __future__ import annotations
 
 import os
@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -272,3 +273,43 @@ def test_reads_are_counted():
     storage.read("f", 0, 1)
     storage.read("f", 1, 1)
     assert storage.reads == 2
+
+
+def test_appends_stay_whole_while_another_thread_fsyncs_and_replaces_checkpoints(tmp_path):
+    # The broker's event loop appends while its storage worker fsyncs the same segments and writes
+    # checkpoints; with one descriptor slot every call evicts another's descriptor, so an
+    # unguarded cache closes a descriptor in use (EBADF) or writes through one reused for another file.
+    storage = FileStorage(str(tmp_path / "root"), open_files_max=1)
+    paths = ["a.log", "b.log", "c.log"]
+    rounds = 3_000
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def worker() -> None:
+        index = 0
+        while not stop.is_set():
+            try:
+                storage.fsync(paths[index % len(paths)])
+                if index % 50 == 0:
+                    storage.write_file_atomically("checkpoint", f"{index}\n".encode())
+            except FileNotFoundError:
+                pass  # not appended to yet
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                failures.append(exc)
+                return
+            index += 1
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    try:
+        for index in range(rounds):
+            storage.append(paths[index % len(paths)], f"{index:06d}".encode())
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert not thread.is_alive(), "the fsync thread did not stop within 60 s"
+    assert not failures, f"the fsync thread failed: {failures[0]!r}"
+    for number, path in enumerate(paths):
+        expected = b"".join(f"{i:06d}".encode() for i in range(number, rounds, len(paths)))
+        assert storage.read_file(path) == expected, f"{path} holds bytes it was not given"
+    storage.close()

@@ -133,6 +133,26 @@ def test_high_watermark_policy_truncates_to_the_high_watermark_on_becoming_follo
     assert not added.partitions[0].needs_truncation
 
 
+def test_high_watermark_policy_truncation_inside_a_batch_lowers_the_high_watermark_to_the_log_end():
+    # A follower's high watermark (the leader's, capped by its own log end) can fall inside one of
+    # its batches when its log and the leader's are cut into batches differently (they diverged).
+    # Truncating to it drops that whole batch, as Kafka's truncateTo does; Kafka's Log then lowers
+    # the high watermark to the new log end offset (updateLogEndOffset), so HW <= LEO holds.
+    driver = RecordingDriver(broker_id=1, config={"raykafka.truncation.policy": "high-watermark"})
+    driver.become("t", 0, leader=0, replicas=(0, 1), isr=(0, 1), leader_epoch=2)
+    batch = bytearray(make_batch([b"x", b"y", b"z"]))
+    batch[0:8] = (0).to_bytes(8, "big")  # offsets 0-2, as the leader stamped them
+    driver.ask("handle_follower_append", FollowerAppendRequest(partitions=(FollowerAppendPartition(
+        topic="t", partition=0, current_leader_epoch=2, fetch_offset=0, records=bytes(batch),
+        leader_high_watermark=1),)))
+    partition = driver.manager.partitions[("t", 0)]
+    assert (partition.high_watermark, partition.log_end_offset) == (1, 3)
+    driver.become("t", 0, leader=2, replicas=(0, 1, 2), isr=(1, 2), leader_epoch=3)
+    assert partition.log_end_offset == 0, "the batch holding the high watermark goes whole"
+    assert partition.high_watermark <= partition.log_end_offset, \
+        f"high watermark {partition.high_watermark} above log end offset {partition.log_end_offset}"
+
+
 def test_follower_requests_are_fenced_by_leader_epoch_and_role():
     driver = RecordingDriver(broker_id=1)
     driver.become("t", 0, leader=0, replicas=(0, 1), isr=(0, 1), leader_epoch=2)

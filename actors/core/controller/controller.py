@@ -111,7 +111,7 @@ class ControllerCore:
         makes this one resign."""
         effects = self._guarded_step(request_id, error_response, step)
         gauges = (self.active, self.controller_epoch,
-                  len(self.context.partition_states.partitions_in(PartitionState.OFFLINE_PARTITION)))
+                  self.context.partition_states.count(PartitionState.OFFLINE_PARTITION))
         if gauges != self._gauges_set:  # only a change: most events (heartbeats) change none of them
             self._gauges_set = gauges
             effects += metrics.controller_gauges(active=gauges[0], controller_epoch=gauges[1],

@@ -214,6 +214,9 @@ class PartitionStates:
     def __init__(self) -> None:
         self._by_topic: dict[str, dict[int, PartitionState]] = {}
         self._count = 0  # invariant: the number of entries over all of _by_topic
+        # Invariant: per state, the number of entries in that state (the controller's gauges read
+        # it after every event, which a scan of every partition made cost the cluster's size).
+        self._state_counts: dict[PartitionState, int] = {}
 
     def __len__(self) -> int:
         return self._count
@@ -242,7 +245,9 @@ class PartitionStates:
         self._set(topic_partition, PartitionState.NON_EXISTENT_PARTITION)
 
     def remove_topic(self, topic: str) -> None:
-        self._count -= len(self._by_topic.pop(topic, {}))
+        for state in self._by_topic.pop(topic, {}).values():
+            self._count -= 1
+            self._state_counts[state] -= 1
 
     def partitions_in(self, *states: PartitionState) -> list[TopicPartition]:
         """The partitions in any of ``states``, sorted."""
@@ -253,7 +258,7 @@ class PartitionStates:
         return [(topic, partition) for partition in sorted(self._by_topic.get(topic, {}))]
 
     def count(self, state: PartitionState) -> int:
-        return sum(1 for _, current in self.items() if current is state)
+        return self._state_counts.get(state, 0)
 
     def items(self) -> Iterator[tuple[TopicPartition, PartitionState]]:
         """Every tracked (partition, state), sorted by topic and partition."""
@@ -265,7 +270,9 @@ class PartitionStates:
     def _set(self, topic_partition: TopicPartition, state: PartitionState) -> None:
         topic, partition = topic_partition
         states = self._by_topic.setdefault(topic, {})
-        self._count -= partition in states
+        if partition in states:
+            self._count -= 1
+            self._state_counts[states[partition]] -= 1
         if state is PartitionState.NON_EXISTENT_PARTITION:
             states.pop(partition, None)
             if not states:
@@ -274,6 +281,7 @@ class PartitionStates:
         assert self._count < PARTITIONS_MAX, f"more than {PARTITIONS_MAX} partitions tracked"
         states[partition] = state
         self._count += 1
+        self._state_counts[state] = self._state_counts.get(state, 0) + 1
 
 
 class ReplicaStates:

@@ -71,10 +71,24 @@ def _read_entries(storage: Storage, path: str, parse_line: Callable[[list[str]],
     return entries
 
 
-def _write_entries(storage: Storage, path: str, lines: Iterable[str]) -> None:
+def _entries_bytes(lines: Iterable[str]) -> bytes:
     body = list(lines)
-    text = "".join(f"{line}\n" for line in [str(CHECKPOINT_VERSION), str(len(body)), *body])
-    storage.write_file_atomically(path, text.encode("utf-8"))
+    return "".join(f"{line}\n" for line in [str(CHECKPOINT_VERSION), str(len(body)), *body]).encode("utf-8")
+
+
+def _write_entries(storage: Storage, path: str, lines: Iterable[str]) -> None:
+    storage.write_file_atomically(path, _entries_bytes(lines))
+
+
+def offset_checkpoint_bytes(offsets: Mapping[tuple[str, int], int]) -> bytes:
+    """The contents of an offset checkpoint file holding ``offsets`` (sorted, so that the same map
+    always gives the same bytes: the simulation stays deterministic)."""
+    lines = []
+    for (topic, partition), offset in sorted(offsets.items()):
+        if not topic or any(character.isspace() for character in topic):
+            raise ValueError(f"topic name {topic!r} cannot be written to a checkpoint")
+        lines.append(f"{topic} {int(partition)} {int(offset)}")
+    return _entries_bytes(lines)
 
 
 def _parse_offset_line(fields: list[str]) -> tuple[tuple[str, int], int]:
@@ -105,13 +119,7 @@ class OffsetCheckpointFile:
         return result
 
     def write(self, offsets: Mapping[tuple[str, int], int]) -> None:
-        lines = []
-        # Sorted, so that the same map always gives the same bytes (deterministic simulation).
-        for (topic, partition), offset in sorted(offsets.items()):
-            if not topic or any(character.isspace() for character in topic):
-                raise ValueError(f"topic name {topic!r} cannot be written to a checkpoint")
-            lines.append(f"{topic} {int(partition)} {int(offset)}")
-        _write_entries(self.storage, self.path, lines)
+        self.storage.write_file_atomically(self.path, offset_checkpoint_bytes(offsets))
 
 
 class LeaderEpochCheckpointFile:

@@ -21,7 +21,11 @@ Inputs and outputs:
   snapshot plus the batches after it.
 - ``flush``: fsync and advance ``recovery_point``, which the owner checkpoints
   (``recovery-point-offset-checkpoint``) together with ``log_start_offset``
-  (``log-start-offset-checkpoint``) and passes back to ``Log.open`` after a restart.
+  (``log-start-offset-checkpoint``) and passes back to ``Log.open`` after a restart. It comes in
+  three parts so that the fsyncs can run on another thread: ``plan_flush`` (pure: which files, up
+  to which offset), the fsyncs of the plan's paths (by whoever holds the plan), and
+  ``commit_flush``, which advances the recovery point only then, and not at all when the log was
+  truncated or closed since the plan (the fsynced bytes may no longer be the log's).
 
 Crash safety. Everything ``Log.open`` needs is on disk: segments are found by file name, the
 log start offset is the first segment's base offset unless the owner passes a larger one, and
@@ -40,14 +44,25 @@ from actors.core.log.leader_epoch_cache import LeaderEpochCache
 from actors.core.log.log_config import LogConfig
 from actors.core.log.producer_state import ProducerStateManager, delete_snapshots, load_state, write_snapshot
 from actors.core.log.record_batch import BatchHeader, as_byte_view, parse_batches, stamp_batch
-from actors.core.log.segment import (
-    INDEX_FILE_SUFFIX, INT32_MAX, LOG_FILE_SUFFIX, FetchDataInfo, LogSegment, parse_segment_file_name)
+from actors.core.log.segment import INT32_MAX, FetchDataInfo, LogSegment
+from actors.core.log.segment_loading import load_segments
 from actors.core.log.storage import Storage
 
-__all__ = ["FetchDataInfo", "Log", "LogAppendInfo"]
+__all__ = ["FetchDataInfo", "FlushPlan", "Log", "LogAppendInfo"]
 
 # How much of the log one step of the producer-state replay reads.
 PRODUCER_STATE_REPLAY_READ_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class FlushPlan:
+    """What making [recovery point, ``target_offset``) durable takes: fsync ``paths`` (a path
+    deleted meanwhile needs nothing: its offsets left the log with it). ``truncations`` is the
+    log's truncation count when planned; a commit after another truncation is void."""
+
+    target_offset: int
+    paths: tuple[str, ...]
+    truncations: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +99,8 @@ class Log:
         self._log_start_offset = log_start_offset
         # Everything below it has been fsynced; recovery_point <= log_end_offset.
         self._recovery_point = recovery_point
+        # How many times the log end moved down (or the log restarted); voids older flush plans.
+        self._truncations = 0
         self._leader_epoch_cache = LeaderEpochCache(storage, f"{directory}/{LEADER_EPOCH_CHECKPOINT}")
         self._closed = False
         # Kafka's order on open: drop epochs for data that did not survive, then before the start.
@@ -105,7 +122,7 @@ class Log:
         """
         assert recovery_point >= 0 and log_start_offset >= 0, (recovery_point, log_start_offset)
         storage.make_dir(directory)
-        segments = cls._load_segments(storage, directory, config, recovery_point)
+        segments = load_segments(storage, directory, config, recovery_point)
         if segments and segments[-1].next_offset < log_start_offset:
             # Kafka: the files lost data the checkpoint says existed; restart at the log start.
             for segment in reversed(segments):
@@ -120,46 +137,6 @@ class Log:
         return cls(storage, directory, config, segments,
                    log_start_offset=start, recovery_point=recovery_point)
 
-    @staticmethod
-    def _segment_base_offsets(storage: Storage, directory: str) -> list[int]:
-        """Base offsets of the .log files, ascending; index files with no .log are deleted."""
-        log_bases, index_bases = set(), set()
-        for name in storage.list_dir(directory):
-            parsed = parse_segment_file_name(name)
-            if parsed is not None:
-                (log_bases if parsed[1] == LOG_FILE_SUFFIX else index_bases).add(parsed[0])
-        for orphan in sorted(index_bases - log_bases):
-            storage.delete(f"{directory}/{orphan:020d}{INDEX_FILE_SUFFIX}")
-        return sorted(log_bases)
-
-    @classmethod
-    def _load_segments(cls, storage: Storage, directory: str, config: LogConfig,
-                       recovery_point: int) -> list[LogSegment]:
-        """Loads segments wholly below the recovery point as they are; recovers the rest.
-
-        Recovery stops at the first segment that lost bytes or does not continue its predecessor:
-        every later segment is deleted, as Kafka's ``recoverLog`` does.
-        """
-        bases = cls._segment_base_offsets(storage, directory)
-        segments: list[LogSegment] = []
-        for index, base_offset in enumerate(bases):
-            following = bases[index + 1] if index + 1 < len(bases) else None
-            if following is not None and following <= recovery_point:
-                segments.append(LogSegment.load_trusted(
-                    storage, directory, base_offset,
-                    index_interval_bytes=config.index_interval_bytes, next_offset=following))
-                continue
-            if segments and segments[-1].next_offset != base_offset:
-                cls._delete_segment_files(storage, directory, bases[index:])
-                break
-            segment, dropped_bytes = LogSegment.recover_from_files(
-                storage, directory, base_offset, index_interval_bytes=config.index_interval_bytes)
-            segments.append(segment)
-            if dropped_bytes:
-                cls._delete_segment_files(storage, directory, bases[index + 1:])
-                break
-        return segments
-
     def _load_producer_state(self):
         return load_state(self._storage, self._directory, log_start_offset=self._log_start_offset,
                           log_end_offset=self.log_end_offset, headers_from=self._headers_from)
@@ -172,12 +149,6 @@ class Log:
                 return
             yield from (h for h in parse_batches(info.records, check_crc=False) if h.last_offset >= offset)
             offset = info.last_offset + 1
-
-    @staticmethod
-    def _delete_segment_files(storage: Storage, directory: str, base_offsets: list[int]) -> None:
-        for base_offset in sorted(base_offsets, reverse=True):
-            for suffix in (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX):
-                storage.delete(f"{directory}/{base_offset:020d}{suffix}")
 
     # -- properties ------------------------------------------------------------------------
 
@@ -397,6 +368,7 @@ class Log:
         while self._segments[-1].base_offset > offset:
             self._segments.pop().delete()
         self._segments[-1].truncate_to(offset)
+        self._truncations += 1
         log_end_offset = self.log_end_offset
         self._leader_epoch_cache.truncate_from_end(log_end_offset)
         self._recovery_point = min(self._recovery_point, log_end_offset)
@@ -413,6 +385,7 @@ class Log:
         assert offset >= 0, offset
         while self._segments:
             self._segments.pop().delete()
+        self._truncations += 1
         segment = LogSegment.create(self._storage, self._directory, offset,
                                     index_interval_bytes=self._config.index_interval_bytes)
         segment.flush()
@@ -453,16 +426,37 @@ class Log:
 
     def flush(self, up_to_offset: int | None = None) -> None:
         """Fsyncs the segments holding [recovery_point, up_to_offset) and advances the recovery
-        point there (default: the LEO)."""
+        point there (default: the LEO), all at once on the caller's thread."""
+        self._check_open()
+        plan = self.plan_flush(up_to_offset)
+        if plan is None:
+            return
+        for path in plan.paths:
+            self._storage.fsync(path)
+        committed = self.commit_flush(plan)
+        assert committed, plan  # nothing can truncate or close the log between these lines
+
+    def plan_flush(self, up_to_offset: int | None = None) -> FlushPlan | None:
+        """What a flush to ``up_to_offset`` (default: the LEO) must fsync; None if nothing. Pure."""
         self._check_open()
         target = self.log_end_offset if up_to_offset is None else min(up_to_offset, self.log_end_offset)
         if target <= self._recovery_point:
-            return
-        for segment in self._segments:
-            if segment.next_offset > self._recovery_point and segment.base_offset < target:
-                segment.flush()
-        self._recovery_point = target
+            return None
+        paths = tuple(path for segment in self._segments
+                      if segment.next_offset > self._recovery_point and segment.base_offset < target
+                      for path in segment.durable_paths())
+        return FlushPlan(target_offset=target, paths=paths, truncations=self._truncations)
+
+    def commit_flush(self, plan: FlushPlan) -> bool:
+        """After every path of ``plan`` was fsynced: advance the recovery point to its target.
+        False (nothing changes) when the log was closed or truncated since the plan: the bytes
+        fsynced below the target may then not be the ones the log holds there now."""
+        if self._closed or plan.truncations != self._truncations:
+            return False
+        target = min(plan.target_offset, self.log_end_offset)
+        self._recovery_point = max(self._recovery_point, target)
         self._check_invariants()
+        return True
 
     def close(self) -> None:
         """Flushes everything; the log must not be used afterwards."""

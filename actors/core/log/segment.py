@@ -366,9 +366,14 @@ class LogSegment:
         return dropped_bytes
 
     def flush(self) -> None:
-        self.storage.fsync(self.log_path)
+        for path in self.durable_paths():
+            self.storage.fsync(path)
+
+    def durable_paths(self) -> tuple[str, ...]:
+        """The files a flush of this segment fsyncs: its log, and its index once it has one."""
         if self.storage.exists(self.index_path):
-            self.storage.fsync(self.index_path)
+            return self.log_path, self.index_path
+        return (self.log_path,)
 
     def delete(self) -> None:
         self.storage.delete(self.log_path)

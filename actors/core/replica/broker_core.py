@@ -99,6 +99,14 @@ class BrokerCore:
     def tick(self, now_ms: int) -> list[Effect]:
         return self.replica_manager.tick(now_ms) + self.lifecycle.tick(now_ms)
 
+    def on_storage_done(self, work_id: int, error: str | None, now_ms: int) -> list[Effect]:
+        """The driver finished a ``StorageWork`` this core returned (``error``: why it failed)."""
+        return self.replica_manager.on_storage_done(work_id, error, now_ms)
+
+    @property
+    def storage(self) -> Storage:
+        return self.replica_manager.storage
+
     def shutdown(self) -> None:
         self.replica_manager.shutdown()
 

@@ -18,6 +18,8 @@ deadline, ``LogEvent`` for a human.
   until more arrives or ``max_wait_ms`` passes.
 - Any progress on a partition (an append, a high-watermark move, a role change) retries the
   delayed operations watching it.
+- The periodic log flush and checkpoints are planned by the ``LogFlusher`` (log_flusher.py) and run
+  by the driver off its thread as ``StorageWork``; ``on_storage_done`` commits them.
 
 Peers' bad input gets Kafka's error code and changes nothing; a broken invariant of our own is an
 assertion.
@@ -55,6 +57,7 @@ from actors.core.messages.stop_replica import (
 from actors.core.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from actors.core.replica import fetch, produce, replication
 from actors.core.replica.fetcher_manager import FetcherManager
+from actors.core.replica.log_flusher import LogFlusher
 from actors.core.replica.metadata_cache import MetadataCache
 from actors.core.replica.partition import Partition
 from actors.core.replica.purgatory import DelayedOperation, Purgatory
@@ -105,10 +108,10 @@ class ReplicaManager:
         self.replica_lag_time_max_ms = config.get_int("replica.lag.time.max.ms", 1)
         self._next_metrics_ms = now_ms  # when the broker's gauges are set next
         self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
-        self._hw_checkpoint_interval_ms = config.get_int("replica.high.watermark.checkpoint.interval.ms", 1)
-        self._recovery_checkpoint_interval_ms = config.get_int("log.flush.offset.checkpoint.interval.ms", 1)
-        self._last_hw_checkpoint_ms = now_ms
-        self._last_recovery_checkpoint_ms = now_ms
+        self.log_flusher = LogFlusher(
+            broker_id, self, now_ms=now_ms,
+            flush_interval_ms=config.get_int("log.flush.offset.checkpoint.interval.ms", 1),
+            high_watermark_interval_ms=config.get_int("replica.high.watermark.checkpoint.interval.ms", 1))
         self.recovered_partitions = self._load_logs()
 
     # ---------------------------------------------------------------------------------- startup
@@ -242,8 +245,8 @@ class ReplicaManager:
                 effects.extend(self.try_complete_delayed(topic_partition, now_ms))
                 errors.append(StopReplicaPartitionError(topic_name=topic.name, partition_index=index,
                                                         error_code=ErrorCode.NONE))
-        if request.delete_partitions:
-            self.checkpoint_high_watermarks()
+        if request.delete_partitions:  # through the flusher, so this file's writes stay in order
+            effects.append(self.log_flusher.plan_high_watermark_checkpoint())
         effects.append(Respond(request_id=request_id, response=StopReplicaResponse(
             error_code=ErrorCode.NONE, partition_errors=tuple(errors))))
         return effects
@@ -388,12 +391,7 @@ class ReplicaManager:
         if now_ms >= self._next_isr_check_ms:  # Kafka's isr-expiration task
             self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
             effects.extend(replication.maybe_shrink_isrs(self, now_ms))
-        if now_ms - self._last_hw_checkpoint_ms >= self._hw_checkpoint_interval_ms:
-            self.checkpoint_high_watermarks()
-            self._last_hw_checkpoint_ms = now_ms
-        if now_ms - self._last_recovery_checkpoint_ms >= self._recovery_checkpoint_interval_ms:
-            self.flush_and_checkpoint_recovery_points()
-            self._last_recovery_checkpoint_ms = now_ms
+        effects.extend(self.log_flusher.tick(now_ms))  # the fsyncs run off this thread
         deadlines = [d for d in (self.produce_purgatory.next_deadline_ms(),
                                  self.fetch_purgatory.next_deadline_ms()) if d is not None]
         if deadlines:
@@ -401,17 +399,20 @@ class ReplicaManager:
         return effects
 
     # ---------------------------------------------------------------------------- checkpoints
+    def on_storage_done(self, work_id: int, error: str | None, now_ms: int) -> list[Effect]:
+        """The driver ran a ``StorageWork`` of this core's: commit what it made durable."""
+        return self.log_flusher.on_storage_done(work_id, error)
+
     def checkpoint_high_watermarks(self) -> None:
-        OffsetCheckpointFile(self.storage, REPLICATION_OFFSET_CHECKPOINT).write(
-            {tp: partition.high_watermark for tp, partition in self.partitions.items()})
+        """The high-watermark checkpoint written at once, on the caller's thread (shutdown, tests)."""
+        self.storage.write_file_atomically(*self.log_flusher.high_watermark_checkpoint())
 
     def flush_and_checkpoint_recovery_points(self) -> None:
+        """Flush every log and checkpoint, at once on the caller's thread (shutdown, tests)."""
         for partition in self.partitions.values():
             partition.log.flush()
-        OffsetCheckpointFile(self.storage, RECOVERY_POINT_OFFSET_CHECKPOINT).write(
-            {tp: partition.log.recovery_point for tp, partition in self.partitions.items()})
-        OffsetCheckpointFile(self.storage, LOG_START_OFFSET_CHECKPOINT).write(
-            {tp: partition.log.log_start_offset for tp, partition in self.partitions.items()})
+        for path, contents in self.log_flusher.recovery_checkpoints():
+            self.storage.write_file_atomically(path, contents)
 
     def shutdown(self) -> None:
         """A clean shutdown: everything flushed and checkpointed, so the next start skips recovery."""

@@ -54,6 +54,9 @@ def become_follower(manager: ReplicaManagerView, partition: Partition) -> list[E
             f"broker {manager.broker_id} truncates {partition.topic}-{partition.partition} to its high "
             f"watermark {partition.high_watermark} (high-watermark policy; LEO was {log.log_end_offset})")))
         log.truncate_to(partition.high_watermark)
+        # A high watermark inside a batch loses that whole batch: Kafka's Log lowers the high
+        # watermark to the new log end offset (updateLogEndOffset), and so does this replica.
+        partition.high_watermark = min(partition.high_watermark, partition.log_end_offset)
     return effects + manager.fetcher_manager.add([(partition.leader_id, initial_fetch_state(manager, partition))])
 
 

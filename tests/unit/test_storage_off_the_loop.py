@@ -1,0 +1,141 @@
+"""Proves a broker keeps answering while its disk is slow: under the Ray storage worker the periodic
+flush's fsync runs on a thread of its own, and Metadata, Produce and Fetch are answered on the event
+loop while that fsync is held; the recovery point moves only once the fsync finished. A real asyncio
+loop and threads over an in-memory disk whose fsync waits on an event; no Ray."""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from actors.core.config import KafkaConfig
+from actors.core.errors import ErrorCode
+from actors.core.log.storage import InMemoryStorage
+from actors.core.messages.broker_registration import BrokerRegistrationResponse
+from actors.core.messages.metadata import MetadataRequest, MetadataResponse
+from actors.core.replica.broker_core import BrokerCore
+from actors.drivers.broker import BrokerDriver
+from actors.ray_seams import RayStorageWorker
+from tests.support.core_driver import (
+    fetch_request, fetch_result, leader_and_isr_request, make_batch, produce_request, produce_result,
+    update_metadata_request,
+)
+
+FLUSH_INTERVAL_MS = 1_000
+# How long a held fsync waits for its release before it gives up (bounds the test if the fsync is
+# run where it blocks the loop that would release it).
+HOLD_LIMIT_S = 10.0
+WAIT_LIMIT_S = 30.0
+
+
+class SlowDisk(InMemoryStorage):
+    """An fsync of a segment, once ``hold`` is set, waits until ``release`` (or HOLD_LIMIT_S)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hold = False
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.fsync_threads: list[int] = []
+        self.released_by_limit = False
+
+    def fsync(self, path: str) -> None:
+        if self.hold and path.endswith(".log"):
+            self.fsync_threads.append(threading.get_ident())
+            self.entered.set()
+            self.released_by_limit |= not self.release.wait(HOLD_LIMIT_S)
+        super().fsync(path)
+
+
+class Seams:
+    """Transport, clock and log: a fixed clock, calls kept unanswered unless the test answers them."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.replies: list = []
+
+    def call(self, destination, request, *, timeout_ms, on_reply):
+        self.replies.append(on_reply)
+
+    def tell(self, destination, event):
+        pass
+
+    def start(self, destination, **arguments):
+        pass
+
+    def stop(self, destination):
+        pass
+
+    def pack(self, records, *, for_replica):
+        return records
+
+    def now_ms(self):
+        return self.now
+
+    def wake_at(self, deadline_ms):
+        pass
+
+    def log(self, level, message):
+        pass
+
+    def metric(self, name, value, tags):
+        pass
+
+
+async def wait_until(condition, what: str) -> None:
+    deadline = asyncio.get_running_loop().time() + WAIT_LIMIT_S
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, f"waited {WAIT_LIMIT_S}s for {what}"
+        await asyncio.sleep(0.01)
+
+
+def ask(driver: BrokerDriver, api: str, request):
+    answers: list = []
+    driver.handle(api, request, answers.append)
+    assert answers, f"{api} was not answered at once"
+    return answers[0]
+
+
+async def slow_fsync_story() -> None:
+    disk, seams = SlowDisk(), Seams()
+    core = BrokerCore(broker_id=0, storage=disk, config=KafkaConfig({
+        "log.flush.offset.checkpoint.interval.ms": str(FLUSH_INTERVAL_MS),
+        "replica.high.watermark.checkpoint.interval.ms": "600000"}),
+        host="broker-0", incarnation_id="incarnation", cluster_id="cluster", now_ms=0)
+    worker = RayStorageWorker("test-storage")
+    driver = BrokerDriver(core, seams, seams, seams, worker)
+    try:
+        driver.start()
+        seams.replies.pop()(BrokerRegistrationResponse(broker_epoch=1))
+        ask(driver, "handle_leader_and_isr", leader_and_isr_request("t", 0, leader=0))
+        ask(driver, "handle_update_metadata", update_metadata_request("t", 0, leader=0))
+        assert produce_result(ask(driver, "handle_produce", produce_request("t", 0, make_batch([b"a"])))) \
+            .error_code == ErrorCode.NONE
+        log = core.replica_manager.partitions[("t", 0)].log
+
+        disk.hold = True
+        seams.now = FLUSH_INTERVAL_MS
+        driver.on_wakeup()  # the flush falls due
+        entered = await asyncio.get_running_loop().run_in_executor(None, disk.entered.wait, WAIT_LIMIT_S)
+        assert entered, "the flush's fsync never started"
+
+        # The fsync is held; the broker answers meanwhile.
+        assert isinstance(ask(driver, "handle_metadata", MetadataRequest(topics=("t",))), MetadataResponse)
+        produced = produce_result(ask(driver, "handle_produce", produce_request("t", 0, make_batch([b"b"]))))
+        assert (produced.error_code, produced.base_offset) == (ErrorCode.NONE, 1)
+        fetched = fetch_result(ask(driver, "handle_fetch", fetch_request("t", 0, 0)))
+        assert fetched.error_code == ErrorCode.NONE and fetched.high_watermark == 2
+        assert not disk.release.is_set() and not disk.released_by_limit, \
+            "the requests were answered only after the fsync ended: it ran on the event loop"
+        assert threading.get_ident() not in disk.fsync_threads, "the fsync ran on the event loop's thread"
+        assert log.recovery_point == 0, "the recovery point moved before its fsync finished"
+
+        disk.release.set()
+        await wait_until(lambda: log.recovery_point == 1, "the flush planned at offset 1 to be committed")
+    finally:
+        disk.release.set()
+        await worker.drain()
+        worker.shutdown()
+
+
+def test_requests_are_answered_while_the_flush_fsync_is_held():
+    asyncio.run(slow_fsync_story())
