@@ -30,6 +30,7 @@ from orchestration.commands import cluster as cluster_commands
 from orchestration.commands import data as data_commands
 from orchestration.commands import groups as group_commands
 from orchestration.commands import operations as operation_commands
+from orchestration.commands import reassign as reassign_commands
 from orchestration.commands import topics as topic_commands
 
 
@@ -240,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     from orchestration.simulation.command import add_arguments as add_sim_arguments
     add_sim_arguments(sim)
     sim.set_defaults(run=_sim)
-    for family in (cluster_commands, topic_commands, data_commands, group_commands, operation_commands):
+    for family in (cluster_commands, topic_commands, data_commands, group_commands, operation_commands,
+                   reassign_commands):
         family.add_parsers(commands)
     parser.add_argument("--log-level", default="WARNING",
                         help="loguru level of raykafka's own log lines on stderr (default: WARNING)")

@@ -39,6 +39,7 @@ from actors.core.controller.context import BrokerInfo, ControllerContext
 from actors.core.controller.deletion import TopicDeletion
 from actors.core.controller.metadata_store import MetadataStore
 from actors.core.controller.producer_ids import allocate_producer_ids
+from actors.core.controller.reassignment import PartitionReassignments
 from actors.core.controller.state import PartitionState, ReplicaState, TopicPartition
 from actors.core.controller.topics import create_topics
 from actors.core.effects import AddBrokerChannel, ArmTimer, Effect, LogEvent, RemoveBrokerChannel, Respond
@@ -48,6 +49,9 @@ from actors.core.messages import (
     BrokerRegistrationResponse, ControlledShutdownRequest, ControlledShutdownResponse, CreatableTopicResult,
     CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
     ElectLeadersRequest, ElectLeadersResponse,
+)
+from actors.core.messages.partition_reassignments import (
+    AlterPartitionReassignmentsResponse, ListPartitionReassignmentsResponse,
 )
 
 # The controller is its own actor, not a broker, so like a KRaft controller it has a node id of
@@ -94,6 +98,7 @@ class ControllerCore:
                                        controller_epoch=self.controller_epoch)
         self.batch = self.requests.batch
         self.deletion = TopicDeletion(self.requests)
+        self.reassignments = PartitionReassignments(self.requests)
         self.active = True
         self.session_timeout_ms = self.config.get_int("broker.session.timeout.ms", 1)
         self.rebalance_interval_ms = self.config.get_int("leader.imbalance.check.interval.seconds", 1) * 1000
@@ -174,7 +179,7 @@ class ControllerCore:
         effects += self.requests.flush()
         effects += self._elect_offline_partitions()
         effects += self.deletion.resume()
-        return effects
+        return effects + self.reassignments.resume()
 
     # ---------------------------------------------------------------------- broker lifecycle
     def handle_broker_registration(self, request_id: int, request: BrokerRegistrationRequest,
@@ -377,7 +382,21 @@ class ControllerCore:
     def handle_alter_partition(self, request_id: int, request: AlterPartitionRequest, now_ms: int) -> list[Effect]:
         def error(code: ErrorCode) -> AlterPartitionResponse:
             return AlterPartitionResponse(error_code=code, topics=())
-        return self._guarded(request_id, error, lambda: isr_changes.handle_alter_partition(self.requests, request_id, request, error))
+        # An ISR change may put a reassignment's target replicas all in sync: its phase B runs then.
+        return self._guarded(request_id, error, lambda: isr_changes.handle_alter_partition(
+            self.requests, request_id, request, error) + self.reassignments.complete_finished())
+
+    def handle_alter_partition_reassignments(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        def error(code: ErrorCode) -> AlterPartitionReassignmentsResponse:
+            return AlterPartitionReassignmentsResponse(responses=(), error_code=code)
+        return self._guarded(request_id, error, lambda: self.reassignments.handle_alter_partition_reassignments(
+            request_id, request))
+
+    def handle_list_partition_reassignments(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        def error(code: ErrorCode) -> ListPartitionReassignmentsResponse:
+            return ListPartitionReassignmentsResponse(topics=(), error_code=code)
+        return self._guarded(request_id, error, lambda: self.reassignments.handle_list_partition_reassignments(
+            request_id, request))
 
     # -------------------------------------------------------------------------------- topics
     def handle_create_topics(self, request_id: int, request: CreateTopicsRequest, now_ms: int) -> list[Effect]:
