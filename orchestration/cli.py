@@ -165,7 +165,17 @@ def _chaos_run(args: argparse.Namespace) -> int:
     output = args.output or f"chaos-results/{scenario.name}-seed{args.seed}"
     print(f"running {scenario.name} (seed {args.seed}): {scenario.title}", flush=True)
     print(f"  pass: {scenario.criterion}", flush=True)
-    verdict = run_scenario(scenario, seed=args.seed, output_dir=output)
+    from orchestration.progress import ProgressDisplay
+    phases = ["ray", "cluster", "scenario", "heal", "check"]
+    with ProgressDisplay(enabled=False if args.no_progress else None) as display:
+        def progress(phase: str, detail: str) -> None:
+            # A phase's row completes when a later one starts; a line per step otherwise.
+            for earlier in phases[:phases.index(phase)]:
+                display.update(earlier, earlier, completed=1, total=1)
+            display.update(phase, phase, completed=0, total=1, detail=detail[:100])
+        verdict = run_scenario(scenario, seed=args.seed, output_dir=output, progress=progress)
+        for phase in phases:
+            display.update(phase, phase, completed=1, total=1)
     print()
     print(verdict.table())
     print(f"  picture: {_draw_history(Path(output), scenario.name)}")
@@ -225,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     chaos_run.add_argument("--output", default=None,
                            help="where history.jsonl, report.json and verdict.txt go "
                                 "(default: chaos-results/SCENARIO-seedN)")
+    chaos_run.add_argument("--no-progress", action="store_true", help="no live progress display")
     chaos_run.set_defaults(run=_chaos_run)
     load = commands.add_parser("load", help="run a workload file through Spark (RayDP) on a raykafka cluster")
     load_commands = load.add_subparsers(dest="load_command", required=True)
