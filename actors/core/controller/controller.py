@@ -11,8 +11,10 @@ completion:
   cluster's broker, or a late registration of a process already replaced, is refused), heartbeats,
   heartbeat expiry after ``broker.session.timeout.ms``, Ray reporting the broker's actor dead, and
   controlled shutdown;
-- admin requests: CreateTopics, DeleteTopics, ElectLeaders (preferred or unclean), and the periodic
-  preferred-leader rebalance when ``auto.leader.rebalance.enable``;
+- admin requests: CreateTopics, DeleteTopics, ElectLeaders (preferred or unclean), the periodic
+  preferred-leader rebalance when ``auto.leader.rebalance.enable``, IncrementalAlterConfigs
+  forwarded by a broker (topic_config_changes.py) and Alter/ListPartitionReassignments
+  (reassignment.py, whose phase B also runs after every accepted ISR change);
 - AlterPartition from partition leaders (ISR changes, checked against ``partition_epoch``);
 - responses to its own control requests, which the send threads hand back.
 
@@ -26,7 +28,6 @@ epoch makes this controller resign: from then on it sends nothing and answers ``
 """
 from __future__ import annotations
 
-import collections
 from collections.abc import Iterable
 from typing import Any, Protocol
 

@@ -8,7 +8,12 @@ controller draws them from its seeded random source), so tests can pin them.
 """
 from __future__ import annotations
 
+import collections
+
+from actors.core.controller.state import PartitionState, ReplicaState
+from actors.core.effects import Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.messages.create_topics import CreatableTopicResult, CreateTopicsResponse
 
 TOPIC_NAME_LENGTH_MAX = 249
 _LEGAL_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -121,11 +126,6 @@ def create_topics(requests, request_id: int, request, *, defaults, random_source
     """CreateTopics on the controller, as Kafka 2.4's ``AdminManager.createTopics`` and the
     controller's ``onNewPartitionCreation``: validate, store, elect, and answer per topic.
     ``log`` makes the controller's log line; ``elect_offline_partitions`` is its election."""
-    import collections
-
-    from actors.core.controller.state import PartitionState, ReplicaState
-    from actors.core.effects import Respond
-    from actors.core.messages import CreatableTopicResult, CreateTopicsResponse
     context = requests.context
     results = []
     effects: list = []
