@@ -240,6 +240,10 @@ class BrokerActor:
     async def handle_init_producer_id(self, request):
         return await self._call("handle_init_producer_id", request)
 
+    async def handle_incremental_alter_configs(self, request):
+        """Checked here, then forwarded to the controller (see actors/core/replica/config_forwarding.py)."""
+        return await self._call("handle_incremental_alter_configs", request)
+
     async def handle_offset_for_leader_epoch(self, request):
         return await self._call("handle_offset_for_leader_epoch", request)
 

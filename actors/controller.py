@@ -175,6 +175,15 @@ class ControllerActor:
     async def handle_elect_leaders(self, request):
         return await self._call("handle_elect_leaders", request)
 
+    async def handle_incremental_alter_configs(self, request):
+        return await self._call("handle_incremental_alter_configs", request)
+
+    async def handle_alter_partition_reassignments(self, request):
+        return await self._call("handle_alter_partition_reassignments", request)
+
+    async def handle_list_partition_reassignments(self, request):
+        return await self._call("handle_list_partition_reassignments", request)
+
     # ------------------------------------------------------------------- from send threads
     async def on_event(self, event) -> None:
         """A send thread's event: a broker's answer, a resync wanted, or its broker gone."""
@@ -203,6 +212,10 @@ class ControllerActor:
     async def describe_topic(self, name: str) -> list[dict] | None:
         await self._ensure_started()
         return self._driver.core.describe_topic(name)
+
+    async def describe_topic_config(self, name: str) -> dict | None:
+        await self._ensure_started()
+        return self._driver.core.describe_topic_config(name)
 
     async def send_thread(self, broker_id: int):
         """The send-thread actor for ``broker_id`` (fault injection kills it)."""

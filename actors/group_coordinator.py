@@ -19,11 +19,13 @@ import uuid
 
 import ray
 
+from actors.broker import broker_actor_name as actor_name_of_broker
 from actors.core.effects import CoordinatorLeadershipChange
 from actors.core.errors import ErrorCode
 from actors.core.group.broker_link import BrokerLink
 from actors.core.group.coordinator import GroupCoordinatorCore
 from actors.drivers.group_coordinator import GroupCoordinatorDriver
+from actors.group_lag import export_lag_forever
 from actors.ray_seams import RayClock, RayEventLog, RayTransport, monotonic_ms, tick_forever
 from actors.records import KafkaRecordCodec
 
@@ -46,6 +48,10 @@ class GroupCoordinatorActor:
         self._ticker = asyncio.get_running_loop().create_task(
             tick_forever(TICK_INTERVAL_S, self._driver.on_wakeup, f"group coordinator {broker_id}"))
         self._driver.start()
+        # Burrow-style consumer-group lag gauges (actors/group_lag.py).
+        self._lag = asyncio.get_running_loop().create_task(export_lag_forever(
+            broker_id=broker_id, namespace=namespace, groups=lambda: core.groups, broker_name=actor_name_of_broker,
+            event_log=RayEventLog()))
 
     async def _invoke(self, destination: str, request, timeout_s: float):
         assert destination == "broker", destination

@@ -30,6 +30,7 @@ from orchestration.commands import cluster as cluster_commands
 from orchestration.commands import data as data_commands
 from orchestration.commands import groups as group_commands
 from orchestration.commands import operations as operation_commands
+from orchestration.commands import reassign as reassign_commands
 from orchestration.commands import topics as topic_commands
 
 
@@ -166,7 +167,17 @@ def _chaos_run(args: argparse.Namespace) -> int:
     mode = args.producer or scenario.producer_modes[0]
     print(f"running {scenario.name} (seed {args.seed}, {mode} producers): {scenario.title}", flush=True)
     print(f"  pass: {scenario.criterion}", flush=True)
-    verdict = run_scenario(scenario, seed=args.seed, output_dir=output, producer_mode=mode)
+    from orchestration.progress import ProgressDisplay
+    phases = ["ray", "cluster", "scenario", "heal", "check"]
+    with ProgressDisplay(enabled=False if args.no_progress else None) as display:
+        def progress(phase: str, detail: str) -> None:
+            # A phase's row completes when a later one starts; a line per step otherwise.
+            for earlier in phases[:phases.index(phase)]:
+                display.update(earlier, earlier, completed=1, total=1)
+            display.update(phase, phase, completed=0, total=1, detail=detail[:100])
+        verdict = run_scenario(scenario, seed=args.seed, output_dir=output, producer_mode=mode, progress=progress)
+        for phase in phases:
+            display.update(phase, phase, completed=1, total=1)
     print()
     print(verdict.table())
     print(f"  picture: {_draw_history(Path(output), scenario.name)}")
@@ -228,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     chaos_run.add_argument("--output", default=None,
                            help="where history.jsonl, report.json and verdict.txt go "
                                 "(default: chaos-results/SCENARIO-seedN)")
+    chaos_run.add_argument("--no-progress", action="store_true", help="no live progress display")
     chaos_run.set_defaults(run=_chaos_run)
     load = commands.add_parser("load", help="run a workload file through Spark (RayDP) on a raykafka cluster")
     load_commands = load.add_subparsers(dest="load_command", required=True)
@@ -244,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     from orchestration.simulation.command import add_arguments as add_sim_arguments
     add_sim_arguments(sim)
     sim.set_defaults(run=_sim)
-    for family in (cluster_commands, topic_commands, data_commands, group_commands, operation_commands):
+    for family in (cluster_commands, topic_commands, data_commands, group_commands, operation_commands,
+                   reassign_commands):
         family.add_parsers(commands)
     parser.add_argument("--log-level", default="WARNING",
                         help="loguru level of raykafka's own log lines on stderr (default: WARNING)")

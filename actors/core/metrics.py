@@ -12,6 +12,9 @@ spelling under ``raykafka_``, with the broker id, topic or request as tags:
 | replica_manager_isr_shrinks_total / _isr_expands_total | ReplicaManager IsrShrinksPerSec / IsrExpandsPerSec |
 | delayed_operation_purgatory_size (delayed_operation=Produce/Fetch) | DelayedOperationPurgatory PurgatorySize |
 | broker_topic_bytes_in_total / _messages_in_total (topic) | BrokerTopicMetrics BytesInPerSec / MessagesInPerSec |
+| broker_topic_bytes_out_total (topic) | BrokerTopicMetrics BytesOutPerSec (fetches by consumers) |
+| broker_topic_replication_bytes_out_total (topic) | BrokerTopicMetrics ReplicationBytesOutPerSec (by followers) |
+| consumer_group_lag (group, topic, partition) | Burrow's per-partition group lag: log end offset minus committed offset, computed by the group coordinator (kafka.consumer's records-lag is the consumer's own view) |
 | request_total_time_ms (request) | kafka.network:type=RequestMetrics,name=TotalTimeMs |
 | controller_active_controller_count, controller_epoch | KafkaController ActiveControllerCount, ControllerEpoch (ZK) |
 | controller_offline_partitions_count | KafkaController OfflinePartitionsCount |
@@ -33,6 +36,9 @@ ISR_EXPANDS = "raykafka_replica_manager_isr_expands_total"
 PURGATORY_SIZE = "raykafka_delayed_operation_purgatory_size"
 BYTES_IN = "raykafka_broker_topic_bytes_in_total"
 MESSAGES_IN = "raykafka_broker_topic_messages_in_total"
+BYTES_OUT = "raykafka_broker_topic_bytes_out_total"
+REPLICATION_BYTES_OUT = "raykafka_broker_topic_replication_bytes_out_total"
+CONSUMER_GROUP_LAG = "raykafka_consumer_group_lag"
 REQUEST_TOTAL_TIME = "raykafka_request_total_time_ms"
 ACTIVE_CONTROLLER_COUNT = "raykafka_controller_active_controller_count"
 CONTROLLER_EPOCH = "raykafka_controller_epoch"
@@ -50,6 +56,10 @@ METRICS: dict[str, tuple[str, str]] = {
     PURGATORY_SIZE: (GAUGE, "Requests waiting in this broker's purgatory (Produce: acks=all, Fetch: long polls)"),
     BYTES_IN: (COUNTER, "Bytes appended by produce requests to the partitions of a topic this broker leads"),
     MESSAGES_IN: (COUNTER, "Records appended by produce requests to the partitions of a topic this broker leads"),
+    BYTES_OUT: (COUNTER, "Record bytes sent to consumers from the partitions of a topic this broker leads"),
+    REPLICATION_BYTES_OUT: (COUNTER, "Record bytes sent to followers from the partitions of a topic this broker leads"),
+    CONSUMER_GROUP_LAG: (GAUGE, "Per group and partition: the log end offset (high watermark) minus the "
+                                "group's committed offset, as the group coordinator sees them"),
     REQUEST_TOTAL_TIME: (HISTOGRAM, "Time from a request's arrival at the broker to its answer, per API"),
     ACTIVE_CONTROLLER_COUNT: (GAUGE, "1 on the active controller, 0 on one that resigned"),
     CONTROLLER_EPOCH: (GAUGE, "The controller's epoch"),
@@ -99,6 +109,16 @@ def bytes_in(broker_id: int, topic: str, size_in_bytes: int, record_count: int) 
     tags = broker_tags(broker_id, topic=topic)
     return [Metric(name=BYTES_IN, value=size_in_bytes, tags=tags),
             Metric(name=MESSAGES_IN, value=record_count, tags=tags)]
+
+
+def bytes_out(broker_id: int, topic: str, size_in_bytes: int, *, replication: bool) -> list[Metric]:
+    return [Metric(name=REPLICATION_BYTES_OUT if replication else BYTES_OUT, value=size_in_bytes,
+                   tags=broker_tags(broker_id, topic=topic))]
+
+
+def consumer_group_lag(broker_id: int, group_id: str, topic: str, partition: int, lag: int) -> Metric:
+    return Metric(name=CONSUMER_GROUP_LAG, value=lag,
+                  tags=broker_tags(broker_id, group=group_id, topic=topic, partition=str(partition)))
 
 
 def controller_gauges(*, active: bool, controller_epoch: int, offline_partitions: int) -> list[Metric]:

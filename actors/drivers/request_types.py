@@ -6,7 +6,8 @@ from actors.core.group.messages import DeleteGroupsRequest
 from actors.core.messages import (
     AllocateProducerIdsRequest, AlterPartitionRequest, BrokerHeartbeatRequest, BrokerRegistrationRequest, ControlledShutdownRequest,
     CreateTopicsRequest, DeleteTopicsRequest, DescribeGroupsRequest, ElectLeadersRequest, FetchRequest,
-    FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest, LeaderAndIsrRequest, LeaveGroupRequest,
+    FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest, AlterPartitionReassignmentsRequest,
+    ListPartitionReassignmentsRequest, InitProducerIdRequest, JoinGroupRequest, LeaderAndIsrRequest, LeaveGroupRequest,
     ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest,
     OffsetForLeaderEpochRequest, ProduceRequest, StopReplicaRequest, SyncGroupRequest, UpdateMetadataRequest,
 )
@@ -34,6 +35,9 @@ REQUEST_TYPES: dict[str, type] = {
     "handle_delete_topics": DeleteTopicsRequest,
     "handle_elect_leaders": ElectLeadersRequest,
     "handle_allocate_producer_ids": AllocateProducerIdsRequest,
+    "handle_incremental_alter_configs": IncrementalAlterConfigsRequest,
+    "handle_alter_partition_reassignments": AlterPartitionReassignmentsRequest,
+    "handle_list_partition_reassignments": ListPartitionReassignmentsRequest,
     "handle_join_group": JoinGroupRequest,
     "handle_sync_group": SyncGroupRequest,
     "handle_heartbeat": HeartbeatRequest,

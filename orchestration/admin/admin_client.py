@@ -36,6 +36,7 @@ from actors.ray_metadata_store import active_controller
 from orchestration.admin.groups import (
     GroupDescription, commit_offsets, delete_group, describe_group, list_groups, list_offset,
 )
+from orchestration.admin.topic_admin import TopicAdmin
 from orchestration.admin.wait import wait_until
 from orchestration.clients.broker_directory import BrokerDirectory, call_with_retries
 from orchestration.errors import KafkaError
@@ -66,7 +67,7 @@ class PartitionDescription:
     log_start_offset: int
 
 
-class AdminClient:
+class AdminClient(TopicAdmin):
     """Admin calls against the cluster in Ray namespace ``namespace`` whose brokers are
     ``broker_ids``; ``directory`` is the metadata a topic change refreshes."""
 

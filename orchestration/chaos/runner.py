@@ -143,9 +143,12 @@ class Run:
     and helpers for the usual workload (load producers, a full read at the end)."""
 
     def __init__(self, scenario: Scenario, cluster, faults, history: HistoryWriter, seed: int,
-                 sampler=None, producer_mode: str | None = None) -> None:
+                 sampler=None, producer_mode: str | None = None,
+                 progress: Callable[[str, str], None] | None = None) -> None:
         self.scenario = scenario
         self.producer_mode = producer_mode or scenario.producer_modes[0]
+        # Told each step the script takes (a wait, a check, a note), for a live display.
+        self.progress = progress or (lambda phase, detail: None)
         self.sampler = sampler
         self.cluster = cluster
         self.faults = faults
@@ -259,6 +262,7 @@ class Run:
     # ------------------------------------------------------------------------------ waiting
     def wait(self, condition: Callable[[], Any], what: str, timeout_s: float = WAIT_TIMEOUT_S) -> Any:
         from orchestration.admin.wait import wait_until
+        self.progress("scenario", f"waiting for {what}")
         return wait_until(condition, timeout_s, what)
 
     def wait_isr(self, topic: str, size: int, partition: int = 0, timeout_s: float = WAIT_TIMEOUT_S) -> None:
@@ -278,12 +282,14 @@ class Run:
     # ---------------------------------------------------------------------------- verdicts
     def require(self, ok: bool, what: str, detail: str = "") -> bool:
         self.checks.append(Check(what, bool(ok), detail))
+        self.progress("scenario", f"{'ok' if ok else 'FAILED'}: {what}")
         if not ok:
             logger.warning("chaos {}: requirement failed: {} {}", self.scenario.name, what, detail)
         return bool(ok)
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+        self.progress("scenario", text)
         logger.info("chaos {}: {}", self.scenario.name, text)
 
 
@@ -350,10 +356,13 @@ class Load:
 
 
 def run_scenario(scenario: Scenario, *, seed: int = 0, output_dir: str | Path | None = None,
-                 log_dir: str | None = None, producer_mode: str | None = None) -> Verdict:
+                 log_dir: str | None = None, producer_mode: str | None = None,
+                 progress: Callable[[str, str], None] | None = None) -> Verdict:
     """Run ``scenario`` on a cluster of its own with its producers in ``producer_mode`` (default:
     the row's first). Uses the Ray this process is connected to, or starts a local one (a
-    multi-node one when the scenario needs nodes) and shuts it down after."""
+    multi-node one when the scenario needs nodes) and shuts it down after.
+    ``progress(phase, detail)`` hears each phase (ray, cluster, scenario, heal, check) and step."""
+    progress = progress or (lambda phase, detail: None)
     import ray
 
     from orchestration.admin.cluster import Cluster
@@ -387,17 +396,21 @@ def run_scenario(scenario: Scenario, *, seed: int = 0, output_dir: str | Path | 
                 broker_resources = ray_nodes.placement(list(range(scenario.brokers)))
                 controller_resources = ray_nodes.head_placement()
             elif owns_ray:
+                progress("ray", "starting a local Ray")
                 start_local_ray(num_cpus=2, namespace=f"raykafka-chaos-{scenario.name}-{seed}")
             config = {**FAST_FAILOVER_CONFIG, **scenario.config}
+            progress("cluster", f"starting {scenario.brokers} brokers")
             cluster = Cluster.start(brokers=scenario.brokers, log_dir=log_dir, config=config,
                                     broker_resources=broker_resources, controller_resources=controller_resources)
             faults = Faults(cluster, history, ray_nodes=ray_nodes)
             sampler = Sampler(cluster, history, topics=None, interval_s=SAMPLE_INTERVAL_S)
-            run = Run(scenario, cluster, faults, history, seed, sampler, producer_mode)
+            run = Run(scenario, cluster, faults, history, seed, sampler, producer_mode, progress)
             sampler.start()
             try:
+                progress("scenario", scenario.title)
                 scenario.script(run)
             finally:
+                progress("heal", "stopping loads, healing faults, sampling every replica")
                 run.stop_loads()
                 try:
                     faults.heal()
@@ -423,6 +436,7 @@ def run_scenario(scenario: Scenario, *, seed: int = 0, output_dir: str | Path | 
                 ray.shutdown()
             if own_log_dir:
                 shutil.rmtree(log_dir, ignore_errors=True)
+    progress("check", "checking the history")
     report = check(read_history(history_path), unseen_is_anomaly=scenario.unseen_is_anomaly)
     checks = list(run.checks) if run is not None else []
     checks += expectation_checks(scenario, report, producer_mode)

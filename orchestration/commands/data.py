@@ -13,13 +13,14 @@ import json
 import sys
 import time
 
+from orchestration.commands.cluster import parse_config
 from orchestration.commands.common import add_target_arguments, connected, fail
 
 
 def _produce(args: argparse.Namespace) -> int:
     sent = []
     with connected(args) as cluster:
-        producer = cluster.producer({"acks": args.acks, "linger.ms": "5"})
+        producer = cluster.producer({"acks": args.acks, "linger.ms": "5", **parse_config(args.producer_property)})
         try:
             for line in sys.stdin:
                 line = line.rstrip("\n")
@@ -100,6 +101,8 @@ def add_parsers(commands) -> None:
     produce.add_argument("--acks", default="all", choices=["0", "1", "all", "-1"])
     produce.add_argument("--key-separator", default=None, help="split each line into key and value at this string")
     produce.add_argument("--partition", type=int, default=None, help="write every record to this partition")
+    produce.add_argument("--producer-property", action="append", default=[], metavar="KEY=VALUE",
+                         help="a producer setting, e.g. delivery.timeout.ms=5000")
     produce.set_defaults(run=_produce)
     consume = commands.add_parser("consume", help="print records, one a line (kafka-console-consumer)")
     consume.add_argument("topic")

@@ -1,8 +1,13 @@
-"""``raykafka topics create|list|describe|delete``, as ``kafka-topics`` has them.
+"""``raykafka topics create|list|describe|delete|alter-config|describe-config``, as ``kafka-topics``
+and ``kafka-configs`` have them.
 
-``describe`` prints per partition the leader, replicas, ISR, leader epoch, high watermark and log
-end offset; ``--under-replicated-partitions`` keeps the partitions whose ISR is smaller than their
-replicas, ``--unavailable-partitions`` those without a leader.
+``describe`` prints per topic its partition count, replication factor and config overrides
+(Kafka's "Configs:"), and per partition the leader, replicas, ISR, leader epoch, high watermark and
+log end offset; ``--under-replicated-partitions`` keeps the partitions whose ISR is smaller than
+their replicas, ``--unavailable-partitions`` those without a leader. ``alter-config`` sets
+(``--set key=value``) and deletes (``--delete key``) a topic's overrides through a broker, as
+``kafka-configs --alter --add-config/--delete-config`` does; ``describe-config`` lists every topic
+key with its value and source.
 """
 from __future__ import annotations
 
@@ -40,7 +45,8 @@ def _describe(args: argparse.Namespace) -> int:
         try:
             names = [args.topic] if args.topic else [t for t in cluster.topics() if not t.startswith("__")
                                                       or args.include_internal]
-            partitions = [asdict(p) for name in names for p in cluster.describe_topic(name)]
+            configs = {name: _overrides(cluster.describe_topic_config(name)) for name in names}
+            partitions = [asdict(p) | {"configs": configs[name]} for name in names for p in cluster.describe_topic(name)]
         except Exception as exc:
             return fail(args, exc)
     if args.under_replicated_partitions:
@@ -49,11 +55,45 @@ def _describe(args: argparse.Namespace) -> int:
         partitions = [p for p in partitions if p["leader"] < 0]
 
     def text(rows: list[dict]) -> str:
-        return table(["Topic", "Partition", "Leader", "Replicas", "Isr", "LeaderEpoch", "HW", "LEO"], [
+        headers = [f"Topic: {name}\tPartitionCount: {sum(p['topic'] == name for p in rows)}\t"
+                   f"ReplicationFactor: {next((len(p['replicas']) for p in rows if p['topic'] == name), 0)}\t"
+                   f"Configs: {','.join(f'{k}={v}' for k, v in sorted(configs[name].items()))}"
+                   for name in names if any(p["topic"] == name for p in rows)]
+        return "\n".join(headers + [table(["Topic", "Partition", "Leader", "Replicas", "Isr", "LeaderEpoch", "HW", "LEO"], [
             [p["topic"], p["partition"], p["leader"] if p["leader"] >= 0 else "none",
              ",".join(map(str, p["replicas"])), ",".join(map(str, p["isr"])), p["leader_epoch"],
-             p["high_watermark"], p["log_end_offset"]] for p in rows])
+             p["high_watermark"], p["log_end_offset"]] for p in rows])])
     emit(args, partitions, text)
+    return 0
+
+
+def _overrides(described: dict[str, dict]) -> dict[str, str]:
+    return {k: v["value"] for k, v in described.items() if v["source"] == "DYNAMIC_TOPIC_CONFIG"}
+
+
+def _alter_config(args: argparse.Namespace) -> int:
+    if not args.set and not args.delete:
+        return fail(args, ValueError("nothing to alter: give --set key=value or --delete key"))
+    with connected(args) as cluster:
+        try:
+            cluster.alter_topic_config(args.topic, set=parse_config(args.set), delete=args.delete)
+            configs = _overrides(cluster.describe_topic_config(args.topic))
+        except Exception as exc:
+            return fail(args, exc)
+    emit(args, {"topic": args.topic, "altered": True, "configs": configs},
+         lambda a: f"Completed updating config for topic {a['topic']}: "
+                   f"{','.join(f'{k}={v}' for k, v in sorted(a['configs'].items())) or '(no overrides)'}.")
+    return 0
+
+
+def _describe_config(args: argparse.Namespace) -> int:
+    with connected(args) as cluster:
+        try:
+            described = cluster.describe_topic_config(args.topic)
+        except Exception as exc:
+            return fail(args, exc)
+    emit(args, described, lambda d: f"Dynamic configs for topic {args.topic} are:\n" + table(
+        ["Key", "Value", "Source"], [[k, v["value"], v["source"]] for k, v in sorted(d.items())]))
     return 0
 
 
@@ -88,5 +128,13 @@ def add_parsers(commands) -> None:
     delete = sub.add_parser("delete", help="delete a topic")
     delete.add_argument("topic")
     delete.set_defaults(run=_delete)
-    for parser in (create, listed, describe, delete):
+    alter = sub.add_parser("alter-config", help="set or delete a topic's config overrides (kafka-configs --alter)")
+    alter.add_argument("topic")
+    alter.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="set a topic config")
+    alter.add_argument("--delete", action="append", default=[], metavar="KEY", help="back to the default")
+    alter.set_defaults(run=_alter_config)
+    describe_config = sub.add_parser("describe-config", help="every topic config with its value and source")
+    describe_config.add_argument("topic")
+    describe_config.set_defaults(run=_describe_config)
+    for parser in (create, listed, describe, delete, alter, describe_config):
         add_target_arguments(parser)

@@ -1,7 +1,8 @@
 """Proves the ``raykafka`` command runs a cluster that outlives it: one ``cluster start --local`` in
 a subprocess, then every subcommand, each as its own process with ``--json``, against that cluster
-(topics, produce, consume, groups with lag, kill and leadership moving, elections, metrics), and
-``cluster stop`` ending the actors and the Ray head it started."""
+(topics, topic configs changed live, produce, consume, groups with lag, a partition reassignment,
+kill and leadership moving, elections, metrics), and ``cluster stop`` ending the actors and the Ray
+head it started."""
 from __future__ import annotations
 
 import json
@@ -129,6 +130,50 @@ def test_produce_consume_and_group_lag(rk):
     assert "readers" not in [g["group"] for g in rk.json("groups", "list")]
 
 
+def test_topics_alter_config_reaches_the_brokers_live_partitions(rk):
+    assert rk.json("topics", "create", "narrow", "--replication-factor", "2")["created"]
+    altered = rk.json("topics", "alter-config", "narrow", "--set", "min.insync.replicas=3",
+                      "--set", "retention.ms=86400000")
+    assert altered["configs"] == {"min.insync.replicas": "3", "retention.ms": "86400000"}
+    described = rk.json("topics", "describe", "narrow")
+    assert described[0]["configs"] == {"min.insync.replicas": "3", "retention.ms": "86400000"}
+    assert rk.json("topics", "describe-config", "narrow")["min.insync.replicas"]["source"] == "DYNAMIC_TOPIC_CONFIG"
+    # Two replicas cannot satisfy min.insync.replicas=3: the leader refuses acks=all (retriable,
+    # so the producer gives up at its delivery timeout), which shows the broker applied the change.
+    refused = rk.run("produce", "narrow", "--acks", "all", "--producer-property", "delivery.timeout.ms=3000",
+                     "--producer-property", "request.timeout.ms=2000", stdin="x\n", check=False)
+    assert refused.returncode == 1 and json.loads(refused.stdout.splitlines()[-1])["error"] in (
+        "NOT_ENOUGH_REPLICAS", "REQUEST_TIMED_OUT"), refused.stdout
+    assert rk.json("topics", "alter-config", "narrow", "--delete", "min.insync.replicas")["configs"] == {
+        "retention.ms": "86400000"}
+    assert rk.json("produce", "narrow", "--acks", "all", stdin="y\n")["acknowledged"] == 1
+    for args, code in ((("narrow", "--set", "no.such.key=1"), "INVALID_CONFIG"),
+                       (("narrow", "--set", "min.insync.replicas=zero"), "INVALID_CONFIG"),
+                       (("missing", "--set", "retention.ms=1"), "UNKNOWN_TOPIC_OR_PARTITION")):
+        bad = rk.run("topics", "alter-config", *args, check=False)
+        assert bad.returncode == 1 and json.loads(bad.stdout)["error"] == code, bad.stdout
+
+
+def test_reassign_partitions_moves_replicas_and_keeps_the_records(rk, tmp_path):
+    assert rk.json("topics", "create", "moving", "--replica-assignment", "0:1")["created"]
+    assert rk.json("produce", "moving", "--acks", "all", stdin="".join(f"m{i}\n" for i in range(20)))["acknowledged"] == 20
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "moving", "partition": 0, "replicas": [1, 2]}]}))
+    started = rk.json("reassign-partitions", "--reassignment-json-file", str(plan), "--execute", "--wait",
+                      "--timeout-s", "120")
+    assert started["started"] == ["moving-0"] and started["current"]["partitions"][0]["replicas"] == [0, 1]
+    assert [r["status"] for r in started["status"]] == ["complete"]
+    assert [r["status"] for r in rk.json("reassign-partitions", "--reassignment-json-file", str(plan), "--verify")] \
+        == ["complete"]
+    (partition,) = rk.json("topics", "describe", "moving")
+    assert partition["replicas"] == [1, 2] and sorted(partition["isr"]) == [1, 2] and partition["leader"] in (1, 2)
+    records = rk.json_lines("consume", "moving", "--from-beginning", "--max-messages", "20", "--timeout-ms", "20000")
+    assert sorted(r["value"] for r in records) == sorted(f"m{i}" for i in range(20))
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "moving", "partition": 0, "replicas": [1, 7]}]}))
+    refused = rk.run("reassign-partitions", "--reassignment-json-file", str(plan), "--execute", check=False)
+    assert refused.returncode == 1 and json.loads(refused.stdout)["refused"] == {"moving-0": "INVALID_REPLICA_ASSIGNMENT"}
+
+
 def test_kill_leader_moves_leadership_and_preferred_election_moves_it_back(rk):
     before = {p["partition"]: p for p in rk.json("topics", "describe", "orders")}
     victim = before[0]["leader"]
@@ -185,16 +230,28 @@ def total(text: str, name: str, **tags: str) -> float:
 
 def test_metrics_on_rays_endpoint_move_during_a_load(rk):
     port = rk.started["metrics_export_port"]
+    # A group with committed offsets behind the log end, for the lag gauge (and bytes out to it).
+    assert len(rk.json_lines("consume", "orders", "--group", "lagging", "--from-beginning", "--max-messages", "5",
+                             "--timeout-ms", "20000")) == 5
     names = ["raykafka_broker_topic_messages_in_total", "raykafka_broker_topic_bytes_in_total",
              "raykafka_replica_manager_under_replicated_partitions", "raykafka_delayed_operation_purgatory_size",
              "raykafka_request_total_time_ms_bucket", "raykafka_controller_active_controller_count",
              "raykafka_controller_epoch", "raykafka_controller_offline_partitions_count",
-             "raykafka_controller_leader_elections_total", "raykafka_controller_channel_queue_size"]
+             "raykafka_controller_leader_elections_total", "raykafka_controller_channel_queue_size",
+             "raykafka_broker_topic_bytes_out_total", "raykafka_consumer_group_lag"]
     text = wait_for("every raykafka metric on Ray's metrics endpoint",
                     lambda: (lambda t: t if all(f"ray_{n}{{" in t for n in names) else None)(scrape(port)))
     before = total(text, "raykafka_broker_topic_messages_in_total", topic="orders")
+    bytes_out_before = total(text, "raykafka_broker_topic_bytes_out_total", topic="orders")
+    lag_before = total(text, "raykafka_consumer_group_lag", group="lagging", topic="orders")
     assert total(text, "raykafka_controller_active_controller_count") >= 1
     assert rk.json("produce", "orders", stdin="".join(f"load-{i}\n" for i in range(50)))["acknowledged"] == 50
     wait_for("messages in for 'orders' to grow by the 50 records", lambda: total(
         scrape(port), "raykafka_broker_topic_messages_in_total", topic="orders") >= before + 50)
     assert total(scrape(port), "raykafka_request_total_time_ms_count", request="produce") > 0
+    wait_for("the lagging group's lag to grow by the 50 records", lambda: total(
+        scrape(port), "raykafka_consumer_group_lag", group="lagging", topic="orders") >= lag_before + 50)
+    assert len(rk.json_lines("consume", "orders", "--group", "lagging", "--max-messages", "10",
+                             "--timeout-ms", "20000")) == 10
+    wait_for("bytes out for 'orders' to grow as the group reads", lambda: total(
+        scrape(port), "raykafka_broker_topic_bytes_out_total", topic="orders") > bytes_out_before)

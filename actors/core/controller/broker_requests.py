@@ -43,7 +43,8 @@ class BrokerRequests:
             live_brokers={b: context.brokers[b].host for b in live},
             broker_endpoints={b: context.brokers[b].listeners for b in live},
             partition_states=context.partition_state_lookup,
-            topics_to_be_deleted=context.topics_to_delete)
+            topics_to_be_deleted=context.topics_to_delete,
+            topic_configs=context.topic_config_pairs)
         return [Send(destination=broker_destination(b), message=request) for b, request in pairs]
 
     def add_leader_and_isr(self, topic_partition: TopicPartition, broker_ids: Iterable[int],

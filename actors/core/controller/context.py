@@ -83,6 +83,20 @@ class ControllerContext:
         self.store.put_topic(name, {p: list(r) for p, r in assignment.items()}, config)
         self.topics[name] = TopicInfo(dict(assignment), dict(config))
 
+    def set_topic_config(self, name: str, config: dict[str, str]) -> None:
+        """The topic's whole set of overrides, replaced (Kafka's /config/topics/<topic>)."""
+        topic = self.topics[name]
+        self.store.put_topic(name, {p: list(r) for p, r in topic.assignment.items()}, config)
+        topic.config = dict(config)
+
+    def set_assignment(self, topic_partition: TopicPartition, replicas: tuple[int, ...]) -> None:
+        """One partition's replicas, replaced (a reassignment's steps; Kafka's /brokers/topics/<topic>)."""
+        topic = self.topics[topic_partition[0]]
+        assignment = dict(topic.assignment)
+        assignment[topic_partition[1]] = tuple(replicas)
+        self.store.put_topic(topic_partition[0], {p: list(r) for p, r in assignment.items()}, topic.config)
+        topic.assignment = assignment
+
     def remove_topic(self, name: str) -> None:
         self.store.delete_topic(name)
         self.topics.pop(name, None)

@@ -11,8 +11,10 @@ completion:
   cluster's broker, or a late registration of a process already replaced, is refused), heartbeats,
   heartbeat expiry after ``broker.session.timeout.ms``, Ray reporting the broker's actor dead, and
   controlled shutdown;
-- admin requests: CreateTopics, DeleteTopics, ElectLeaders (preferred or unclean), and the periodic
-  preferred-leader rebalance when ``auto.leader.rebalance.enable``;
+- admin requests: CreateTopics, DeleteTopics, ElectLeaders (preferred or unclean), the periodic
+  preferred-leader rebalance when ``auto.leader.rebalance.enable``, IncrementalAlterConfigs
+  forwarded by a broker (topic_config_changes.py) and Alter/ListPartitionReassignments
+  (reassignment.py, whose phase B also runs after every accepted ISR change);
 - AlterPartition from partition leaders (ISR changes, checked against ``partition_epoch``);
 - responses to its own control requests, which the send threads hand back.
 
@@ -26,20 +28,21 @@ epoch makes this controller resign: from then on it sends nothing and answers ``
 """
 from __future__ import annotations
 
-import collections
 from collections.abc import Iterable
 from typing import Any, Protocol
 
 from actors.core import metrics
 from actors.core.config import KafkaConfig
-from actors.core.controller import controlled_shutdown, elect_leaders, elections, isr_changes, lost_disks
+from actors.core.controller import (controlled_shutdown, elect_leaders, elections, isr_changes, lost_disks,
+                                    topic_config_changes)
 from actors.core.controller.broker_requests import BrokerRequests, broker_destination
 from actors.core.controller.context import BrokerInfo, ControllerContext
 from actors.core.controller.deletion import TopicDeletion
 from actors.core.controller.metadata_store import MetadataStore
 from actors.core.controller.producer_ids import allocate_producer_ids
+from actors.core.controller.reassignment import PartitionReassignments
 from actors.core.controller.state import PartitionState, ReplicaState, TopicPartition
-from actors.core.controller.topics import validate_new_topic
+from actors.core.controller.topics import create_topics
 from actors.core.effects import AddBrokerChannel, ArmTimer, Effect, LogEvent, RemoveBrokerChannel, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages import (
@@ -47,6 +50,9 @@ from actors.core.messages import (
     BrokerRegistrationResponse, ControlledShutdownRequest, ControlledShutdownResponse, CreatableTopicResult,
     CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
     ElectLeadersRequest, ElectLeadersResponse,
+)
+from actors.core.messages.partition_reassignments import (
+    AlterPartitionReassignmentsResponse, ListPartitionReassignmentsResponse,
 )
 
 # The controller is its own actor, not a broker, so like a KRaft controller it has a node id of
@@ -93,6 +99,7 @@ class ControllerCore:
                                        controller_epoch=self.controller_epoch)
         self.batch = self.requests.batch
         self.deletion = TopicDeletion(self.requests)
+        self.reassignments = PartitionReassignments(self.requests)
         self.active = True
         self.session_timeout_ms = self.config.get_int("broker.session.timeout.ms", 1)
         self.rebalance_interval_ms = self.config.get_int("leader.imbalance.check.interval.seconds", 1) * 1000
@@ -173,7 +180,7 @@ class ControllerCore:
         effects += self.requests.flush()
         effects += self._elect_offline_partitions()
         effects += self.deletion.resume()
-        return effects
+        return effects + self.reassignments.resume()
 
     # ---------------------------------------------------------------------- broker lifecycle
     def handle_broker_registration(self, request_id: int, request: BrokerRegistrationRequest,
@@ -353,6 +360,17 @@ class ControllerCore:
             return ElectLeadersResponse(replica_election_results=(), error_code=code)
         return self._guarded(request_id, error, lambda: elect_leaders.handle_elect_leaders(self.requests, request_id, request))
 
+    def handle_incremental_alter_configs(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        def error(code: ErrorCode):
+            return topic_config_changes.refused(request, code)
+        return self._guarded(request_id, error, lambda: topic_config_changes.handle_incremental_alter_configs(
+            self.requests, request_id, request, controller_epoch=self.controller_epoch,
+            unclean_default=self.config.get_bool("unclean.leader.election.enable"),
+            elect_offline_partitions=self._elect_offline_partitions))
+
+    def describe_topic_config(self, name: str) -> dict | None:
+        return topic_config_changes.describe_topic_config(self.context, name, self.config.as_dict())
+
     # ----------------------------------------------------------------------- controlled shutdown
     def handle_controlled_shutdown(self, request_id: int, request: ControlledShutdownRequest,
                                    now_ms: int) -> list[Effect]:
@@ -365,53 +383,30 @@ class ControllerCore:
     def handle_alter_partition(self, request_id: int, request: AlterPartitionRequest, now_ms: int) -> list[Effect]:
         def error(code: ErrorCode) -> AlterPartitionResponse:
             return AlterPartitionResponse(error_code=code, topics=())
-        return self._guarded(request_id, error, lambda: isr_changes.handle_alter_partition(self.requests, request_id, request, error))
+        # An ISR change may put a reassignment's target replicas all in sync: its phase B runs then.
+        return self._guarded(request_id, error, lambda: isr_changes.handle_alter_partition(
+            self.requests, request_id, request, error) + self.reassignments.complete_finished())
+
+    def handle_alter_partition_reassignments(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        def error(code: ErrorCode) -> AlterPartitionReassignmentsResponse:
+            return AlterPartitionReassignmentsResponse(responses=(), error_code=code)
+        return self._guarded(request_id, error, lambda: self.reassignments.handle_alter_partition_reassignments(
+            request_id, request))
+
+    def handle_list_partition_reassignments(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        def error(code: ErrorCode) -> ListPartitionReassignmentsResponse:
+            return ListPartitionReassignmentsResponse(topics=(), error_code=code)
+        return self._guarded(request_id, error, lambda: self.reassignments.handle_list_partition_reassignments(
+            request_id, request))
 
     # -------------------------------------------------------------------------------- topics
     def handle_create_topics(self, request_id: int, request: CreateTopicsRequest, now_ms: int) -> list[Effect]:
         def error(code: ErrorCode) -> CreateTopicsResponse:
             return CreateTopicsResponse(topics=tuple(CreatableTopicResult(name=t.name, error_code=code)
                                                      for t in request.topics))
-        return self._guarded(request_id, error, lambda: self._create_topics(request_id, request))
-
-    def _create_topics(self, request_id: int, request: CreateTopicsRequest) -> list[Effect]:
-        context = self.context
-        results = []
-        effects: list[Effect] = []
-        named = collections.Counter(topic.name for topic in request.topics)
-        for topic in request.topics:
-            if named[topic.name] > 1:
-                # Kafka refuses every entry of a topic named more than once, and creates none of them.
-                results.append(CreatableTopicResult(name=topic.name, error_code=ErrorCode.INVALID_REQUEST,
-                                                    error_message="Found multiple entries for this topic."))
-                continue
-            try:
-                assignment, config = validate_new_topic(
-                    topic, existing=set(context.topics), live_brokers=sorted(context.live_broker_ids),
-                    defaults=self.config, random_source=self.random_source)
-            except KafkaProtocolError as exc:
-                results.append(CreatableTopicResult(name=topic.name, error_code=exc.error_code,
-                                                    error_message=str(exc)))
-                continue
-            results.append(CreatableTopicResult(name=topic.name, num_partitions=len(assignment),
-                                                replication_factor=len(assignment[0])))
-            if request.validate_only:
-                continue
-            context.add_topic(topic.name, assignment, config)
-            for partition, replicas in assignment.items():
-                context.partition_states.initialize((topic.name, partition), PartitionState.NEW_PARTITION)
-                for replica in replicas:
-                    context.replica_states.initialize(((topic.name, partition), replica), ReplicaState.NEW_REPLICA)
-            effects.append(self._log(f"created topic {topic.name} with assignment "
-                                     f"{ {p: list(r) for p, r in assignment.items()} }"))
-        effects += self._elect_offline_partitions()
-        for name in {r.name for r in results if r.error_code == ErrorCode.NONE and not request.validate_only}:
-            for topic_partition in context.partition_states.partitions_of_topic(name):
-                for replica in context.replicas(topic_partition):
-                    if replica in context.live_or_shutting_down_broker_ids:
-                        context.replica_states.transition((topic_partition, replica), ReplicaState.ONLINE_REPLICA)
-        effects.append(Respond(request_id=request_id, response=CreateTopicsResponse(topics=tuple(results))))
-        return effects
+        return self._guarded(request_id, error, lambda: create_topics(
+            self.requests, request_id, request, defaults=self.config, random_source=self.random_source,
+            elect_offline_partitions=self._elect_offline_partitions, log=self._log))
 
     def handle_delete_topics(self, request_id: int, request: DeleteTopicsRequest, now_ms: int) -> list[Effect]:
         def error(code: ErrorCode) -> DeleteTopicsResponse:

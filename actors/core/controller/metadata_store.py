@@ -45,6 +45,9 @@ BROKER_DIRECTORY_PREFIX = "/brokers/directories/"
 TOPIC_PREFIX = "/brokers/topics/"
 PARTITION_STATE_PREFIX = "/brokers/partition_state/"
 DELETE_TOPIC_PREFIX = "/admin/delete_topics/"
+# One key per partition being reassigned, /admin/reassign_partitions/<topic>/<partition> (Kafka 2.4
+# keeps the adding and removing replicas in the topic's znode; one key each is simpler here).
+REASSIGNMENT_PREFIX = "/admin/reassign_partitions/"
 # Producer-id blocks (Kafka's /latest_producer_id_block): block n is ids [n * size, (n + 1) * size),
 # claimed once through its own key like a controller epoch; the hint names a claimed block.
 PRODUCER_ID_BLOCK_KEY = "/latest_producer_id_block"
@@ -205,6 +208,8 @@ class MetadataStore:
     def delete_topic(self, name: str) -> None:
         for key in self.kv.keys(f"{PARTITION_STATE_PREFIX}{name}/"):
             self._delete(key)
+        for key in self.kv.keys(f"{REASSIGNMENT_PREFIX}{name}/"):
+            self._delete(key)
         self._delete(f"{TOPIC_PREFIX}{name}")
         self._delete(f"{DELETE_TOPIC_PREFIX}{name}")
 
@@ -223,3 +228,17 @@ class MetadataStore:
 
     def mark_topic_for_deletion(self, name: str) -> None:
         self._write(f"{DELETE_TOPIC_PREFIX}{name}", True)
+
+    # ------------------------------------------------------------------------ reassignments
+    def partition_reassignments(self) -> dict[tuple[str, int], dict]:
+        found = {}
+        for key in self.kv.keys(REASSIGNMENT_PREFIX):
+            topic, _, partition = key[len(REASSIGNMENT_PREFIX):].rpartition("/")
+            found[(topic, int(partition))] = self._read(key)
+        return found
+
+    def put_partition_reassignment(self, topic: str, partition: int, record: dict) -> None:
+        self._write(f"{REASSIGNMENT_PREFIX}{topic}/{partition}", record)
+
+    def delete_partition_reassignment(self, topic: str, partition: int) -> None:
+        self._delete(f"{REASSIGNMENT_PREFIX}{topic}/{partition}")

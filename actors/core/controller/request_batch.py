@@ -147,19 +147,22 @@ class ControllerBrokerRequestBatch:
     def send_requests(self, *, controller_epoch: int, broker_epochs: Mapping[int, int],
                       live_brokers: Mapping[int, str], partition_states: PartitionStateLookup,
                       topics_to_be_deleted: Iterable[str] = (),
-                      broker_endpoints: Mapping[int, tuple] | None = None) -> list[tuple[int, object]]:
+                      broker_endpoints: Mapping[int, tuple] | None = None,
+                      topic_configs: Callable[[str], TopicConfig] | None = None) -> list[tuple[int, object]]:
         """The batch as (broker id, request) pairs in Kafka's order; the batch is empty afterwards.
 
         ``live_brokers`` maps every live or shutting-down broker to its actor name, and
         ``broker_epochs`` must hold the epoch of each of them; ``broker_endpoints`` gives their
-        Kafka listeners, which UpdateMetadata carries to every broker's metadata cache.
+        Kafka listeners, which UpdateMetadata carries to every broker's metadata cache;
+        ``topic_configs`` gives each topic's overrides, which UpdateMetadata carries with the
+        topic's partitions (a topic being deleted gets none).
         """
         assert controller_epoch >= 0, f"controller_epoch {controller_epoch} < 0"
         try:
             requests = self._leader_and_isr_requests(controller_epoch, broker_epochs, live_brokers)
             requests += self._update_metadata_requests(controller_epoch, broker_epochs, live_brokers,
                                                        partition_states, frozenset(topics_to_be_deleted),
-                                                       broker_endpoints or {})
+                                                       broker_endpoints or {}, topic_configs)
             requests += self._stop_replica_requests(controller_epoch, broker_epochs, live_brokers)
         finally:
             self.clear()
@@ -199,7 +202,8 @@ class ControllerBrokerRequestBatch:
     def _update_metadata_requests(self, controller_epoch: int, broker_epochs: Mapping[int, int],
                                   live_brokers: Mapping[int, str], partition_states: PartitionStateLookup,
                                   topics_to_be_deleted: frozenset[str],
-                                  broker_endpoints: Mapping[int, tuple]) -> list[tuple[int, object]]:
+                                  broker_endpoints: Mapping[int, tuple],
+                                  topic_configs: Callable[[str], TopicConfig] | None = None) -> list[tuple[int, object]]:
         targets = set(self._update_metadata_brokers)
         if self._update_metadata_all_live_brokers:
             targets |= live_brokers.keys()
@@ -212,8 +216,10 @@ class ControllerBrokerRequestBatch:
                                            topic_partition[0] in topics_to_be_deleted)
             if state is not None:
                 states[topic_partition] = state
-        topic_states = tuple(UpdateMetadataTopicState(topic_name=topic, partition_states=partition_states_)
-                             for topic, partition_states_ in _group_by_topic(states))
+        topic_states = tuple(UpdateMetadataTopicState(
+            topic_name=topic, partition_states=partition_states_,
+            topic_config=None if topic_configs is None or topic in topics_to_be_deleted else topic_configs(topic))
+            for topic, partition_states_ in _group_by_topic(states))
         brokers = tuple(UpdateMetadataBroker(id=broker_id, host=live_brokers[broker_id],
                                              endpoints=tuple(broker_endpoints.get(broker_id, ())))
                         for broker_id in sorted(live_brokers))

@@ -8,7 +8,12 @@ controller draws them from its seeded random source), so tests can pin them.
 """
 from __future__ import annotations
 
+import collections
+
+from actors.core.controller.state import PartitionState, ReplicaState
+from actors.core.effects import Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.messages.create_topics import CreatableTopicResult, CreateTopicsResponse
 
 TOPIC_NAME_LENGTH_MAX = 249
 _LEGAL_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -66,7 +71,8 @@ def validate_new_topic(topic, *, existing: set[str], live_brokers: list[int], de
                        random_source) -> tuple[dict[int, tuple[int, ...]], dict[str, str]]:
     """Check a ``CreatableTopic`` as Kafka's ``AdminManager.createTopics`` does; returns
     (assignment, config overrides) or raises ``KafkaProtocolError`` with Kafka's error code."""
-    from actors.core.config import TOPIC_CONFIG_KEYS, KafkaConfig
+    from actors.core.config import TOPIC_CONFIG_KEYS
+    from actors.core.topic_configs import validate_topic_config
 
     validate_topic_name(topic.name)
     if topic.name in existing:
@@ -77,10 +83,7 @@ def validate_new_topic(topic, *, existing: set[str], live_brokers: list[int], de
             raise KafkaProtocolError(ErrorCode.INVALID_CONFIG, f"unknown topic config {entry.name!r}")
         if entry.value is not None:
             config[entry.name] = str(entry.value)
-    checked = KafkaConfig(config)
-    for key in ("segment.bytes", "max.message.bytes", "min.insync.replicas", "index.interval.bytes"):
-        checked.get_int(key, minimum=1)
-    checked.get_bool("unclean.leader.election.enable")
+    validate_topic_config(config)
     if topic.assignments:
         if topic.num_partitions != -1 or topic.replication_factor != -1:
             raise KafkaProtocolError(ErrorCode.INVALID_REQUEST, "both a partition count or replication "
@@ -116,3 +119,47 @@ def _validate_explicit_assignment(assignments, live_brokers: list[int]) -> dict[
             raise KafkaProtocolError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                      f"partition {partition} names brokers {unknown} that are not live")
     return result
+
+
+def create_topics(requests, request_id: int, request, *, defaults, random_source,
+                  elect_offline_partitions, log) -> list:
+    """CreateTopics on the controller, as Kafka 2.4's ``AdminManager.createTopics`` and the
+    controller's ``onNewPartitionCreation``: validate, store, elect, and answer per topic.
+    ``log`` makes the controller's log line; ``elect_offline_partitions`` is its election."""
+    context = requests.context
+    results = []
+    effects: list = []
+    named = collections.Counter(topic.name for topic in request.topics)
+    for topic in request.topics:
+        if named[topic.name] > 1:
+            # Kafka refuses every entry of a topic named more than once, and creates none of them.
+            results.append(CreatableTopicResult(name=topic.name, error_code=ErrorCode.INVALID_REQUEST,
+                                                error_message="Found multiple entries for this topic."))
+            continue
+        try:
+            assignment, config = validate_new_topic(
+                topic, existing=set(context.topics), live_brokers=sorted(context.live_broker_ids),
+                defaults=defaults, random_source=random_source)
+        except KafkaProtocolError as exc:
+            results.append(CreatableTopicResult(name=topic.name, error_code=exc.error_code,
+                                                error_message=str(exc)))
+            continue
+        results.append(CreatableTopicResult(name=topic.name, num_partitions=len(assignment),
+                                            replication_factor=len(assignment[0])))
+        if request.validate_only:
+            continue
+        context.add_topic(topic.name, assignment, config)
+        for partition, replicas in assignment.items():
+            context.partition_states.initialize((topic.name, partition), PartitionState.NEW_PARTITION)
+            for replica in replicas:
+                context.replica_states.initialize(((topic.name, partition), replica), ReplicaState.NEW_REPLICA)
+        effects.append(log(f"created topic {topic.name} with assignment "
+                           f"{ {p: list(r) for p, r in assignment.items()} }"))
+    effects += elect_offline_partitions()
+    for name in {r.name for r in results if r.error_code == ErrorCode.NONE and not request.validate_only}:
+        for topic_partition in context.partition_states.partitions_of_topic(name):
+            for replica in context.replicas(topic_partition):
+                if replica in context.live_or_shutting_down_broker_ids:
+                    context.replica_states.transition((topic_partition, replica), ReplicaState.ONLINE_REPLICA)
+    effects.append(Respond(request_id=request_id, response=CreateTopicsResponse(topics=tuple(results))))
+    return effects

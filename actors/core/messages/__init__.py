@@ -163,6 +163,26 @@ from actors.core.messages.broker_registration import (
 from actors.core.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from actors.core.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from actors.core.messages.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
+from actors.core.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    AlterConfigsResourceResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+from actors.core.messages.partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    ListPartitionReassignmentsTopics,
+    OngoingPartitionReassignment,
+    OngoingTopicReassignment,
+    ReassignablePartition,
+    ReassignablePartitionResponse,
+    ReassignableTopic,
+    ReassignableTopicResponse,
+)
 
 # Kafka's API keys (org.apache.kafka.common.protocol.ApiKeys), by request class name.
 API_KEYS: dict[str, int] = {
@@ -188,6 +208,9 @@ API_KEYS: dict[str, int] = {
     "InitProducerIdRequest": 22,
     "OffsetForLeaderEpochRequest": 23,
     "ElectLeadersRequest": 43,
+    "IncrementalAlterConfigsRequest": 44,
+    "AlterPartitionReassignmentsRequest": 45,
+    "ListPartitionReassignmentsRequest": 46,
     "AlterPartitionRequest": 56,
     "BrokerRegistrationRequest": 62,
     "BrokerHeartbeatRequest": 63,
@@ -319,4 +342,20 @@ __all__ = [
     "BrokerRegistrationResponse",
     "BrokerHeartbeatRequest",
     "BrokerHeartbeatResponse",
+    "AlterableConfig",
+    "AlterConfigsResource",
+    "AlterConfigsResourceResponse",
+    "IncrementalAlterConfigsRequest",
+    "IncrementalAlterConfigsResponse",
+    "AlterPartitionReassignmentsRequest",
+    "AlterPartitionReassignmentsResponse",
+    "ListPartitionReassignmentsRequest",
+    "ListPartitionReassignmentsResponse",
+    "ListPartitionReassignmentsTopics",
+    "OngoingPartitionReassignment",
+    "OngoingTopicReassignment",
+    "ReassignablePartition",
+    "ReassignablePartitionResponse",
+    "ReassignableTopic",
+    "ReassignableTopicResponse",
 ]

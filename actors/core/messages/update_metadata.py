@@ -28,6 +28,11 @@ class UpdateMetadataPartitionState:
 class UpdateMetadataTopicState:
     topic_name: str
     partition_states: tuple[UpdateMetadataPartitionState, ...]
+    # The topic's whole set of configuration overrides as (key, value) pairs, or None when not
+    # sent. Not in Kafka's schema: a Kafka broker learns a config change from ZooKeeper's
+    # /config/changes notifications; raykafka brokers have no ZooKeeper, so the controller's
+    # UpdateMetadata is the notification, and a broker applies it to its live partitions.
+    topic_config: tuple[tuple[str, str], ...] | None = None
 
 
 @message

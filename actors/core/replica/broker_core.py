@@ -32,8 +32,10 @@ from actors.core.log.storage import Storage
 from actors.core.messages.allocate_producer_ids import AllocateProducerIdsRequest
 from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
+from actors.core.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from actors.core.messages.update_metadata import UpdateMetadataRequest
 from actors.core.replica.broker_lifecycle import BrokerLifecycle
+from actors.core.replica.config_forwarding import ConfigForwarder
 from actors.core.replica.find_coordinator import CoordinatorFinder
 from actors.core.replica.metadata_cache import LEADER_DURING_DELETE
 from actors.core.replica.log_reads import BatchDigest, read_log, replica_digest
@@ -59,6 +61,7 @@ class BrokerCore:
         self._parked: list[tuple[Callable, int, Any]] = []
         self.coordinator_finder = CoordinatorFinder(self.replica_manager, coordinator_host)
         self.producer_ids = ProducerIdManager(broker_id)
+        self.config_forwarder = ConfigForwarder(broker_id)
         # The version of the coordinator's view last handed out: (broker epoch, cache partitions
         # version) at the time the set of partitions last changed.
         self._coordinator_view_version = (-1, 0)
@@ -75,6 +78,8 @@ class BrokerCore:
             return self.coordinator_finder.on_create_topics_response(response)
         if isinstance(request, AllocateProducerIdsRequest):
             return self.producer_ids.on_allocate_response(response)
+        if isinstance(request, IncrementalAlterConfigsRequest):
+            return self.config_forwarder.on_controller_response(request, response)
         effects = self.lifecycle.on_controller_response(request, response, now_ms)
         self.replica_manager.broker_epoch = self.lifecycle.broker_epoch
         if self.lifecycle.broker_epoch >= 0 and self._parked:
@@ -123,6 +128,10 @@ class BrokerCore:
 
     def handle_init_producer_id(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self.producer_ids.handle_init_producer_id(request_id, request, self.lifecycle.broker_epoch)
+
+    def handle_incremental_alter_configs(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        """Checked here, forwarded to the controller, which stores it and tells every broker."""
+        return self.config_forwarder.handle_incremental_alter_configs(request_id, request, self.cached_topics())
 
     def handle_fetch(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self.replica_manager.handle_fetch(request_id, request, now_ms)

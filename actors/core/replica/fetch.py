@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from actors.core import metrics
 from actors.core.effects import Effect, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages.fetch import (
@@ -70,7 +71,7 @@ def handle_fetch(manager: ReplicaManagerView, request_id: int, request: FetchReq
     if (request.max_wait_ms <= 0 or size_bytes >= request.min_bytes or must_answer or not keys
             or needs_high_watermark or manager.fetch_purgatory.is_full):
         effects.append(Respond(request_id=request_id, response=response))
-        return effects
+        return effects + _bytes_out(manager, request, response)
     parked = ParkedFetch(request=request, starts=_fetch_starts(manager, request))
     operation = DelayedOperation(request_id=request_id, deadline_ms=now_ms + request.max_wait_ms,
                                  keys=keys, payload=parked)
@@ -103,7 +104,19 @@ def _complete(manager: ReplicaManagerView, operation: DelayedOperation,
             partition = manager.partitions.get(topic_partition)
             if partition is not None:
                 partition.record_sent_high_watermark(request.replica_id, data.high_watermark)
-    return [Respond(request_id=operation.request_id, response=response)]
+    return [Respond(request_id=operation.request_id, response=response)] + _bytes_out(manager, request, response)
+
+
+def _bytes_out(manager: ReplicaManagerView, request: FetchRequest, response: FetchResponse) -> list[Effect]:
+    """Kafka's ``updateBytesOut`` when a fetch is answered: per topic, the record bytes sent, to
+    consumers (BytesOutPerSec) or to followers (ReplicationBytesOutPerSec)."""
+    sent: dict[str, int] = {}
+    for topic in response.responses:
+        size = sum(len(p.records) for p in topic.partitions if p.records is not None)
+        if size:
+            sent[topic.topic] = sent.get(topic.topic, 0) + size
+    return [effect for topic, size in sorted(sent.items())
+            for effect in metrics.bytes_out(manager.broker_id, topic, size, replication=request.replica_id >= 0)]
 
 
 def _fetch_starts(manager: ReplicaManagerView, request: FetchRequest) -> tuple[FetchStart, ...]:

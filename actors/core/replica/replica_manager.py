@@ -225,7 +225,29 @@ class ReplicaManager:
             return [Respond(request_id=request_id, response=UpdateMetadataResponse(error_code=stale))]
         self.controller_epoch = request.controller_epoch
         self.metadata_cache.update(request)
-        return [Respond(request_id=request_id, response=UpdateMetadataResponse(error_code=ErrorCode.NONE))]
+        effects: list[Effect] = []
+        for topic_state in request.topic_states:
+            if topic_state.topic_config is not None:
+                effects += self.apply_topic_config(topic_state.topic_name, topic_state.topic_config)
+        return effects + [Respond(request_id=request_id, response=UpdateMetadataResponse(error_code=ErrorCode.NONE))]
+
+    def apply_topic_config(self, topic: str, overrides: tuple[tuple[str, str], ...]) -> list[Effect]:
+        """Kafka's ``TopicConfigHandler.processConfigChanges``: the topic's new overrides reach its
+        live partitions (min.insync.replicas for the next produce, the log's segment settings for
+        the next roll). Nothing happens when they did not change."""
+        topic_config = self.config.with_overrides(dict(overrides))
+        previous = self.topic_configs.get(topic)
+        if previous is not None and previous.as_dict() == topic_config.as_dict():
+            return []
+        hosted = [p for (name, _), p in self.partitions.items() if name == topic]
+        if previous is None and not hosted:
+            return []  # not a topic of ours: its first LeaderAndIsr brings its config
+        for partition in hosted:
+            partition.min_insync_replicas = topic_config.get_int("min.insync.replicas", 1)
+            partition.log.reconfigure(log_config_for(topic_config))
+        self.topic_configs[topic] = topic_config
+        return [LogEvent(level="info", message=f"broker {self.broker_id} applied config {dict(overrides)} "
+                                               f"to topic {topic} ({len(hosted)} partition(s))")]
 
     def handle_stop_replica(self, request_id: int, request: StopReplicaRequest,
                             now_ms: int) -> list[Effect]:

@@ -1,0 +1,105 @@
+"""The broker's side of IncrementalAlterConfigs: check each resource, forward the good ones to the
+controller, answer the client when the controller has answered.
+
+Theory of operation. A client may send IncrementalAlterConfigs to any broker (Kafka's
+``AdminClient`` picks the least loaded one). The broker checks every resource against what it
+knows (a topic in its metadata cache; keys and values with ``topic_configs.check_alter_ops``) and
+answers a bad one itself with Kafka's code; the rest go to the controller in one request numbered
+``forward_id``, which is remembered with the client's request id and the answers so far. When the
+controller's answer (or the news that it could not be reached) comes back, the two halves are put
+together in the client's order and the client is answered. An unreachable controller answers the
+forwarded resources ``NOT_CONTROLLER``, which an admin client retries; setting and deleting are
+idempotent, so a retry after a lost answer does no harm.
+
+Limit: ``FORWARDED_MAX`` requests may wait for the controller at once; past that a request is
+answered ``REQUEST_TIMED_OUT`` for every resource, at once, rather than queued without end.
+"""
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from actors.core.effects import Effect, Respond, Send
+from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.messages.incremental_alter_configs import (
+    RESOURCE_TOPIC, AlterConfigsResourceResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+)
+from actors.core.topic_configs import check_alter_ops
+
+FORWARDED_MAX = 1000
+
+
+class ConfigForwarder:
+    def __init__(self, broker_id: int) -> None:
+        self.broker_id = broker_id
+        self._next_forward_id = 1
+        # forward_id -> (client request id, one answer per client resource; None where the
+        # controller's answer is awaited).
+        self._forwarded: dict[int, tuple[int, list[AlterConfigsResourceResponse | None]]] = {}
+
+    def handle_incremental_alter_configs(self, request_id: int, request: IncrementalAlterConfigsRequest,
+                                         known_topics: Collection[str]) -> list[Effect]:
+        answers: list[AlterConfigsResourceResponse | None] = []
+        names = [(r.resource_type, r.resource_name) for r in request.resources]
+        for resource in request.resources:
+            error = self._check(resource, known_topics, duplicate=names.count((resource.resource_type,
+                                                                               resource.resource_name)) > 1)
+            answers.append(None if error is None else AlterConfigsResourceResponse(
+                resource_type=resource.resource_type, resource_name=resource.resource_name,
+                error_code=error.error_code, error_message=str(error)))
+        forwarded = tuple(r for r, a in zip(request.resources, answers) if a is None)
+        if not forwarded:
+            return [self._respond(request_id, answers)]
+        if len(self._forwarded) >= FORWARDED_MAX:
+            return [self._respond(request_id, [a or _answer(r, ErrorCode.REQUEST_TIMED_OUT, "too many config "
+                                                            "changes waiting for the controller")
+                                               for r, a in zip(request.resources, answers)])]
+        forward_id = self._next_forward_id
+        self._next_forward_id += 1
+        self._forwarded[forward_id] = (request_id, answers)
+        return [Send(destination="controller", message=IncrementalAlterConfigsRequest(
+            resources=forwarded, validate_only=request.validate_only, forward_id=forward_id))]
+
+    @staticmethod
+    def _check(resource, known_topics: Collection[str], *, duplicate: bool) -> KafkaProtocolError | None:
+        if duplicate:
+            return KafkaProtocolError(ErrorCode.INVALID_REQUEST, f"Duplicate resource {resource.resource_name}")
+        if resource.resource_type != RESOURCE_TOPIC:
+            return KafkaProtocolError(ErrorCode.INVALID_REQUEST, f"resource type {resource.resource_type}: "
+                                                                 f"only topic configs (2) can be altered")
+        if resource.resource_name not in known_topics:
+            return KafkaProtocolError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                      f"Topic {resource.resource_name} does not exist")
+        try:
+            check_alter_ops(resource.configs)
+        except KafkaProtocolError as exc:
+            return exc
+        return None
+
+    def on_controller_response(self, request: IncrementalAlterConfigsRequest, response) -> list[Effect]:
+        """The controller's answer to a forwarded request, or an ``ErrorCode`` if it was unreachable."""
+        found = self._forwarded.pop(request.forward_id, None)
+        if found is None:
+            return []  # answered already; a duplicate delivery
+        request_id, answers = found
+        if isinstance(response, IncrementalAlterConfigsResponse):
+            by_name = {(r.resource_type, r.resource_name): r for r in response.responses}
+        else:
+            by_name = {}
+        replies = iter(request.resources)
+        merged = []
+        for answer in answers:
+            if answer is None:
+                resource = next(replies)
+                answer = by_name.get((resource.resource_type, resource.resource_name)) or _answer(
+                    resource, ErrorCode.NOT_CONTROLLER, "the controller did not answer; retry")
+            merged.append(answer)
+        return [self._respond(request_id, merged)]
+
+    @staticmethod
+    def _respond(request_id: int, answers) -> Respond:
+        return Respond(request_id=request_id, response=IncrementalAlterConfigsResponse(responses=tuple(answers)))
+
+
+def _answer(resource, code: ErrorCode, message: str) -> AlterConfigsResourceResponse:
+    return AlterConfigsResourceResponse(resource_type=resource.resource_type, resource_name=resource.resource_name,
+                                        error_code=code, error_message=message)

@@ -1,0 +1,105 @@
+"""Admin calls that change a topic's configuration and move its replicas, as Kafka's AdminClient
+has them: ``incrementalAlterConfigs``/``describeConfigs`` and ``alterPartitionReassignments``/
+``listPartitionReassignments``.
+
+A config change goes to a broker (a live one, another on each retry), which checks it and forwards
+it to the controller; a reassignment and its listing go to the controller. Each call retries
+Kafka's retriable errors through ``AdminClient._admin_call`` and raises any other error code at
+once as a ``KafkaError``.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+
+import ray
+
+from actors.core.errors import ErrorCode
+from actors.core.messages.incremental_alter_configs import (
+    OP_DELETE, OP_SET, RESOURCE_TOPIC, AlterableConfig, AlterConfigsResource, IncrementalAlterConfigsRequest,
+)
+from actors.core.messages.partition_reassignments import (
+    AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest, ReassignablePartition, ReassignableTopic,
+)
+from orchestration.errors import KafkaError
+
+ATTEMPT_TIMEOUT_MIN_S = 1.0  # as the AdminClient's: an attempt made at the deadline still gets its chance
+
+
+class TopicAdmin:
+    """Mixed into ``AdminClient``; uses its ``_admin_call``, ``_ask_controller``, ``broker`` and
+    ``describe_cluster``."""
+
+    def alter_topic_config(self, topic: str, set: dict[str, str] | None = None, delete: list[str] | tuple = (),
+                           *, validate_only: bool = False, timeout_ms: int | None = None) -> None:
+        """IncrementalAlterConfigs on ``topic``: each key of ``set`` to its value, each of ``delete``
+        back to the default. ``INVALID_CONFIG``, ``UNKNOWN_TOPIC_OR_PARTITION`` and
+        ``INVALID_REQUEST`` are raised at once."""
+        ops = tuple(AlterableConfig(name=str(k), config_operation=OP_SET, value=str(v)) for k, v in (set or {}).items())
+        ops += tuple(AlterableConfig(name=str(k), config_operation=OP_DELETE) for k in delete)
+        request = IncrementalAlterConfigsRequest(validate_only=validate_only, resources=(AlterConfigsResource(
+            resource_type=RESOURCE_TOPIC, resource_name=topic, configs=ops),))
+        brokers = itertools.cycle(sorted(self.describe_cluster(timeout_ms=timeout_ms)["brokers"]) or [0])
+
+        def attempt(deadline: float) -> None:
+            broker_id = int(next(brokers))
+            response = ray.get(self.broker(broker_id).handle_incremental_alter_configs.remote(request),
+                               timeout=max(ATTEMPT_TIMEOUT_MIN_S, deadline - time.monotonic()))
+            (result,) = response.responses
+            if result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and \
+                    self._ask_controller("describe_topic_config", topic, deadline=deadline) is not None:
+                # The topic is new and this broker's metadata has not caught up: retriable, as
+                # Kafka's UnknownTopicOrPartitionException is for its clients.
+                raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"broker {broker_id} does not know {topic} yet")
+            if result.error_code != ErrorCode.NONE:
+                raise KafkaError(result.error_code, result.error_message or f"alter config of {topic}")
+
+        self._admin_call(f"alter config of {topic}", attempt, timeout_ms,
+                         final=frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}))
+
+    def describe_topic_config(self, topic: str, *, timeout_ms: int | None = None) -> dict[str, dict]:
+        """Each topic key with ``value`` and ``source`` (``DYNAMIC_TOPIC_CONFIG`` for the topic's
+        override, ``DEFAULT_CONFIG`` otherwise), as DescribeConfigs answers it."""
+        def attempt(deadline: float) -> dict:
+            described = self._ask_controller("describe_topic_config", topic, deadline=deadline)
+            if described is None:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r}")
+            return described
+        return self._admin_call(f"describe config of {topic}", attempt, timeout_ms,
+                                final=frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}))
+
+    def alter_partition_reassignments(self, reassignments: dict[tuple[str, int], list[int] | None], *,
+                                      timeout_ms: int | None = None) -> dict[tuple[str, int], str]:
+        """AlterPartitionReassignments: per (topic, partition) the target replicas (None cancels);
+        per partition, Kafka's outcome name (NONE, INVALID_REPLICA_ASSIGNMENT, ...)."""
+        by_topic: dict[str, list[ReassignablePartition]] = {}
+        for (topic, partition), replicas in sorted(reassignments.items()):
+            by_topic.setdefault(topic, []).append(ReassignablePartition(
+                partition_index=partition, replicas=None if replicas is None else tuple(replicas)))
+        request = AlterPartitionReassignmentsRequest(topics=tuple(
+            ReassignableTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items()))
+
+        def attempt(deadline: float):
+            response = self._ask_controller("handle_alter_partition_reassignments", request, deadline=deadline)
+            if response.error_code != ErrorCode.NONE:
+                raise KafkaError(response.error_code, response.error_message or "AlterPartitionReassignments")
+            return response
+
+        response = self._admin_call("AlterPartitionReassignments", attempt, timeout_ms)
+        return {(t.name, p.partition_index): ErrorCode(p.error_code).name
+                for t in response.responses for p in t.partitions}
+
+    def list_partition_reassignments(self, *, timeout_ms: int | None = None) -> dict[tuple[str, int], dict]:
+        """ListPartitionReassignments: per partition being moved, its ``replicas`` (the union of old
+        and new while the move runs), ``adding_replicas`` and ``removing_replicas``."""
+        def attempt(deadline: float):
+            response = self._ask_controller("handle_list_partition_reassignments",
+                                            ListPartitionReassignmentsRequest(), deadline=deadline)
+            if response.error_code != ErrorCode.NONE:
+                raise KafkaError(response.error_code, response.error_message or "ListPartitionReassignments")
+            return response
+
+        response = self._admin_call("ListPartitionReassignments", attempt, timeout_ms)
+        return {(t.name, p.partition_index): {"replicas": list(p.replicas), "adding_replicas": list(p.adding_replicas),
+                                              "removing_replicas": list(p.removing_replicas)}
+                for t in response.topics for p in t.partitions}
