@@ -300,6 +300,14 @@ class LogSegment:
             position = header.end_position
         return None
 
+    def read_position(self, offset: int) -> int:
+        """Where a read at ``offset`` starts in this segment: the position of the batch holding it,
+        or the segment's end when no batch here holds it. At the end it costs no storage read."""
+        if offset >= self._next_offset:
+            return self._size_bytes
+        header = self.find_batch(offset)
+        return self._size_bytes if header is None else header.position
+
     def read(self, start_offset: int, max_bytes: int, *, max_offset: int | None,
              min_one_batch: bool) -> FetchDataInfo | None:
         """Whole batches from the one holding ``start_offset``; None if this segment has none.
