@@ -128,6 +128,26 @@ def _whole_batches(buffer, from_offset: int):
         yield header, _CDefaultRecordBatch(view[header.position:end])
 
 
+def fetch_extent(buffer, from_offset: int) -> tuple[int, int]:
+    """(where a consumer fetches next, at most how many records it gets) after ``buffer``: past
+    the last whole batch that holds offsets at or after ``from_offset`` (Kafka's next fetch
+    offset; a control batch counts), else ``from_offset``; the count is the record counts of those
+    batches. Reads only batch headers."""
+    next_offset, record_count = from_offset, 0
+    if buffer is None or len(buffer) == 0:
+        return next_offset, record_count
+    view = as_byte_view(buffer)
+    position, size = 0, len(view)
+    while size - position >= HEADER_SIZE_BYTES:
+        header = read_header(view, position)
+        if header.end_position > size:
+            break
+        if header.last_offset >= from_offset:
+            next_offset, record_count = max(next_offset, header.next_offset), record_count + header.records_count
+        position = header.end_position
+    return next_offset, record_count
+
+
 def next_offset_after(buffer, from_offset: int) -> int:
     """The offset after the last batch in ``buffer`` (positions advance past whole batches).
 
