@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from aiokafka.record._crecords import DefaultRecordBatch as _CDefaultRecordBatch
 from crc32c import crc32c
@@ -24,8 +25,10 @@ NO_COMPRESSION = 0
 _CONTROL_FLAG = 0x20
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerRecord:
+class ConsumerRecord(NamedTuple):
+    """One record as ``poll`` returns it: immutable, and a tuple, as kafka-python's is, because a
+    consumer makes one per record and a tuple is made about 5x faster than a frozen dataclass."""
+
     topic: str
     partition: int
     offset: int
