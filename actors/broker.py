@@ -118,7 +118,8 @@ class _Transport(RayTransport):
         """Large payloads as uint8 arrays (read from shared memory without a copy); for a follower's
         fetcher as an object ref, which it hands to its broker without ever reading the payload."""
         if len(records) < ZERO_COPY_THRESHOLD_BYTES:
-            return records
+            # A read may be a view of the bytes the log read (no copy there); Ray pickles bytes.
+            return records if isinstance(records, bytes) else bytes(records)
         array = np.frombuffer(records, dtype=np.uint8)
         return ray.put(array) if for_replica else array
 

@@ -88,10 +88,10 @@ def _text(value: Any) -> str:
 
 def _record_row(record: Any) -> list:
     """[topic, partition, offset, value] from a 4-sequence or a ConsumerRecord-like object."""
-    if isinstance(record, (list, tuple)):
-        topic, partition, offset, value = record
-    else:
+    if hasattr(record, "topic"):  # a ConsumerRecord (a named tuple) or another record-like object
         topic, partition, offset, value = record.topic, record.partition, record.offset, record.value
+    else:
+        topic, partition, offset, value = record
     return [str(topic), int(partition), int(offset), _text(value)]
 
 

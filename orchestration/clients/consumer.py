@@ -45,7 +45,7 @@ from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefr
 from orchestration.clients.consumer_coordinator import ConsumerCoordinator
 from orchestration.clients.group_member import monotonic_ms
 from orchestration.clients.list_offsets import list_offset
-from orchestration.clients.records import ConsumerRecord, read_records
+from orchestration.clients.records import ConsumerRecord, fetch_extent, read_records
 from orchestration.errors import KafkaError
 
 CONSUMER_DEFAULTS = {
@@ -342,21 +342,35 @@ class Consumer:
                 raise error
             self._on_broker_trouble(leader)
             return
+        fetched, room = [], self._max_poll_records - len(self._buffered)  # room: what this poll may return
         for topic in response.responses:
             for data in topic.partitions:
                 tp = (topic.topic, data.partition_index)
                 fetched_at = offsets.get(tp)
                 if fetched_at is None or self._positions.get(tp) != fetched_at:
                     continue  # reassigned or sought meanwhile: this data is stale
-                self._handle_partition(tp, fetched_at, data)
+                record_count = self._handle_partition(tp, fetched_at, data)
+                if record_count:
+                    fetched.append((tp, data.records, fetched_at))
+                    room -= record_count
+        try:
+            if fetched and room >= 0:
+                # This poll hands it all out, and Kafka's poll sends the next fetches before it
+                # returns: sent before decoding, they travel while this process decodes.
+                self._send_fetches()
+        finally:
+            for (topic, partition), records, fetched_at in fetched:
+                self._buffered.extend(read_records(topic, partition, records, fetched_at))
 
-    def _handle_partition(self, tp, fetched_at: int, data) -> None:
+    def _handle_partition(self, tp, fetched_at: int, data) -> int:
+        """Act on one partition's answer; for records, move the position past its last whole batch
+        (Kafka's next fetch offset) and return how many records (at most) are still to be decoded."""
         code = ErrorCode(data.error_code)
         if code == ErrorCode.NONE:
-            records = read_records(tp[0], tp[1], data.records, fetched_at)
-            if records:
-                self._positions[tp] = records[-1].offset + 1
-                self._buffered.extend(records)
+            next_offset, record_count = fetch_extent(data.records, fetched_at)
+            if next_offset > fetched_at:
+                self._positions[tp] = next_offset
+                return max(record_count, 1)
         elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
             if self._reset_policy == "none":
                 raise KafkaError(code, f"{tp[0]}-{tp[1]} offset {fetched_at} is outside "
@@ -366,6 +380,7 @@ class Consumer:
             self._refresh_metadata_quietly()
         else:
             raise KafkaError(code, f"fetching {tp[0]}-{tp[1]} at {fetched_at}")
+        return 0
 
     def _on_broker_trouble(self, broker_id: int) -> None:
         self._backoff_until[broker_id] = time.monotonic() + self._retry_backoff_ms / 1000

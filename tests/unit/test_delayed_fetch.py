@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from actors.core.errors import ErrorCode
+from actors.core.log.storage import InMemoryStorage
 from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from actors.records import read_records
 from tests.support.core_driver import CoreDriver, fetch_result, make_batch
@@ -155,3 +156,52 @@ def test_a_follower_fetch_answered_with_a_diverging_epoch_does_not_wait():
     # Broker 1 wrote epoch 1, which this leader never had: waiting would only delay its truncation.
     diverging = fetch_result(driver.answers[fetch_id]).diverging_epoch
     assert (diverging.epoch, diverging.end_offset) == (0, 3)
+
+
+class CountingStorage(InMemoryStorage):
+    """In-memory storage that counts reads of segment data (``.log`` files)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log_reads = 0
+
+    def read(self, path: str, position: int, size: int) -> bytes:
+        self.log_reads += path.endswith(".log")
+        return super().read(path, position, size)
+
+
+@pytest.mark.parametrize("replica_id", [-1, 1], ids=["consumer", "follower"])
+def test_a_parked_fetch_is_woken_by_appends_without_reading_the_log_until_it_completes(replica_id):
+    """Kafka's DelayedFetch counts the bytes between the fetch offset and the readable end from
+    log positions; only the completing read touches the log, not every append."""
+    storage = CountingStorage()
+    driver = CoreDriver(broker_id=0, storage=storage)
+    driver.become("t", 0, leader=0, replicas=(0, 1), isr=(0,))
+    driver.produce("t", 0, SMALL)
+    if replica_id >= 0:
+        driver.fetch("t", 0, 1, replica_id=replica_id)  # it learns HW 1, so case H does not answer it
+    min_bytes = 5 * len(SMALL)
+    fetch_id = driver.fetch("t", 0, 1, replica_id=replica_id, max_wait_ms=MAX_WAIT_MS, min_bytes=min_bytes)
+    assert fetch_id not in driver.answers
+    reads_when_parked = storage.log_reads
+    for _ in range(4):
+        driver.produce("t", 0, SMALL)
+    assert fetch_id not in driver.answers, "4 batches are less than min_bytes"
+    assert storage.log_reads == reads_when_parked, "appends below min_bytes read the log"
+    driver.produce("t", 0, SMALL)
+    assert len(fetch_result(driver.answers[fetch_id]).records) == 5 * len(SMALL)
+    assert storage.log_reads == reads_when_parked + 1, "the completing read is the only one"
+
+
+def test_a_parked_consumer_fetch_counts_only_bytes_below_the_high_watermark():
+    driver = three_replicas_with_two_records()
+    fetch_id = driver.fetch("t", 0, 2, max_wait_ms=MAX_WAIT_MS, min_bytes=2 * len(SMALL))
+    driver.produce("t", 0, SMALL)
+    driver.produce("t", 0, SMALL)
+    assert fetch_id not in driver.answers, "nothing above the HW counts for a consumer"
+    driver.fetch("t", 0, 3, replica_id=1)
+    driver.fetch("t", 0, 3, replica_id=2)  # the HW moves to 3: one batch readable, min_bytes is two
+    assert fetch_id not in driver.answers
+    driver.fetch("t", 0, 4, replica_id=1)
+    driver.fetch("t", 0, 4, replica_id=2)  # HW 4: two batches
+    assert len(fetch_result(driver.answers[fetch_id]).records) == 2 * len(SMALL)

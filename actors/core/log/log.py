@@ -332,6 +332,11 @@ class Log:
         """The base offset of the segment a read at ``offset`` starts in."""
         return self._segments[self._segment_index_for(offset)].base_offset
 
+    def read_position(self, offset: int) -> tuple[int, int]:
+        """(segment base offset, position) where a read at ``offset`` starts: LogOffsetMetadata."""
+        segment = self._segments[self._segment_index_for(offset)]
+        return segment.base_offset, segment.read_position(offset)
+
     def _segment_index_for(self, offset: int) -> int:
         """Index of the last segment whose base offset is <= ``offset`` (binary search)."""
         low, high = 0, len(self._segments) - 1

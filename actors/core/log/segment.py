@@ -24,13 +24,15 @@ from dataclasses import dataclass
 
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.record_batch import (
-    HEADER_SIZE_BYTES, BatchHeader, read_header, scan_valid_prefix)
+    HEADER_SIZE_BYTES, LOG_OVERHEAD_BYTES, BatchHeader, read_header, scan_valid_prefix)
 from actors.core.log.storage import Storage
 
 LOG_FILE_SUFFIX = ".log"
 INDEX_FILE_SUFFIX = ".index"
 INT32_MAX = 2**31 - 1
 _INDEX_ENTRY = struct.Struct(">ii")
+_BATCH_BOUNDS = struct.Struct(">qi")  # a batch's base_offset and batch_length, at its start
+_LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a batch
 # Recovery reads the segment in chunks of this size (bigger only for a bigger batch).
 RECOVERY_CHUNK_BYTES = 8 * 1024 * 1024
 # The smallest read when scanning headers for an offset (truncation), whatever the index interval.
@@ -60,7 +62,7 @@ class FetchDataInfo:
     """
 
     fetch_offset: int
-    records: bytes
+    records: bytes | memoryview  # a view of immutable bytes, not a copy, for a read of part of a window
     first_offset: int = -1
     last_offset: int = -1
     batch_count: int = 0
@@ -117,12 +119,25 @@ class _Window:
             return None
         return header
 
-    def bytes_at(self, position: int, size: int) -> bytes:
+    def next_batch_at(self, position: int) -> tuple[int, int] | None:
+        """(last offset, end position) of the batch at ``position``, or None where no whole batch
+        fits before the end. Reads only the length fields: the batches after the first of a read
+        were checked when they were appended or recovered, as Kafka's reads trust them too."""
+        if position + HEADER_SIZE_BYTES > self._end_position:
+            return None
+        self._ensure(position, HEADER_SIZE_BYTES)
+        base_offset, batch_length = _BATCH_BOUNDS.unpack_from(self._data, position - self._start)
+        (last_offset_delta,) = _LAST_OFFSET_DELTA.unpack_from(self._data, position - self._start + 23)
+        end_position = position + batch_length + LOG_OVERHEAD_BYTES
+        return None if end_position > self._end_position else (base_offset + last_offset_delta, end_position)
+
+    def bytes_at(self, position: int, size: int):
+        """The bytes at ``position``: a view of what the window read (immutable bytes), not a copy."""
         self._ensure(position, size)
         start = position - self._start
         if start == 0 and size == len(self._data):
             return self._data
-        return self._data[start:start + size]
+        return memoryview(self._data)[start:start + size]
 
 
 class LogSegment:
@@ -300,6 +315,14 @@ class LogSegment:
             position = header.end_position
         return None
 
+    def read_position(self, offset: int) -> int:
+        """Where a read at ``offset`` starts in this segment: the position of the batch holding it,
+        or the segment's end when no batch here holds it. At the end it costs no storage read."""
+        if offset >= self._next_offset:
+            return self._size_bytes
+        header = self.find_batch(offset)
+        return self._size_bytes if header is None else header.position
+
     def read(self, start_offset: int, max_bytes: int, *, max_offset: int | None,
              min_one_batch: bool) -> FetchDataInfo | None:
         """Whole batches from the one holding ``start_offset``; None if this segment has none.
@@ -329,19 +352,18 @@ class LogSegment:
         if first.size_in_bytes > max_bytes and not min_one_batch:
             return empty
         window.pin(first.position)
-        last, count = first, 1
+        count = 1
         # Stop without peeking when not even a bare header would fit in max_bytes.
-        while (last.end_position < self._size_bytes
-               and last.end_position + HEADER_SIZE_BYTES - first.position <= max_bytes):
-            header = window.header_at(last.end_position)
-            if header is None or (max_offset is not None and header.last_offset >= max_offset):
+        last_offset, end_position = first.last_offset, first.end_position
+        limit_position = first.position + max_bytes
+        while end_position < self._size_bytes and end_position + HEADER_SIZE_BYTES <= limit_position:
+            bounds = window.next_batch_at(end_position)
+            if bounds is None or (max_offset is not None and bounds[0] >= max_offset) or bounds[1] > limit_position:
                 break
-            if header.end_position - first.position > max_bytes:
-                break
-            last, count = header, count + 1
-        records = window.bytes_at(first.position, last.end_position - first.position)
+            (last_offset, end_position), count = bounds, count + 1
+        records = window.bytes_at(first.position, end_position - first.position)
         return FetchDataInfo(fetch_offset=start_offset, records=records,
-                             first_offset=first.base_offset, last_offset=last.last_offset,
+                             first_offset=first.base_offset, last_offset=last_offset,
                              batch_count=count)
 
     def truncate_to(self, offset: int) -> int:

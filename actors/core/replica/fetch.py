@@ -11,15 +11,20 @@ A fetch is answered at once when it may not wait, found ``min_bytes``, hit an er
 follower's and the leader's high watermark is above the one last sent to that follower (KIP-392:
 followers learn a new high watermark on their next fetch). Otherwise it parks in the fetch
 purgatory (Kafka 2.4's ``DelayedFetch``) and is answered with a fresh read when, for a watched
-partition (checked at once too, as ``tryCompleteElseWatch`` does):
+partition (checked at once too, as ``tryCompleteElseWatch`` does, and again whenever an append,
+a follower's fetch or an ISR change moves one of its partitions):
 - this broker no longer leads it, or the fetch's leader epoch is fenced (Kafka's cases A-E);
 - the readable end (log end offset for followers, high watermark for consumers) moved into a
   segment other than the one the fetch offset was in when it parked: the log rolled, the fetch
   fell behind into an older segment, or the log was cut below it (case F); a read never spans
   segments, so waiting there for ``min_bytes`` could only run out the clock;
 - the fetch is a follower's and the high watermark rose above the one last sent to it (case H);
-- together the watched partitions hold ``min_bytes`` (case G);
-or at ``max_wait_ms``.
+- together the watched partitions hold ``min_bytes`` (case G), counted as Kafka counts them,
+  from log positions: per partition, the bytes between where the read would start and the
+  readable end in that segment, at most ``partition_max_bytes``; no log data is read for it;
+or at ``max_wait_ms``. Only the completing read reads the log. When a fetch offset is no longer
+within the log (the log was cut below it, or its start moved above it) the parked fetch reads at
+once, and answers with the error that read finds.
 """
 from __future__ import annotations
 
@@ -46,6 +51,8 @@ class FetchStart:
     fetch_offset: int
     segment_base_offset: int  # of the segment holding ``fetch_offset`` when the fetch parked
     current_leader_epoch: int
+    fetch_position: int = 0  # where a read at ``fetch_offset`` starts in that segment
+    partition_max_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +93,30 @@ def try_complete_fetch(manager: ReplicaManagerView, operation: DelayedOperation,
     parked: ParkedFetch = operation.payload
     if expired or _must_complete(manager, parked):
         return _complete(manager, operation)
+    available_bytes = _available_bytes(manager, parked)
+    if available_bytes is not None:
+        return _complete(manager, operation) if available_bytes >= parked.request.min_bytes else []
     response, size_bytes, must_answer = read_for_fetch(manager, parked.request)
     if not (must_answer or size_bytes >= parked.request.min_bytes):
         return []
     return _complete(manager, operation, response)
+
+
+def _available_bytes(manager: ReplicaManagerView, parked: ParkedFetch) -> int | None:
+    """Case G without a read: the bytes readable now for the parked fetch, from log positions
+    (Kafka's ``positionDiff``); None when a fetch offset left the log, which only a read can answer.
+    Runs after ``_must_complete``, so every partition is led here and its readable end lies in the
+    segment the fetch offset was in."""
+    replica_id, available_bytes = parked.request.replica_id, 0
+    for start in parked.starts:
+        partition = manager.partitions[start.topic_partition]
+        end_offset = partition.log_end_offset if replica_id >= 0 else partition.high_watermark
+        if not partition.log_start_offset <= start.fetch_offset <= partition.log_end_offset:
+            return None
+        if end_offset > start.fetch_offset:
+            _, end_position = partition.log.read_position(end_offset)
+            available_bytes += max(0, min(end_position - start.fetch_position, start.partition_max_bytes))
+    return available_bytes
 
 
 def _complete(manager: ReplicaManagerView, operation: DelayedOperation,
@@ -126,10 +153,11 @@ def _fetch_starts(manager: ReplicaManagerView, request: FetchRequest) -> tuple[F
     for topic in request.topics:
         for asked in topic.partitions:
             topic_partition = (topic.topic, asked.partition)
-            log = manager.partitions[topic_partition].log
+            segment_base_offset, position = manager.partitions[topic_partition].log.read_position(asked.fetch_offset)
             starts.append(FetchStart(topic_partition=topic_partition, fetch_offset=asked.fetch_offset,
-                                     segment_base_offset=log.segment_base_offset(asked.fetch_offset),
-                                     current_leader_epoch=asked.current_leader_epoch))
+                                     segment_base_offset=segment_base_offset,
+                                     current_leader_epoch=asked.current_leader_epoch, fetch_position=position,
+                                     partition_max_bytes=asked.partition_max_bytes))
     return tuple(starts)
 
 
