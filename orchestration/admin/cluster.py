@@ -166,10 +166,12 @@ class Cluster(AdminClient):
         return cluster
 
     def broker_log_dir(self, broker_id: int) -> str:
-        """The broker's log directory: as the broker resolved it on its node when it last answered,
-        else as configured (``<log_dir>/broker-<id>``, placeholders unresolved). Reading it from this
-        process (``restart_broker(wipe_disk=True)``, ``truncate_replica_on_disk``) assumes this
-        process sees the broker node's disk, as on one machine."""
+        """The broker's log directory: as the broker resolved it on its node when the cluster or
+        ``restart_broker`` started it, else as configured (``<log_dir>/broker-<id>``, placeholders
+        unresolved). A broker that Ray moved to another node since has a new one (``status`` shows
+        it). Reading it from this process (``restart_broker(wipe_disk=True)``,
+        ``truncate_replica_on_disk``) assumes this process sees the broker node's disk, as on one
+        machine."""
         return self._node_log_dirs.get(broker_id) or self._configured_log_dir(broker_id)
 
     def _configured_log_dir(self, broker_id: int) -> str:

@@ -3,9 +3,10 @@
 Brokers: each configured broker id, whether its actor answers, its broker epoch as the controller
 registered it, the Ray node (id and IP) and process it runs in, its actor id (``ray logs actor --id
 ID`` reads its log) and its log directory as resolved on its node. Placement: the placement
-group's strategy in force and why (``orchestration.admin.placement``). The controller: its actor and controller epoch. Partitions, as the
-controller knows them: how many, how many under-replicated (ISR smaller than the replicas) and
-offline (no leader), Kafka's UnderReplicatedPartitions and OfflinePartitionsCount.
+group's strategy in force and why (``orchestration.admin.placement``). The controller: its actor
+and controller epoch. Partitions, as the controller knows them: how many, how many
+under-replicated (ISR smaller than the replicas) and offline (no leader), Kafka's
+UnderReplicatedPartitions and OfflinePartitionsCount.
 """
 from __future__ import annotations
 
