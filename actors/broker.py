@@ -56,6 +56,12 @@ def group_coordinator_actor_name(broker_id: int) -> str:
     return f"raykafka-group-coordinator-{broker_id}"
 
 
+def resolve_log_dir(log_dir: str, *, node_id: str, node_ip: str) -> str:
+    """The log directory on the node the broker runs on: ``{node_id}`` and ``{node_ip}`` in the
+    configured path name that node (several Ray nodes on one machine then keep separate disks)."""
+    return log_dir.replace("{node_id}", node_id).replace("{node_ip}", node_ip)
+
+
 class _Transport(RayTransport):
     """The broker's destinations on Ray: the active controller, its fetchers, its group coordinator."""
 
@@ -84,7 +90,9 @@ class _Transport(RayTransport):
     def start(self, destination: str, *, leader_id: int, fetcher_id: int) -> None:
         from actors.replica_fetcher import ReplicaFetcherRemote
         actor = self._actor
-        # A fetcher is a thread of its broker: it runs on the broker's node and dies with it.
+        # A fetcher is a thread of its broker: it runs on the broker's node and dies with it. The
+        # broker's own node is its bundle's node, and the broker (the fetcher's owner) is running
+        # there now, so a hard affinity to it always holds; the fetcher needs no bundle of its own.
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
         self.fetchers[destination] = ReplicaFetcherRemote.options(
             num_cpus=0, max_restarts=0, scheduling_strategy=here).remote(
@@ -127,6 +135,9 @@ class _Transport(RayTransport):
 class BrokerActor:
     def __init__(self, broker_id: int, log_dir: str, config: dict[str, str] | None = None,
                  namespace: str = "") -> None:
+        # Resolved here, on the node Ray placed (or restarted) the broker on: its disk is that node's.
+        log_dir = resolve_log_dir(log_dir, node_id=ray.get_runtime_context().get_node_id(),
+                                  node_ip=ray.util.get_node_ip_address())
         os.makedirs(log_dir, exist_ok=True)
         self.broker_id = broker_id
         self.log_dir = log_dir
@@ -304,7 +315,8 @@ class BrokerActor:
 
     async def ping(self) -> dict:
         return {"broker_id": self.broker_id, "incarnation_id": self.incarnation_id, "pid": os.getpid(),
-                "node_id": ray.get_runtime_context().get_node_id(), "log_dir": self.log_dir}
+                "node_id": ray.get_runtime_context().get_node_id(), "node_ip": ray.util.get_node_ip_address(),
+                "log_dir": self.log_dir, "directory_id": self._driver.core.directory_id}
 
     async def controlled_shutdown(self) -> str:
         """Ask the controller to move this broker's leaderships away; returns the outcome's name."""

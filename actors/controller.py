@@ -4,10 +4,10 @@ It builds the core in ``__init__`` from the metadata store on the Ray cluster's 
 which claims a new controller epoch, so a controller that Ray restarts after a kill resumes with
 a higher epoch and the same cluster state. It then publishes itself as the active controller
 (brokers look it up there). Here is only Ray's part: each send thread is a ``RequestSendThreadActor``
-on this node, fed numbered batches (Ray may reorder an async actor's calls) and watched, so that
-one that dies, or whose worker has stopped, is replaced (the driver resyncs its broker); a
-periodic tick; and ``pause``/``resume``, which hold every event (a long GC pause), which is how a
-test makes a zombie controller.
+on its broker's node (as the cluster placed the broker), fed numbered batches (Ray may reorder an
+async actor's calls) and watched, so that one that dies, or whose worker has stopped, is replaced
+(the driver resyncs its broker); a periodic tick; and ``pause``/``resume``, which hold every
+event (a long GC pause), which is how a test makes a zombie controller.
 """
 from __future__ import annotations
 
@@ -58,10 +58,13 @@ class _Transport(RayTransport):
 
     def start(self, destination: str, *, broker_id: int, broker_epoch: int, broker_host: str,
               queue_size_max: int) -> None:
-        # A send thread is a thread of the controller: it runs on the controller's node.
-        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-        self.threads[broker_id] = RequestSendThreadRemote.options(
-            num_cpus=0, max_restarts=0, scheduling_strategy=here).remote(
+        # The thread runs on its broker's node (the broker's placement-group bundle, or its custom
+        # resources), so its blocking send-and-wait is a local call and it follows the bundle when
+        # Ray moves it. It is still the controller's: it dies with the controller, which owns it.
+        # A broker the cluster placed nothing for gets the thread on the controller's node.
+        placed = self._actor.send_thread_options.get(broker_id) or {
+            "scheduling_strategy": NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)}
+        self.threads[broker_id] = RequestSendThreadRemote.options(num_cpus=0, max_restarts=0, **placed).remote(
             broker_id=broker_id, broker_epoch=broker_epoch, broker_actor_name=broker_host,
             namespace=self._actor.namespace, controller=ray.get_runtime_context().current_actor,
             queue_size_max=queue_size_max)
@@ -78,10 +81,13 @@ class _Transport(RayTransport):
 
 
 class ControllerActor:
-    def __init__(self, *, namespace: str, actor_name: str, config: dict[str, str] | None = None) -> None:
+    def __init__(self, *, namespace: str, actor_name: str, config: dict[str, str] | None = None,
+                 send_thread_options: dict[int, dict] | None = None) -> None:
         self.namespace = namespace
         self.actor_name = actor_name
         self.config = dict(config or {})
+        # Per broker id, the Ray options that place its send thread on the broker's node.
+        self.send_thread_options = {int(k): dict(v) for k, v in (send_thread_options or {}).items()}
         core = ControllerCore(store=MetadataStore(RayKeyValueStore(namespace), claimant=actor_name),
                               config=KafkaConfig(self.config), now_ms=monotonic_ms(), random_source=random.Random())
         self._transport = _Transport(self)

@@ -38,6 +38,7 @@ from orchestration.admin.admin_client import AdminClient
 from orchestration.admin.detached import (
     ClusterInfo, delete_cluster_info, load_cluster_info, save_cluster_info,
 )
+from orchestration.admin.placement import BrokerPlacement
 from orchestration.admin.status import cluster_status
 from orchestration.admin.wait import wait_until
 from orchestration.chaos.history import HistoryWriter
@@ -70,6 +71,10 @@ class Cluster(AdminClient):
         self._controllers: list = []  # every controller actor this cluster started, newest last
         self._clients: list = []
         self.directory = BrokerDirectory(namespace=namespace, bootstrap_broker_ids=self.broker_ids)
+        # Where each broker's actors run (placement.py); None until start places the brokers.
+        self.placement: BrokerPlacement | None = None
+        # Each broker's log directory as its broker resolved it on its node (see broker_log_dir).
+        self._node_log_dirs: dict[int, str] = {}
         self._closed = False
 
     # --------------------------------------------------------------------------------- start
@@ -81,8 +86,11 @@ class Cluster(AdminClient):
               address: str | None = None) -> "Cluster":
         """Start a controller and ``brokers`` brokers; returns once every broker has registered.
 
-        ``broker_resources`` pins brokers to Ray nodes by custom resource (see
-        ``orchestration.admin.ray_nodes``); a pinned broker whose node is gone waits for it to return.
+        Brokers are placed by a placement group, one broker per Ray node when there are enough
+        (``orchestration.admin.placement``); ``broker_resources`` pins them to Ray nodes by custom
+        resource instead (see ``orchestration.admin.ray_nodes``), and a pinned broker whose node is
+        gone waits for it to return. ``log_dir`` may name the node (``{node_id}``, ``{node_ip}``):
+        each broker resolves it on the node it runs on.
         ``detached`` makes every actor outlive this process (see ``connect`` and ``stop``);
         ``address`` joins that running Ray (``auto``, or ``host:port``) instead of a local one."""
         if brokers < 1:
@@ -107,6 +115,8 @@ class Cluster(AdminClient):
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"a raykafka cluster already runs in namespace {namespace!r}")
         try:
             RayKeyValueStore(namespace).clear()  # a new cluster: no controller state from an earlier one
+            cluster.placement = BrokerPlacement.create(cluster.broker_ids, detached=detached,
+                                                       broker_resources=broker_resources)
             cluster.start_controller()
             for broker_id in cluster.broker_ids:
                 cluster._create_broker(broker_id)
@@ -117,9 +127,13 @@ class Cluster(AdminClient):
             # empty answer), so the cluster is ready once every broker's cache has them all.
             wait_until(cluster._listeners_known_everywhere, BROKER_START_TIMEOUT_S,
                        "every broker's metadata to list every broker's Kafka listener")
+            for broker_id in cluster.broker_ids:
+                cluster._note_node_log_dir(broker_id)
             if detached:
                 save_cluster_info(ClusterInfo(namespace=namespace, broker_ids=cluster.broker_ids, log_dir=log_dir,
-                                              config=cluster.config, detached=True))
+                                              config=cluster.config, detached=True,
+                                              placement=cluster.placement.describe(),
+                                              node_log_dirs=dict(cluster._node_log_dirs)))
         except BaseException:
             cluster.shutdown()
             raise
@@ -142,6 +156,8 @@ class Cluster(AdminClient):
             raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no raykafka cluster in Ray namespace {namespace!r}")
         cluster = cls(namespace=namespace, broker_ids=info.broker_ids, log_dir=info.log_dir, config=info.config,
                       owns_ray=owns_ray, owns_log_dir=False, detached=info.detached)
+        cluster.placement = BrokerPlacement.restore(info.placement)
+        cluster._node_log_dirs = {int(k): v for k, v in (info.node_log_dirs or {}).items()}
         for broker_id in info.broker_ids:
             for name, handles in ((broker_actor_name(broker_id), cluster._brokers),
                                   (group_coordinator_actor_name(broker_id), cluster._coordinators)):
@@ -155,22 +171,41 @@ class Cluster(AdminClient):
         return cluster
 
     def broker_log_dir(self, broker_id: int) -> str:
+        """The broker's log directory: as the broker resolved it on its node when the cluster or
+        ``restart_broker`` started it, else as configured (``<log_dir>/broker-<id>``, placeholders
+        unresolved). A broker that Ray moved to another node since has a new one (``status`` shows
+        it). Reading it from this process (``restart_broker(wipe_disk=True)``,
+        ``truncate_replica_on_disk``) assumes this process sees the broker node's disk, as on one
+        machine."""
+        return self._node_log_dirs.get(broker_id) or self._configured_log_dir(broker_id)
+
+    def _configured_log_dir(self, broker_id: int) -> str:
         return os.path.join(self.log_dir, f"broker-{broker_id}")
+
+    def _note_node_log_dir(self, broker_id: int) -> dict:
+        """Ask the broker where it runs and keep the log directory it resolved there."""
+        ping = ray.get(self.broker(broker_id).ping.remote(), timeout=BROKER_START_TIMEOUT_S)
+        self._node_log_dirs[broker_id] = ping["log_dir"]
+        return ping
+
+    def _placed(self, broker_id: int) -> dict:
+        """Ray options that put one of ``broker_id``'s actors on the broker's node."""
+        if self.placement is not None:
+            return self.placement.actor_options(broker_id)
+        return {"resources": self.broker_resources[broker_id]} if broker_id in self.broker_resources else {}
 
     def _create_broker(self, broker_id: int):
         handle = BrokerActorRemote.options(
             name=broker_actor_name(broker_id), namespace=self.namespace, max_restarts=-1,
-            max_task_retries=0, num_cpus=0, max_concurrency=1000, resources=self.broker_resources.get(broker_id),
-            lifetime=self._lifetime,
-        ).remote(broker_id, self.broker_log_dir(broker_id), self.config, self.namespace)
+            max_task_retries=0, num_cpus=0, max_concurrency=1000, lifetime=self._lifetime, **self._placed(broker_id),
+        ).remote(broker_id, self._configured_log_dir(broker_id), self.config, self.namespace)
         self._brokers[broker_id] = handle
         return handle
 
     def _create_group_coordinator(self, broker_id: int):
         handle = GroupCoordinatorRemote.options(
             name=group_coordinator_actor_name(broker_id), namespace=self.namespace, max_restarts=-1,
-            max_task_retries=0, num_cpus=0, max_concurrency=1000, resources=self.broker_resources.get(broker_id),
-            lifetime=self._lifetime,
+            max_task_retries=0, num_cpus=0, max_concurrency=1000, lifetime=self._lifetime, **self._placed(broker_id),
         ).remote(broker_id=broker_id, namespace=self.namespace, broker_actor_name=broker_actor_name(broker_id),
                  config=self.config)
         self._coordinators[broker_id] = handle
@@ -183,7 +218,8 @@ class Cluster(AdminClient):
         handle = ControllerActorRemote.options(
             name=name, namespace=self.namespace, max_restarts=-1, max_task_retries=0, num_cpus=0,
             max_concurrency=1000, resources=self.controller_resources, lifetime=self._lifetime,
-        ).remote(namespace=self.namespace, actor_name=name, config=self.config)
+        ).remote(namespace=self.namespace, actor_name=name, config=self.config,
+                 send_thread_options={broker_id: self._placed(broker_id) for broker_id in self.broker_ids})
         ray.get(handle.ping.remote(), timeout=BROKER_START_TIMEOUT_S)
         self._controllers.append(handle)
         return handle
@@ -285,7 +321,7 @@ class Cluster(AdminClient):
         if wipe_disk:
             shutil.rmtree(self.broker_log_dir(broker_id), ignore_errors=True)
         self._create_broker(broker_id)
-        incarnation = ray.get(self.broker(broker_id).ping.remote(), timeout=BROKER_START_TIMEOUT_S)["incarnation_id"]
+        incarnation = self._note_node_log_dir(broker_id)["incarnation_id"]
         wait_until(lambda: ray.get(self.broker(broker_id).describe_broker.remote(), timeout=10)["state"] == "RUNNING"
                    and broker_id in self.describe_cluster()["brokers"], BROKER_START_TIMEOUT_S,
                    f"broker {broker_id} (incarnation {incarnation}) to register")
@@ -355,6 +391,8 @@ class Cluster(AdminClient):
                 ray.kill(handle, no_restart=True)
             except Exception:
                 pass
+        if self.placement is not None:
+            self.placement.remove()
         try:
             RayKeyValueStore(self.namespace).clear()
             delete_cluster_info(self.namespace)

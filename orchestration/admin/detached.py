@@ -46,6 +46,10 @@ class ClusterInfo:
     log_dir: str
     config: dict[str, str] = field(default_factory=dict)
     detached: bool = True
+    # BrokerPlacement.describe(): the strategy in force and the placement group's name.
+    placement: dict | None = None
+    # Each broker's log directory as resolved on its node when the cluster started.
+    node_log_dirs: dict = field(default_factory=dict)
 
 
 def _info_namespace(namespace: str) -> str:

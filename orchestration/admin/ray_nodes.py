@@ -2,12 +2,14 @@
 
 ``ray.cluster_utils.Cluster`` starts a head node and extra raylets in this machine; each extra
 node here carries a custom resource named after the broker it hosts, and ``placement()`` gives
-``Cluster.start`` the resources that pin each broker (and its group coordinator; its fetchers
-follow it by node affinity) there. ``remove(broker_id)`` takes the node away, killing every
-process on it at once, as a machine that loses power; ``restore(broker_id)`` adds a node with the
-same resource, where Ray restarts the broker, which finds its log directory (the same disk) as a
-rebooted machine would. The head node hosts the driver, the controller and the other brokers
-(pinned there by a resource of its own).
+``Cluster.start`` the resources that pin each broker (and its group coordinator and the
+controller's send thread to it; its fetchers follow it by node affinity) there, instead of the
+placement group ``Cluster.start`` makes otherwise (``orchestration.admin.placement``).
+``remove(broker_id)`` takes the node away, killing every process on it at once, as a machine that
+loses power; ``restore(broker_id)`` adds a node with the same resource, where Ray restarts the
+broker, which finds its log directory (the same disk) as a rebooted machine would. The head
+node hosts the driver, the controller and the other brokers (pinned there by a resource of its
+own).
 """
 from __future__ import annotations
 

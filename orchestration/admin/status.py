@@ -1,10 +1,12 @@
 """A running cluster's health in one answer, as ``raykafka cluster status`` prints it.
 
 Brokers: each configured broker id, whether its actor answers, its broker epoch as the controller
-registered it, the Ray node and process it runs in, its actor id (``ray logs actor --id ID`` reads
-its log) and its log directory. The controller: its actor and controller epoch. Partitions, as the
-controller knows them: how many, how many under-replicated (ISR smaller than the replicas) and
-offline (no leader), Kafka's UnderReplicatedPartitions and OfflinePartitionsCount.
+registered it, the Ray node (id and IP) and process it runs in, its actor id (``ray logs actor --id
+ID`` reads its log) and its log directory as resolved on its node. Placement: the placement
+group's strategy in force and why (``orchestration.admin.placement``). The controller: its actor
+and controller epoch. Partitions, as the controller knows them: how many, how many
+under-replicated (ISR smaller than the replicas) and offline (no leader), Kafka's
+UnderReplicatedPartitions and OfflinePartitionsCount.
 """
 from __future__ import annotations
 
@@ -22,12 +24,14 @@ def cluster_status(cluster) -> dict:
         registered = described["brokers"].get(broker_id) or described["brokers"].get(str(broker_id))
         entry = {"broker_id": broker_id, "up": False, "registered": registered is not None,
                  "broker_epoch": registered["broker_epoch"] if registered else None, "listener": None,
-                 "node_id": None, "pid": None, "actor_id": None, "log_dir": cluster.broker_log_dir(broker_id)}
+                 "node_id": None, "node_ip": None, "pid": None, "actor_id": None,
+                 "log_dir": cluster.broker_log_dir(broker_id)}
         try:
             handle = cluster.broker(broker_id)
             entry["actor_id"] = handle._actor_id.hex()
             ping = ray.get(handle.ping.remote(), timeout=PING_TIMEOUT_S)
-            entry.update(up=True, node_id=ping.get("node_id"), pid=ping.get("pid"))
+            entry.update(up=True, node_id=ping.get("node_id"), node_ip=ping.get("node_ip"), pid=ping.get("pid"),
+                         log_dir=ping.get("log_dir", entry["log_dir"]))
         except Exception:
             pass  # down, or restarting: reported as not up
         brokers.append(entry)
@@ -41,7 +45,8 @@ def cluster_status(cluster) -> dict:
                 partitions["offline"].append(name)
             if len(p["isr"]) < len(p["replicas"]):
                 partitions["under_replicated"].append(name)
-    return {"namespace": cluster.namespace, "log_dir": cluster.log_dir, "brokers": brokers,
+    placement = cluster.placement.describe() if cluster.placement is not None else None
+    return {"namespace": cluster.namespace, "log_dir": cluster.log_dir, "brokers": brokers, "placement": placement,
             "controller": {"actor_name": controller.get("actor_name"), "controller_epoch": described["controller_epoch"],
                            "active": described["active"]},
             "topics": described["topics"], "partitions": partitions}

@@ -39,6 +39,7 @@ def _start(args: argparse.Namespace) -> int:
         ray.init(address=address, namespace=args.namespace, log_to_driver=False)
         cluster = Cluster.start(brokers=args.brokers, log_dir=log_dir, config=config, detached=True)
         epoch = cluster.controller_epoch()
+        placement = cluster.placement.describe()
         cluster.close()
     except BaseException as exc:
         if head:
@@ -49,10 +50,10 @@ def _start(args: argparse.Namespace) -> int:
         raise
     remember_cluster(args.namespace, **{**head, "address": address, "log_dir": log_dir})
     answer = {"namespace": args.namespace, "address": address, "brokers": args.brokers, "log_dir": log_dir,
-              "controller_epoch": epoch, "local_head": bool(head), **head}
+              "controller_epoch": epoch, "placement": placement, "local_head": bool(head), **head}
     emit(args, answer, lambda a: (
         f"raykafka cluster with {a['brokers']} brokers up in namespace {a['namespace']} on Ray {a['address']} "
-        f"(controller epoch {a['controller_epoch']}); broker logs in {a['log_dir']}"
+        f"(controller epoch {a['controller_epoch']}); broker logs in {a['log_dir']}\n{placement_line(a['placement'])}"
         + (f"\nRay head (pid {a['head_pid']}) metrics: http://127.0.0.1:{a['metrics_export_port']}/metrics"
            if head else "")))
     return 0
@@ -64,15 +65,24 @@ def _status(args: argparse.Namespace) -> int:
 
     def text(a: dict) -> str:
         rows = [[b["broker_id"], "up" if b["up"] else "DOWN", b["broker_epoch"], b["pid"], (b["node_id"] or "")[:12],
-                 b["actor_id"] or "", b["listener"] or "-"] for b in a["brokers"]]
+                 b.get("node_ip") or "", b["actor_id"] or "", b["listener"] or "-"] for b in a["brokers"]]
         p = a["partitions"]
         return "\n".join([
-            table(["broker", "state", "epoch", "pid", "node", "actor id (ray logs actor --id)", "listener"], rows),
+            table(["broker", "state", "epoch", "pid", "node", "node ip", "actor id (ray logs actor --id)", "listener"],
+                  rows),
+            placement_line(a.get("placement")),
             f"controller: {a['controller']['actor_name']} epoch {a['controller']['controller_epoch']}",
             f"partitions: {p['count']}, under-replicated {len(p['under_replicated'])}, offline {len(p['offline'])}",
             f"broker logs: {a['log_dir']}"])
     emit(args, answer, text)
     return 0
+
+
+def placement_line(placement: dict | None) -> str:
+    if not placement:
+        return "placement: unknown (started by an older raykafka)"
+    warning = " (FALLBACK: some brokers share a Ray node)" if placement.get("fallback") else ""
+    return f"placement: {placement['strategy']}{warning}: {placement['reason']}"
 
 
 def _stop(args: argparse.Namespace) -> int:
