@@ -1,6 +1,9 @@
 """Record batches in Kafka's v2 format: build them (producer, group coordinator), read them (consumer).
 
-Both use kafka-python's implementation of Kafka's v2 record-batch format. A fetch response holds
+Batches are built with aiokafka's implementation of the v2 format, in C (its pure-Python twin
+where the extension is missing): a producer encodes every record it sends, and kafka-python's
+pure-Python builder spent most of a producer's time there. Records are read with kafka-python's
+reader. A fetch response holds
 whole batches and may start before the fetch offset (a fetch inside a batch returns that batch);
 ``read_records`` drops the records before it, as Kafka's consumer does.
 """
@@ -11,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from crc32c import crc32c
-from kafka.record.default_records import DefaultRecordBatchBuilder
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from actors.core.log.record_batch import as_byte_view, read_header
@@ -42,9 +45,11 @@ class RecordMetadata:
 class BatchBuilder:
     """One open batch: records are appended until ``batch.size`` would be exceeded."""
 
+    __slots__ = ("_builder", "record_count")
+
     def __init__(self, batch_size: int) -> None:
         self._builder = DefaultRecordBatchBuilder(
-            magic=2, compression_type=NO_COMPRESSION, is_transactional=False, producer_id=-1,
+            magic=2, compression_type=NO_COMPRESSION, is_transactional=0, producer_id=-1,
             producer_epoch=-1, base_sequence=-1, batch_size=batch_size)
         self.record_count = 0
 
@@ -52,8 +57,7 @@ class BatchBuilder:
                    headers: list | None) -> bool:
         """Append at the next relative offset; False when the batch is full (never for the first)."""
         timestamp = int(time.time() * 1000) if timestamp_ms is None else int(timestamp_ms)
-        appended = self._builder.append(self.record_count, timestamp=timestamp, key=key, value=value,
-                                        headers=list(headers or []))
+        appended = self._builder.append(self.record_count, timestamp, key, value, list(headers) if headers else [])
         if appended is None:
             return False
         self.record_count += 1
