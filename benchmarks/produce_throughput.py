@@ -29,6 +29,9 @@ MB = 1024 * 1024
 POINTS = (("RF=1 acks=1", 1, "1"), ("RF=3 acks=1", 3, "1"), ("RF=3 acks=all", 3, "all"))
 PY_SPY = os.path.join(os.path.dirname(sys.executable), "py-spy")
 TOP_ENTRIES = 12
+# Frames where a process waits rather than works (Ray's worker loop, the event loop's poll, a
+# condition wait): profiles rank the other samples.
+IDLE_FRAMES = ("Worker.main_loop ", "EpollSelector.select ", "Condition.wait ", "select ")
 
 
 def produce(cluster, topic: str, records: int, size: int, acks: str, producer_config: dict) -> dict:
@@ -100,7 +103,8 @@ def stop_profiles(started: list[tuple[str, subprocess.Popen]]) -> dict[str, list
 
 
 def top_functions(path: str) -> list:
-    """(function, share of samples as its own time, share including callees) from collapsed stacks."""
+    """(function, share of busy samples as its own time, share including callees) from collapsed
+    stacks; samples whose innermost frame waits (``IDLE_FRAMES``) are left out."""
     own: collections.Counter = collections.Counter()
     inclusive: collections.Counter = collections.Counter()
     total = 0
@@ -115,6 +119,8 @@ def top_functions(path: str) -> list:
             if frames and frames[0].startswith(("process ", "thread ")):
                 frames = [f for f in frames if not f.startswith(("process ", "thread "))]
             if not frames:
+                continue
+            if frames[-1].startswith(IDLE_FRAMES):
                 continue
             samples = int(count)
             total += samples
@@ -131,6 +137,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1024, help="bytes per record value")
     parser.add_argument("--batch-size", default="262144", help="the producer's batch.size")
     parser.add_argument("--linger-ms", default="5", help="the producer's linger.ms")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="another producer setting (e.g. enable.idempotence=false)")
     parser.add_argument("--points", default="all", help="comma-separated point names, or all")
     parser.add_argument("--profile", default=None, help="directory for py-spy profiles (none without it)")
     parser.add_argument("--out", default=default_out("produce_throughput"))
@@ -139,7 +147,8 @@ def main() -> None:
 
     from orchestration import Cluster
     from orchestration.admin.ray_runtime import start_local_ray
-    producer_config = {"batch.size": args.batch_size, "linger.ms": args.linger_ms}
+    producer_config = {"batch.size": args.batch_size, "linger.ms": args.linger_ms,
+                       **dict(setting.split("=", 1) for setting in args.set)}
     start_local_ray(num_cpus=2, namespace=f"raykafka-produce-bench-{uuid.uuid4().hex[:8]}")
     results = {"records": args.records, "size": args.size, "producer": producer_config, "points": []}
     wanted = None if args.points == "all" else set(args.points.split(","))
