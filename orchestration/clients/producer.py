@@ -44,7 +44,6 @@ import time
 from concurrent import futures
 from concurrent.futures import Future
 
-import numpy as np
 from ray.exceptions import ActorDiedError, RayTaskError
 
 from actors.core.errors import ErrorCode
@@ -54,8 +53,8 @@ from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefr
 from orchestration.clients.idempotence import Idempotence, idempotence_enabled
 from orchestration.clients.partitioner import StickyPartitioner
 from orchestration.clients.producer_batch import (  # noqa: F401 (NO_ACKNOWLEDGEMENT: part of the producer's API)
-    NO_ACKNOWLEDGEMENT, OUTCOME_UNKNOWN_ERRORS, FutureRecordMetadata, InFlightRequest, ProducerBatch, history_text,
-    record_send_outcome,
+    NO_ACKNOWLEDGEMENT, OUTCOME_UNKNOWN_ERRORS, FutureRecordMetadata, InFlightRequest,
+    ProducerBatch, history_text, record_send_outcome, request_records,
 )
 from orchestration.clients.records import BatchBuilder, estimate_record_size
 from orchestration.errors import KafkaError
@@ -82,10 +81,6 @@ _METADATA_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR
                     ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NETWORK_EXCEPTION,
                     ErrorCode.BROKER_NOT_AVAILABLE}
 _PROCESS_IDS = itertools.count()
-# Records at least this large travel to the broker as a uint8 array: Ray writes it to shared memory
-# once and the broker maps it without a copy, where a bytes object is copied into the pickled
-# request and out again (the broker's fetch answers use the same threshold).
-ZERO_COPY_THRESHOLD_BYTES = 100 * 1024
 
 
 def parse_acks(value: str) -> int:
@@ -376,10 +371,7 @@ class Producer:
         for group in groups:
             for batch in group:
                 batch.attempts += 1
-            records = group[0].payload if len(group) == 1 else b"".join(batch.payload for batch in group)
-            if len(records) >= ZERO_COPY_THRESHOLD_BYTES:
-                records = np.frombuffer(records, dtype=np.uint8)
-            topics[group[0].topic].append(PartitionProduceData(index=group[0].partition, records=records))
+            topics[group[0].topic].append(PartitionProduceData(index=group[0].partition, records=request_records(group)))
         request = ProduceRequest(acks=self.acks, timeout_ms=self._request_timeout_ms, topic_data=tuple(
             TopicProduceData(name=name, partition_data=tuple(parts)) for name, parts in topics.items()))
         try:

@@ -18,6 +18,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from actors.core.errors import ErrorCode
 from orchestration.clients.records import BatchBuilder, RecordMetadata
 
@@ -31,6 +33,11 @@ OUTCOME_UNKNOWN_ERRORS = frozenset({
     ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NETWORK_EXCEPTION, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
     ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.KAFKA_STORAGE_ERROR,
 })
+
+# Records at least this large travel to the broker as a uint8 array: Ray writes it to shared memory
+# once and the broker maps it without a copy, where a bytes object is copied into the pickled
+# request and out of it again (the broker's fetch answers use the same threshold).
+ZERO_COPY_THRESHOLD_BYTES = 100 * 1024
 
 
 @dataclass(slots=True)
@@ -110,6 +117,12 @@ def _call_with(fn, future: FutureRecordMetadata, _batch_result: Future) -> None:
     fn(future)
 
 
+def request_records(group: list[ProducerBatch]):
+    """The records field for a partition's batches in one request: their payloads end to end."""
+    records = group[0].payload if len(group) == 1 else b"".join(batch.payload for batch in group)
+    return np.frombuffer(records, dtype=np.uint8) if len(records) >= ZERO_COPY_THRESHOLD_BYTES else records
+
+
 @dataclass(slots=True)
 class InFlightRequest:
     """One Produce request awaiting its answer; ``ref`` is kept to cancel an abandoned call."""
@@ -148,6 +161,5 @@ def history_text(value: bytes | bytearray | memoryview | None) -> str:
     return value.decode("utf-8", errors="backslashreplace") if isinstance(value, (bytes, bytearray)) else str(value)
 
 
-__all__ = ["NO_ACKNOWLEDGEMENT", "OUTCOME_UNKNOWN_ERRORS", "FutureRecordMetadata", "InFlightRequest", "ProducerBatch",
-           "history_text",
-           "record_send_outcome"]
+__all__ = ["NO_ACKNOWLEDGEMENT", "OUTCOME_UNKNOWN_ERRORS", "ZERO_COPY_THRESHOLD_BYTES", "FutureRecordMetadata",
+           "InFlightRequest", "ProducerBatch", "history_text", "record_send_outcome", "request_records"]

@@ -8,7 +8,7 @@ import pytest
 
 from actors.core.errors import ErrorCode
 from actors.core.log.record_batch import parse_batches
-from orchestration.clients.producer import ZERO_COPY_THRESHOLD_BYTES
+from orchestration.clients.producer_batch import ZERO_COPY_THRESHOLD_BYTES
 from orchestration.errors import KafkaError
 from tests.unit.test_client_history import (  # noqa: F401 (close_producers: an autouse fixture)
     TOPIC, WAIT_S, close_producers, leading_broker, log_end_offset, make_producer,
