@@ -1,11 +1,12 @@
 """Record batches in Kafka's v2 format: build them (producer, group coordinator), read them (consumer).
 
-Batches are built with kafka-python's implementation of Kafka's v2 record-batch format and read
-with aiokafka's C implementation of the same format (``aiokafka.record._crecords``), about 20x
-kafka-python's pure-Python reader: decoding is what a consumer spends its time on. A fetch
-response holds whole batches and may start before the fetch offset (a fetch inside a batch
-returns that batch); ``read_records`` drops the records before it, as Kafka's consumer does, and
-skips control batches (transaction markers), which hold no application records.
+Batches are built and read with aiokafka's implementation of Kafka's v2 record-batch format, in C
+(``aiokafka.record._crecords``; its pure-Python twin where the extension is missing): a producer
+encodes every record it sends and a consumer decodes every record it reads, and kafka-python's
+pure-Python builder and reader spent most of a client's time there. A fetch response holds whole
+batches and may start before the fetch offset (a fetch inside a batch returns that batch);
+``read_records`` drops the records before it, as Kafka's consumer does, and skips control batches
+(transaction markers), which hold no application records.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import NamedTuple
 
 from aiokafka.record._crecords import DefaultRecordBatch as _CDefaultRecordBatch
 from crc32c import crc32c
-from kafka.record.default_records import DefaultRecordBatchBuilder
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from actors.core.log.record_batch import HEADER_SIZE_BYTES, as_byte_view, read_header
 
@@ -50,9 +51,11 @@ class RecordMetadata:
 class BatchBuilder:
     """One open batch: records are appended until ``batch.size`` would be exceeded."""
 
+    __slots__ = ("_builder", "record_count")
+
     def __init__(self, batch_size: int) -> None:
         self._builder = DefaultRecordBatchBuilder(
-            magic=2, compression_type=NO_COMPRESSION, is_transactional=False, producer_id=-1,
+            magic=2, compression_type=NO_COMPRESSION, is_transactional=0, producer_id=-1,
             producer_epoch=-1, base_sequence=-1, batch_size=batch_size)
         self.record_count = 0
 
@@ -60,8 +63,7 @@ class BatchBuilder:
                    headers: list | None) -> bool:
         """Append at the next relative offset; False when the batch is full (never for the first)."""
         timestamp = int(time.time() * 1000) if timestamp_ms is None else int(timestamp_ms)
-        appended = self._builder.append(self.record_count, timestamp=timestamp, key=key, value=value,
-                                        headers=list(headers or []))
+        appended = self._builder.append(self.record_count, timestamp, key, value, list(headers) if headers else [])
         if appended is None:
             return False
         self.record_count += 1

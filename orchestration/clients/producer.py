@@ -53,10 +53,11 @@ from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefr
 from orchestration.clients.idempotence import Idempotence, idempotence_enabled
 from orchestration.clients.partitioner import StickyPartitioner
 from orchestration.clients.producer_batch import (  # noqa: F401 (NO_ACKNOWLEDGEMENT: part of the producer's API)
-    NO_ACKNOWLEDGEMENT, OUTCOME_UNKNOWN_ERRORS, InFlightRequest, ProducerBatch, history_text, record_send_outcome,
+    NO_ACKNOWLEDGEMENT, OUTCOME_UNKNOWN_ERRORS, FutureRecordMetadata, InFlightRequest,
+    ProducerBatch, history_text, record_send_outcome, request_records,
 )
 from orchestration.clients.producer_config import PRODUCER_DEFAULTS, parse_acks  # noqa: F401 (the producer's API)
-from orchestration.clients.records import BatchBuilder, RecordMetadata, estimate_record_size
+from orchestration.clients.records import BatchBuilder, estimate_record_size
 from orchestration.errors import KafkaError
 
 # Errors after which the leader the metadata names is probably wrong: ask for metadata again. A
@@ -106,25 +107,22 @@ class Producer:
 
     # ----------------------------------------------------------------------------- user API
     def send(self, topic: str, value: bytes | None = None, key: bytes | None = None,
-             partition: int | None = None, timestamp_ms: int | None = None, headers=None) -> Future:
-        future: Future = Future()
-        future.set_running_or_notify_cancel()  # a send cannot be taken back, so its future cannot be cancelled
+             partition: int | None = None, timestamp_ms: int | None = None, headers=None) -> FutureRecordMetadata:
         value_text = None
         if self._history is not None:
             value_text = history_text(value)
             self._history.invoke(self.process, topic, partition, value_text)
-        batch = None
         try:
-            batch = self._append(topic, value, key, partition, timestamp_ms, headers, future)
+            future = self._append(topic, value, key, partition, timestamp_ms, headers)
         except KafkaError as exc:
-            future.set_exception(exc)  # refused before anything was queued: recorded as fail below
+            future = FutureRecordMetadata.failed(exc)  # refused before anything was queued: recorded as fail below
         except Exception as exc:
             if value_text is not None:
                 self._history.fail(self.process, value_text, exc)
             raise
         if value_text is not None:
             future.add_done_callback(functools.partial(record_send_outcome, self._history, self.process, self.acks,
-                                                       value_text, batch))
+                                                       value_text))
         return future
 
     def flush(self, timeout: float | None = None) -> None:
@@ -159,11 +157,11 @@ class Producer:
         self.close()
 
     # ---------------------------------------------------------------------------- accumulator
-    def _append(self, topic, value, key, partition, timestamp_ms, headers, future) -> ProducerBatch:
+    def _append(self, topic, value, key, partition, timestamp_ms, headers) -> FutureRecordMetadata:
         if self._closed:
             raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "producer is closed")
         for name, data in (("key", key), ("value", value)):
-            if data is not None and not isinstance(data, (bytes, bytearray, memoryview)):
+            if data is not None and type(data) is not bytes and not isinstance(data, (bytes, bytearray, memoryview)):
                 raise TypeError(f"{name} must be bytes or None, not {type(data).__name__}")
         num_partitions = self._partition_count(topic)
         sticky = partition is None and key is None  # the sticky partitioner chooses, batch by batch
@@ -196,12 +194,11 @@ class Producer:
                 assert appended, "the first record always fits an empty batch"
                 queue.append(batch)
                 self._unfinished += 1
-            batch.futures.append(future)
             batch.estimated_bytes += size
             self._queued_bytes += size
             if len(queue) > 1 or batch.builder.size_in_bytes() >= self._batch_size or self._linger_ms <= 0:
                 self._condition.notify_all()
-            return batch
+            return FutureRecordMetadata(batch, batch.builder.record_count - 1)
 
     def _partition_count(self, topic: str) -> int:
         """Wait up to ``max.block.ms`` for the topic to appear in metadata, as Kafka's send does."""
@@ -353,8 +350,7 @@ class Producer:
         for group in groups:
             for batch in group:
                 batch.attempts += 1
-            records = group[0].payload if len(group) == 1 else b"".join(batch.payload for batch in group)
-            topics[group[0].topic].append(PartitionProduceData(index=group[0].partition, records=records))
+            topics[group[0].topic].append(PartitionProduceData(index=group[0].partition, records=request_records(group)))
         request = ProduceRequest(acks=self.acks, timeout_ms=self._request_timeout_ms, topic_data=tuple(
             TopicProduceData(name=name, partition_data=tuple(parts)) for name, parts in topics.items()))
         try:
@@ -452,9 +448,9 @@ class Producer:
             else:
                 offset = result.base_offset
                 for batch in group:
-                    for future in batch.futures:
-                        future.set_result(RecordMetadata(batch.topic, batch.partition, offset))
-                        offset = offset + 1 if offset >= 0 else -1  # acks=0 answers -1, as Kafka does
+                    batch.result.set_result(offset)  # acks=0 answers -1, as Kafka does
+                    if offset >= 0:
+                        offset += batch.builder.record_count
                     self._finish(batch)
 
     def _fail_or_retry(self, batches: list[ProducerBatch], error: KafkaError, *,
@@ -481,8 +477,7 @@ class Producer:
     def _fail(self, batch: ProducerBatch, error: KafkaError) -> None:
         if self._idempotence is not None:
             self._idempotence.on_failed_for_good(batch)
-        for future in batch.futures:
-            future.set_exception(error)
+        batch.result.set_exception(error)
         self._finish(batch)
 
     def _finish(self, batch: ProducerBatch) -> None:

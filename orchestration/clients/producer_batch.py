@@ -1,7 +1,11 @@
 """A producer batch and the request that carries it: Kafka's ``ProducerBatch``, client side.
 
 A ``ProducerBatch`` holds the records ``send`` queued for one partition, built once into a v2
-record batch and resent as is on retry, with the futures it will resolve. It remembers whether any
+record batch and resent as is on retry, and one future for the whole batch (Kafka's
+``ProduceRequestResult``) that resolves to the batch's base offset or fails with its error. Each
+``send`` gets a ``FutureRecordMetadata`` over it: the batch's future and the record's place in the
+batch, as Kafka's producer answers a send, so a send costs no future (lock, condition) of its own.
+A batch remembers whether any
 attempt may have appended it (``maybe_written``), which is what makes its final failure
 indeterminate (``info``) rather than definite (``fail``) in a run's history; ``OUTCOME_UNKNOWN_ERRORS``
 are the answers that leave that open; ``record_send_outcome`` writes a send's outcome to the history
@@ -9,11 +13,15 @@ by those rules. An ``InFlightRequest`` is one Produce request to one broker, awa
 """
 from __future__ import annotations
 
+import functools
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from actors.core.errors import ErrorCode
-from orchestration.clients.records import BatchBuilder
+from orchestration.clients.records import BatchBuilder, RecordMetadata
 
 # An attempt answered with one of these may have appended its records: the leader appended and
 # then could not replicate in time (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND, both from
@@ -26,6 +34,11 @@ OUTCOME_UNKNOWN_ERRORS = frozenset({
     ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.KAFKA_STORAGE_ERROR,
 })
 
+# Records at least this large travel to the broker as a uint8 array: Ray writes it to shared memory
+# once and the broker maps it without a copy, where a bytes object is copied into the pickled
+# request and out of it again (the broker's fetch answers use the same threshold).
+ZERO_COPY_THRESHOLD_BYTES = 100 * 1024
+
 
 @dataclass(slots=True)
 class ProducerBatch:
@@ -33,7 +46,8 @@ class ProducerBatch:
     partition: int
     builder: BatchBuilder
     created_ms: float
-    futures: list = field(default_factory=list)
+    # Resolves to the base offset the leader gave the batch (-1 for acks=0), or fails with its error.
+    result: Future = field(default_factory=Future)
     payload: bytes | None = None  # built once, resent as is on retry
     attempts: int = 0
     retry_after_ms: float = 0.0
@@ -49,6 +63,66 @@ class ProducerBatch:
         return len(self.payload) if self.payload is not None else self.builder.size_in_bytes()
 
 
+class FutureRecordMetadata:
+    """What ``send`` returns: a future of one record's ``RecordMetadata`` (Kafka's class of that
+    name). It reads the outcome of the record's batch: the record's offset is the batch's base
+    offset plus its place in the batch (-1 throughout for acks=0, as Kafka answers). It offers
+    ``concurrent.futures.Future``'s reading methods; a send cannot be taken back, so ``cancel``
+    always answers False. ``batch`` is None for a send refused before it was queued."""
+
+    __slots__ = ("batch", "_result", "_relative_offset")
+
+    def __init__(self, batch: ProducerBatch | None, relative_offset: int, result: Future | None = None) -> None:
+        self.batch = batch
+        self._result = batch.result if batch is not None else result
+        self._relative_offset = relative_offset
+
+    @classmethod
+    def failed(cls, error: BaseException) -> "FutureRecordMetadata":
+        result: Future = Future()
+        result.set_exception(error)
+        return cls(None, 0, result)
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        base_offset = self._result.result(timeout)
+        batch = self.batch
+        return RecordMetadata(batch.topic, batch.partition,
+                              base_offset + self._relative_offset if base_offset >= 0 else -1)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        return self._result.exception(timeout)
+
+    def done(self) -> bool:
+        return self._result.done()
+
+    def running(self) -> bool:
+        return not self._result.done()
+
+    def cancelled(self) -> bool:
+        return False
+
+    def cancel(self) -> bool:
+        return False
+
+    def add_done_callback(self, fn) -> None:
+        """``fn(self)`` once the record's outcome is known (at once if it is)."""
+        self._result.add_done_callback(functools.partial(_call_with, fn, self))
+
+    def __repr__(self) -> str:
+        state = "pending" if not self._result.done() else "done"
+        return f"<FutureRecordMetadata {state} {self.batch.topic if self.batch else ''}>"
+
+
+def _call_with(fn, future: FutureRecordMetadata, _batch_result: Future) -> None:
+    fn(future)
+
+
+def request_records(group: list[ProducerBatch]):
+    """The records field for a partition's batches in one request: their payloads end to end."""
+    records = group[0].payload if len(group) == 1 else b"".join(batch.payload for batch in group)
+    return np.frombuffer(records, dtype=np.uint8) if len(records) >= ZERO_COPY_THRESHOLD_BYTES else records
+
+
 @dataclass(slots=True)
 class InFlightRequest:
     """One Produce request awaiting its answer; ``ref`` is kept to cancel an abandoned call."""
@@ -62,12 +136,12 @@ class InFlightRequest:
 NO_ACKNOWLEDGEMENT = "NO_ACKNOWLEDGEMENT"
 
 
-def record_send_outcome(history, process: str, acks: int, value_text: str, batch: ProducerBatch | None,
-                        future) -> None:
+def record_send_outcome(history, process: str, acks: int, value_text: str, future) -> None:
     """How one send ended, for the history (a done callback, run by whoever resolved the
     future). A failure is ``fail`` only if no attempt may have appended the record: refused
     in ``send`` (``batch`` is None) or every attempt refused before the append."""
     error = future.exception()
+    batch = future.batch
     if error is None:
         metadata = future.result()
         if acks == 0:
@@ -87,5 +161,5 @@ def history_text(value: bytes | bytearray | memoryview | None) -> str:
     return value.decode("utf-8", errors="backslashreplace") if isinstance(value, (bytes, bytearray)) else str(value)
 
 
-__all__ = ["NO_ACKNOWLEDGEMENT", "OUTCOME_UNKNOWN_ERRORS", "InFlightRequest", "ProducerBatch", "history_text",
-           "record_send_outcome"]
+__all__ = ["NO_ACKNOWLEDGEMENT", "OUTCOME_UNKNOWN_ERRORS", "ZERO_COPY_THRESHOLD_BYTES", "FutureRecordMetadata",
+           "InFlightRequest", "ProducerBatch", "history_text", "record_send_outcome", "request_records"]
