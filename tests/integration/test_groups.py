@@ -55,6 +55,16 @@ def stable_with(cluster, group: str, members: int):
     return description if description.state == "Stable" and len(description.members) == members else None
 
 
+def stable_and_synced(cluster, group: str, consumers, partitions: int):
+    """The coordinator has the group Stable with every consumer in it, and every consumer has had
+    its SyncGroup answer (the coordinator is Stable once the leader's SyncGroup arrives, before the
+    members learn their assignments, in Kafka as here): the consumers' assignments, else None."""
+    if not stable_with(cluster, group, len(consumers)):
+        return None
+    assignments = ray.get([c.assignment.remote() for c in consumers], timeout=60)
+    return assignments if sum(len(a) for a in assignments) >= partitions and all(assignments) else None
+
+
 def poll_all(consumers, rounds: int = 1) -> None:
     for _ in range(rounds):
         ray.get([c.poll.remote(200) for c in consumers], timeout=60)
@@ -67,9 +77,8 @@ def test_three_consumers_split_six_partitions_then_a_dead_one_is_expelled(cluste
 
     def settled():
         poll_all(consumers)
-        return stable_with(cluster, "splitters", 3)
-    wait_until(settled, 60, "a stable group of three")
-    assignments = ray.get([c.assignment.remote() for c in consumers])
+        return stable_and_synced(cluster, "splitters", consumers, 6)
+    assignments = wait_until(settled, 60, "a stable group of three, each member with its assignment")
     owned = [tp for a in assignments for tp in a]
     assert sorted(owned) == [("shared", p) for p in range(6)], "every partition owned exactly once"
     assert all(len(a) == 2 for a in assignments)
@@ -80,10 +89,11 @@ def test_three_consumers_split_six_partitions_then_a_dead_one_is_expelled(cluste
 
     def regrouped():
         poll_all(consumers)
-        return stable_with(cluster, "splitters", 2)
-    wait_until(regrouped, (SESSION_TIMEOUT_MS * 3) / 1000, "the dead member expelled and the group stable")
+        return stable_and_synced(cluster, "splitters", consumers, 6)
+    assignments = wait_until(regrouped, (SESSION_TIMEOUT_MS * 3) / 1000,
+                             "the dead member expelled and the group stable, each member with its assignment")
     print(f"\nmember death -> stable group of two in {time.monotonic() - died_at:.2f}s")
-    owned = sorted(tp for a in ray.get([c.assignment.remote() for c in consumers]) for tp in a)
+    owned = sorted(tp for a in assignments for tp in a)
     assert owned == [("shared", p) for p in range(6)], "the dead member's partitions were reassigned"
 
 
