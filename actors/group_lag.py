@@ -10,8 +10,7 @@ import asyncio
 import ray
 from loguru import logger
 
-from actors.core.group.lag import committed_offsets, lag_metrics
-from actors.core.messages.list_offsets import LATEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from actors.core.group.lag import committed_offsets, lag_metrics, latest_offsets, latest_offsets_requests
 from actors.core.messages.metadata import MetadataRequest
 
 LAG_INTERVAL_S = 5.0
@@ -36,25 +35,13 @@ async def _end_offsets(broker_id: int, namespace: str, wanted: set, broker_name)
     own = ray.get_actor(broker_name(broker_id), namespace=namespace)
     topics = tuple(sorted({t for t, _ in wanted}))
     metadata = await asyncio.wait_for(own.handle_metadata.remote(MetadataRequest(topics=topics)), CALL_TIMEOUT_S)
-    by_leader: dict[int, list] = {}
-    for topic in metadata.topics:
-        for p in topic.partitions:
-            if (topic.name, p.partition_index) in wanted and p.leader_id >= 0:
-                by_leader.setdefault(p.leader_id, []).append((topic.name, p.partition_index))
     ends = {}
-    for leader, partitions in sorted(by_leader.items()):
-        request = ListOffsetsRequest(topics=tuple(
-            ListOffsetsTopic(name=t, partitions=tuple(ListOffsetsPartition(partition_index=i, timestamp=LATEST_TIMESTAMP)
-                                                      for tt, i in partitions if tt == t))
-            for t in sorted({t for t, _ in partitions})))
+    for leader, request in latest_offsets_requests(metadata, wanted).items():
         try:
             answer = await asyncio.wait_for(ray.get_actor(broker_name(leader), namespace=namespace)
                                             .handle_list_offsets.remote(request), CALL_TIMEOUT_S)
         except Exception as exc:
             logger.debug("lag: broker {} gave no offsets: {!r}", leader, exc)
             continue
-        for topic in answer.topics:
-            for p in topic.partitions:
-                if p.error_code == 0 and p.offset >= 0:
-                    ends[(topic.name, p.partition_index)] = p.offset
+        ends.update(latest_offsets(answer))
     return ends

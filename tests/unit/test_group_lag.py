@@ -20,3 +20,24 @@ def test_lag_is_end_offset_minus_committed_per_group_partition():
     assert [(m.name, dict(m.tags)["group"], m.value) for m in gauges] == [
         (CONSUMER_GROUP_LAG, "audit", 0), (CONSUMER_GROUP_LAG, "readers", 15)]
     assert dict(gauges[1].tags) == {"broker_id": "2", "group": "readers", "topic": "orders", "partition": "0"}
+
+
+def test_each_leader_is_asked_for_the_latest_offsets_of_the_wanted_partitions_it_leads():
+    from actors.core.errors import ErrorCode
+    from actors.core.group.lag import latest_offsets, latest_offsets_requests
+    from actors.core.messages.list_offsets import (
+        LATEST_TIMESTAMP, ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
+    )
+    from actors.core.messages.metadata import MetadataResponse, MetadataResponsePartition, MetadataResponseTopic
+    metadata = MetadataResponse(brokers=(), topics=(MetadataResponseTopic(name="orders", partitions=(
+        MetadataResponsePartition(partition_index=0, leader_id=1), MetadataResponsePartition(partition_index=1, leader_id=2),
+        MetadataResponsePartition(partition_index=2, leader_id=1), MetadataResponsePartition(partition_index=3))),))
+    requests = latest_offsets_requests(metadata, {("orders", 0), ("orders", 2), ("orders", 3)})
+    assert sorted(requests) == [1]  # partition 1 is not wanted, partition 3 has no leader
+    (topic,) = requests[1].topics
+    assert (topic.name, [(p.partition_index, p.timestamp) for p in topic.partitions]) == (
+        "orders", [(0, LATEST_TIMESTAMP), (2, LATEST_TIMESTAMP)])
+    answer = ListOffsetsResponse(topics=(ListOffsetsTopicResponse(name="orders", partitions=(
+        ListOffsetsPartitionResponse(partition_index=0, offset=40),
+        ListOffsetsPartitionResponse(partition_index=2, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER))),))
+    assert latest_offsets(answer) == {("orders", 0): 40}

@@ -4,8 +4,9 @@ partition's log end offset for consumers (its high watermark) minus the group's 
 Kafka's own consumer reports ``records-lag`` (kafka.consumer:type=consumer-fetch-manager-metrics)
 from its fetch position, which only a live consumer knows; the group coordinator knows the
 committed offsets of every group it coordinates, including groups with no member running, which
-is what ``kafka-consumer-groups --describe`` and Burrow show. The shell asks the partitions'
-leaders for their latest offsets (ListOffsets) and hands both here.
+is what ``kafka-consumer-groups --describe`` and Burrow show. ``latest_offsets_requests`` says
+which ListOffsets to ask of which leader (from the coordinator's broker's metadata), the shell
+makes the calls, ``latest_offsets`` reads the answers, and ``lag_metrics`` makes the gauges.
 """
 from __future__ import annotations
 
@@ -13,6 +14,11 @@ from collections.abc import Mapping
 
 from actors.core import metrics
 from actors.core.effects import Metric
+from actors.core.errors import ErrorCode
+from actors.core.messages.list_offsets import (
+    LATEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopic,
+)
+from actors.core.messages.metadata import MetadataResponse
 
 TopicPartition = tuple[str, int]
 
@@ -39,3 +45,24 @@ def lag_metrics(broker_id: int, committed: Mapping[tuple[str, TopicPartition], i
     past the end, possible after a truncation, is 0 lag, as kafka-consumer-groups shows it)."""
     return [metrics.consumer_group_lag(broker_id, group_id, tp[0], tp[1], max(0, end_offsets[tp] - offset))
             for (group_id, tp), offset in sorted(committed.items()) if tp in end_offsets]
+
+
+def latest_offsets_requests(metadata: MetadataResponse, wanted: set[TopicPartition]) -> dict[int, ListOffsetsRequest]:
+    """Leader id -> the ListOffsets (latest) for the ``wanted`` partitions it leads; a partition
+    with no leader is left out of this pass."""
+    by_leader: dict[int, dict[str, list[int]]] = {}
+    for topic in metadata.topics:
+        for p in topic.partitions:
+            if (topic.name, p.partition_index) in wanted and p.leader_id >= 0:
+                by_leader.setdefault(p.leader_id, {}).setdefault(topic.name, []).append(p.partition_index)
+    return {leader: ListOffsetsRequest(topics=tuple(
+        ListOffsetsTopic(name=name, partitions=tuple(ListOffsetsPartition(partition_index=i, timestamp=LATEST_TIMESTAMP)
+                                                     for i in sorted(indexes)))
+        for name, indexes in sorted(topics.items())))
+        for leader, topics in sorted(by_leader.items())}
+
+
+def latest_offsets(answer: ListOffsetsResponse) -> dict[TopicPartition, int]:
+    """The partitions a leader answered without an error, with their latest offsets."""
+    return {(topic.name, p.partition_index): p.offset for topic in answer.topics for p in topic.partitions
+            if p.error_code == ErrorCode.NONE and p.offset >= 0}
