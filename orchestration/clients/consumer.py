@@ -17,7 +17,8 @@ FindCoordinator, JoinGroup/SyncGroup, the listener's callbacks, auto-commit) and
 fetches, as Kafka's ``KafkaConsumer.poll`` does. A newly owned partition (either way, when there
 is a ``group.id``) starts at the group's committed offset, else per ``auto.offset.reset``; it is
 not fetched until that lookup answered. What is committed is the position after the last record
-``poll`` returned, not after what fetches buffered.
+``poll`` returned, not after what fetches buffered. ``poll_batches`` and ``poll_arrow``
+(``BatchPolling``) hand out the same data as whole record batches or Arrow columns.
 
 With a ``HistoryWriter`` every poll that returns records is recorded (``HistoryWriter.poll``) with
 the records and ``positions_before``: per owned partition whose position is known, the offset of
@@ -45,7 +46,9 @@ from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefr
 from orchestration.clients.consumer_coordinator import ConsumerCoordinator
 from orchestration.clients.group_member import monotonic_ms
 from orchestration.clients.list_offsets import list_offset
-from orchestration.clients.records import ConsumerRecord, fetch_extent, read_records
+from orchestration.clients.batch_poll import BatchPolling
+from orchestration.clients.fetched import FetchBuffer, FetchedPartition
+from orchestration.clients.records import ConsumerRecord, fetch_extent
 from orchestration.errors import KafkaError
 
 CONSUMER_DEFAULTS = {
@@ -84,7 +87,7 @@ def _topic_partition(value) -> tuple[str, int]:
     return str(topic), int(partition)
 
 
-class Consumer:
+class Consumer(BatchPolling):
     def __init__(self, directory: BrokerDirectory, config: dict | None = None, *,
                  coordinator_channel=None, heartbeat_thread: bool = True,
                  history: HistoryWriter | None = None, process: str | None = None) -> None:
@@ -108,7 +111,7 @@ class Consumer:
         self._metadata = MetadataRefresher(directory, retry_backoff_ms=self._retry_backoff_ms,
                                            metadata_max_age_ms=int(settings["metadata.max.age.ms"]))
         self._positions: dict[tuple[str, int], int | None] = {}
-        self._buffered: collections.deque[ConsumerRecord] = collections.deque()
+        self._buffered = FetchBuffer()  # fetch answers not all handed out yet
         # Per Fetch awaiting its answer, keyed by the answer's future: (broker id, the call's
         # ObjectRef, held until the answer is in, {topic_partition: fetch offset}).
         self._in_flight: dict[Future, tuple] = {}
@@ -215,7 +218,7 @@ class Consumer:
         if self._positions[tp] is None:
             self._reset(tp, waiting=True)
         # As in Kafka: the offset of the next record poll will return, not how far fetches reached.
-        return next((r.offset for r in self._buffered if (r.topic, r.partition) == tp), self._positions[tp])
+        return self._buffered.positions().get(tp, self._positions[tp])
 
     def offsets_for_times(self, timestamps: dict) -> dict[tuple[str, int], int | None]:
         """Kafka's ``offsetsForTimes``: per partition, the offset of the first committed record
@@ -233,21 +236,24 @@ class Consumer:
                 for p in partitions}
 
     def poll(self, timeout_ms: int = 0) -> list[ConsumerRecord]:
+        """Records from the owned partitions, at most ``max.poll.records``, waiting up to
+        ``timeout_ms`` for some; one ``ConsumerRecord`` per record."""
+        return self._poll(timeout_ms, self._take_records, [])
+
+    def _poll(self, timeout_ms: int, take, nothing):
+        """Wait up to ``timeout_ms`` for buffered fetch answers, then hand them out with ``take``
+        (which returns something falsy when the answers held no data, e.g. only markers)."""
         if self._closed:
             raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "consumer is closed")
         deadline = time.monotonic() + max(0, timeout_ms) / 1000
         while True:
             if self._coordinator is not None and not self._update_assignment(deadline * 1000):
-                return []  # the rebalance or the coordinator lookup goes on in the next poll
+                return nothing  # the rebalance or the coordinator lookup goes on in the next poll
             if self._buffered:
-                positions_before = self._known_positions() if self._history is not None else None
-                records = [self._buffered.popleft() for _ in range(min(len(self._buffered), self._max_poll_records))]
-                for record in records:
-                    self._consumed_epochs[(record.topic, record.partition)] = record.leader_epoch
-                self._send_fetches()  # pipelining: the next data travels while the caller works
-                if self._history is not None:
-                    self._history.poll(self.process, records, positions_before)
-                return records
+                handed_out = take()
+                if handed_out:
+                    self._send_fetches()  # pipelining: the next data travels while the caller works
+                    return handed_out
             self._send_fetches()
             remaining_s = deadline - time.monotonic()
             # A group member comes back to its coordinator (auto-commit) while waiting for data.
@@ -255,7 +261,7 @@ class Consumer:
                 remaining_s, self._coordinator.time_to_next_poll_ms(monotonic_ms()) / 1000)
             if not self._in_flight:
                 if remaining_s <= 0:
-                    return []
+                    return nothing
                 time.sleep(max(0.0, min(wait_s, self._retry_backoff_ms / 1000)))
                 continue
             done, _ = futures.wait(list(self._in_flight), timeout=max(0.0, wait_s),
@@ -265,7 +271,7 @@ class Consumer:
             # Checked whether or not a fetch answered: fetches answered at once with nothing
             # (fetch.max.wait.ms=0, at the log end) must not keep poll past its timeout.
             if not self._buffered and time.monotonic() >= deadline:
-                return []
+                return nothing
 
     def close(self, timeout_ms: int = CLOSE_TIMEOUT_MS) -> None:
         """A group member commits (if ``enable.auto.commit``), calls ``on_partitions_revoked`` and
@@ -290,7 +296,7 @@ class Consumer:
     def _send_fetches(self) -> None:
         self._metadata.update_if_due()
         busy = {tp for _, _, offsets in self._in_flight.values() for tp in offsets}
-        buffered = {(r.topic, r.partition) for r in self._buffered}
+        buffered = self._buffered.topic_partitions()
         by_leader: dict[int, dict[tuple[str, int], tuple[int, int]]] = collections.defaultdict(dict)
         now = time.monotonic()
         for tp in self._positions:
@@ -342,7 +348,6 @@ class Consumer:
                 raise error
             self._on_broker_trouble(leader)
             return
-        fetched, room = [], self._max_poll_records - len(self._buffered)  # room: what this poll may return
         for topic in response.responses:
             for data in topic.partitions:
                 tp = (topic.topic, data.partition_index)
@@ -351,16 +356,10 @@ class Consumer:
                     continue  # reassigned or sought meanwhile: this data is stale
                 record_count = self._handle_partition(tp, fetched_at, data)
                 if record_count:
-                    fetched.append((tp, data.records, fetched_at))
-                    room -= record_count
-        try:
-            if fetched and room >= 0:
-                # This poll hands it all out, and Kafka's poll sends the next fetches before it
-                # returns: sent before decoding, they travel while this process decodes.
-                self._send_fetches()
-        finally:
-            for (topic, partition), records, fetched_at in fetched:
-                self._buffered.extend(read_records(topic, partition, records, fetched_at))
+                    # Decoded (or sliced into batches) only when handed out, and then after the
+                    # next fetches are sent (_pop_whole).
+                    self._buffered.append(FetchedPartition(*tp, data.records, fetched_at, self._positions[tp],
+                                                           record_count))
 
     def _handle_partition(self, tp, fetched_at: int, data) -> int:
         """Act on one partition's answer; for records, move the position past its last whole batch
@@ -438,9 +437,7 @@ class Consumer:
         """What a commit stores: per owned partition with a position, the offset of the first record
         not yet returned by ``poll`` (a buffered one, else the fetch position), and the leader epoch
         of the last record returned."""
-        first_buffered: dict[tuple[str, int], int] = {}
-        for record in self._buffered:
-            first_buffered.setdefault((record.topic, record.partition), record.offset)
+        first_buffered = self._buffered.positions()
         positions = {}
         for tp, position in self._positions.items():
             offset = first_buffered.get(tp, position)
@@ -497,4 +494,4 @@ class Consumer:
         return list(self._positions) if partitions is None else [self._assigned(p) for p in partitions]
 
     def _drop_buffered(self, predicate) -> None:
-        self._buffered = collections.deque(r for r in self._buffered if not predicate((r.topic, r.partition)))
+        self._buffered.drop(predicate)
