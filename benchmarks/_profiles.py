@@ -26,13 +26,18 @@ The profiles (``PROFILES``) say which points a run has and how much data each mo
   here yet; from the default run's pace, about half an hour.
 
 The ``python`` client's ``fetch`` point is the consumer's own Fetch call to the broker actor, bytes
-only (``_bare_fetch``), beside ``poll``, which also decodes.
+only (``_bare_fetch``), beside ``poll``, which also decodes. Its ``consume-batches`` and
+``consume-arrow`` points read the same records as its ``consume`` point, with
+``Consumer.poll_batches`` (whole v2 batches, no decoding) and ``Consumer.poll_arrow`` (Arrow
+columns, no Python object per record): what the batch-level API buys over ``poll``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-OPS = ("produce", "consume", "fetch", "catchup")
+OPS = ("produce", "consume", "consume-batches", "consume-arrow", "fetch", "catchup")
+# The Python consumer's batch-level reads, each beside ``consume`` (``poll``) on the same data.
+BATCH_CONSUME_OPS = ("consume-batches", "consume-arrow")
 CLIENTS = ("python", "confluent")
 PARTITIONS = (1, 8, 64)
 SIZES = (100, 1024, 10240)
@@ -54,6 +59,8 @@ class Point:
         size = f"{self.record_bytes // 1024}KiB" if self.record_bytes >= 1024 else f"{self.record_bytes}B"
         what = {"produce": f"produce RF={self.replication_factor} acks={self.acks}",
                 "consume": f"consume RF={self.replication_factor}",
+                "consume-batches": f"consume poll_batches RF={self.replication_factor}",
+                "consume-arrow": f"consume poll_arrow RF={self.replication_factor}",
                 "fetch": f"bare fetch RF={self.replication_factor}",
                 "catchup": f"catch-up RF={self.replication_factor}"}[self.op]
         return f"{what} {self.client} p={self.partitions} {size}"
@@ -71,7 +78,8 @@ class Profile:
 def _produce_consume(client: str, partitions: int, size: int, produce: list[tuple[int, str]]) -> list[Point]:
     points = [Point("produce", client, partitions, size, acks, rf) for rf, acks in produce]
     points.append(Point("consume", client, partitions, size, "-", 1))
-    if client == "python":  # the consumer's Fetch call alone, beside poll
+    if client == "python":  # whole batches and Arrow columns, and the consumer's Fetch call alone, beside poll
+        points += [Point(op, client, partitions, size, "-", 1) for op in BATCH_CONSUME_OPS]
         points.append(Point("fetch", client, partitions, size, "-", 1))
     return points
 

@@ -44,9 +44,12 @@ def produce(cluster, topic: str, partitions: int, records: int, size: int, acks:
     return {"records": progress[0], "failed": len(failed), "seconds": seconds}
 
 
-def consume(cluster, topic: str, partitions: int, records: int, progress: list[int]) -> dict:
-    """Read ``records`` records from offset 0 of every partition with ``poll``; timed as
-    ``_wire.read_figures`` says."""
+def consume(cluster, topic: str, partitions: int, records: int, progress: list[int], how: str = "poll") -> dict:
+    """Read ``records`` records from offset 0 of every partition; timed as ``_wire.read_figures``
+    says. ``how``: ``poll`` (one ``ConsumerRecord`` per record), ``batches`` (``poll_batches``:
+    whole v2 batches, counted from their headers, values not read) or ``arrow`` (``poll_arrow``:
+    one Arrow table per poll, values counted from its value column)."""
+    import pyarrow.compute as pc
     consumer = cluster.consumer(CONSUMER)
     assigned = [(topic, p) for p in range(partitions)]
     consumer.assign(assigned)
@@ -57,9 +60,19 @@ def consume(cluster, topic: str, partitions: int, records: int, progress: list[i
     last_progress = (started, 0)
     try:
         while progress[0] < records and reading(started, last_progress):
-            batch = consumer.poll(timeout_ms=1000)
-            progress[0] += len(batch)
-            value_bytes += sum(len(record.value) for record in batch)
+            if how == "batches":
+                batches = [b for per_partition in consumer.poll_batches(timeout_ms=1000).values()
+                           for b in per_partition]
+                progress[0] += sum(b.record_count for b in batches)
+                value_bytes += sum(len(b.data) for b in batches)  # batch bytes: headers included
+            elif how == "arrow":
+                table = consumer.poll_arrow(timeout_ms=1000)
+                progress[0] += table.num_rows
+                value_bytes += pc.sum(pc.binary_length(table.column("value"))).as_py() or 0
+            else:
+                batch = consumer.poll(timeout_ms=1000)
+                progress[0] += len(batch)
+                value_bytes += sum(len(record.value) for record in batch)
             if first is None and progress[0]:
                 first = (time.perf_counter(), progress[0])
             if progress[0] > last_progress[1]:

@@ -65,10 +65,12 @@ def draw(path: str, rows: list[dict], title: str) -> str:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    ops = [op for op in ("produce", "consume", "fetch", "catchup") if any(r["op"] == op for r in rows)]
+    # The batch-level consume points share the consume panel, beside poll's.
+    panel = {"consume-batches": "consume", "consume-arrow": "consume"}
+    ops = [op for op in ("produce", "consume", "fetch", "catchup") if any(panel.get(r["op"], r["op"]) == op for r in rows)]
     if not ops:
         return "not drawn (no points)"
-    heights = [max(2.5, 0.32 * sum(r["op"] == op for r in rows) + 1.2) for op in ops]
+    heights = [max(2.5, 0.32 * sum(panel.get(r["op"], r["op"]) == op for r in rows) + 1.2) for op in ops]
     figure, axes = plt.subplots(len(ops), 1, figsize=(12, sum(heights)), gridspec_kw={"height_ratios": heights},
                                 squeeze=False)
     series = (("raykafka", lambda r: r["mb_per_s"], "tab:blue"),
@@ -76,7 +78,7 @@ def draw(path: str, rows: list[dict], title: str) -> str:
               ("Ray transfer, bytes", lambda r: r["ceilings"]["ray_bytes_mb_per_s"], "tab:gray"),
               ("Ray transfer, numpy", lambda r: r["ceilings"]["ray_numpy_mb_per_s"], "silver"))
     for axis, op in zip(axes[:, 0], ops):
-        chosen = [r for r in rows if r["op"] == op]
+        chosen = [r for r in rows if panel.get(r["op"], r["op"]) == op]
         bar_height = 0.8 / len(series)
         for index, (name, value, colour) in enumerate(series):
             positions = [i + (index - 1.5) * bar_height for i in range(len(chosen))]

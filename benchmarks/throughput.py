@@ -42,7 +42,7 @@ sys.path.insert(0, ROOT)
 from benchmarks import _profiles as profiles  # noqa: E402
 from benchmarks import _report as report  # noqa: E402
 from benchmarks import _wire as wire  # noqa: E402
-from benchmarks._profiles import MIB, Point, records_for  # noqa: E402
+from benchmarks._profiles import BATCH_CONSUME_OPS, MIB, Point, records_for  # noqa: E402
 
 RESULTS_DIR = os.path.join(ROOT, "benchmarks", "results")
 MB = 1e6
@@ -61,7 +61,7 @@ def call_bytes(point: Point, total_bytes: int) -> int:
     """The payload one client call of ``point`` carries at most: the size its Ray ceiling moves."""
     if point.op == "produce":
         most = PRODUCE_REQUEST_BYTES
-    elif point.op == "consume":
+    elif point.op.startswith("consume"):
         most = min(FETCH_BYTES_MAX, PARTITION_FETCH_BYTES_MAX * point.partitions)
     elif point.op == "fetch":
         most = BARE_FETCH_BYTES
@@ -184,7 +184,7 @@ class Runner:
         records = records_for(self.profile, first.record_bytes)
         bootstrap = cluster.bootstrap_servers
         produced = 0
-        order = {"produce": 0, "consume": 1, "fetch": 2}
+        order = {"produce": 0, "consume": 1, "consume-batches": 2, "consume-arrow": 3, "fetch": 4}
         for point in sorted(points, key=lambda p: (order[p.op], ACKS_ORDER.get(p.acks, 0))):
             if point.op != "produce" and produced == 0:  # something to read
                 filled = api.produce(cluster, topic, point.partitions, records, point.record_bytes, "1", [0])
@@ -204,6 +204,9 @@ class Runner:
                                            point.acks, count)
                 elif point.op == "fetch":
                     figures = bare_fetch(cluster, topic, point.partitions, count, BARE_FETCH_BYTES)
+                elif point.op in BATCH_CONSUME_OPS:
+                    figures = api.consume(cluster, topic, point.partitions, produced, count,
+                                          how=point.op.removeprefix("consume-"))
                 elif point.client == "python":
                     figures = api.consume(cluster, topic, point.partitions, produced, count)
                 else:
@@ -211,7 +214,7 @@ class Runner:
             if point.op == "produce":
                 produced += figures["records"]
             extra = ({key: figures[key] for key in ("records_after_first_delivery", "seconds_after_first_delivery")}
-                     if point.op == "consume" else {"batch_bytes": figures["bytes"], "calls": figures["calls"]}
+                     if point.op.startswith("consume") else {"batch_bytes": figures["bytes"], "calls": figures["calls"]}
                      if point.op == "fetch" else {})
             self.row(point, figures, probe, expected=records if point.op == "produce" else produced, extra=extra)
         cluster.delete_topic(topic)

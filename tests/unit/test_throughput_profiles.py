@@ -40,7 +40,7 @@ def test_smoke_has_each_kind_of_point_and_its_tansu_ceilings():
     smoke = profiles.PROFILES["smoke"]
     assert {(p.op, p.client) for p in smoke.points} == {
         ("produce", "python"), ("produce", "confluent"), ("consume", "python"), ("consume", "confluent"),
-        ("fetch", "python"),
+        ("consume-batches", "python"), ("consume-arrow", "python"), ("fetch", "python"),
         ("catchup", "replica")}
     assert tansu_plan(smoke) == {(1, 1024): {("produce", "1"), ("produce", "all"), ("consume", "-")}}
 
