@@ -14,7 +14,7 @@ import time
 from benchmarks import _python_api as api
 from benchmarks import _report as report
 from benchmarks import _wire as wire
-from benchmarks._probe import BrokerProbe, raykafka_broker_pids
+from benchmarks._probe import RSS_KINDS, BrokerProbe, raykafka_broker_pids
 from benchmarks._profiles import parse_size
 
 MB = 1e6
@@ -65,7 +65,7 @@ def run_backlog(args, *, out_dir: str, start_ray, command: str) -> dict:
                     consumed = api.consume(cluster, topic, partitions, produced["records"], count)
                 else:
                     consumed = wire.consume(cluster.bootstrap_servers, topic, partitions, produced["records"], count)
-                series = probe.rss_series
+                series, kinds_series = probe.rss_series, probe.rss_kinds_series
                 display.done(f"consumed {consumed['records']:,} records")
             consume_peak = max(rss for at, rss in series if at >= phases[1][0])
             figures = {"client": client, "partitions": partitions, "record_bytes": size, "records": records,
@@ -76,10 +76,20 @@ def run_backlog(args, *, out_dir: str, start_ray, command: str) -> dict:
                        "broker_rss_peak_consume_mb": consume_peak / MB, "broker_rss_end_mb": series[-1][1] / MB,
                        "broker_rss_growth_mb": (max(produce_peak, consume_peak) - before) / MB,
                        "broker_cpu_s_per_gb": probe.cpu_seconds / (2 * records * size / 1e9),
-                       "rss_series": [(round(at, 2), rss) for at, rss in series]}
+                       "rss_series": [(round(at, 2), rss) for at, rss in series],
+                       "rss_kinds_series": [(round(at, 2), kinds) for at, kinds in kinds_series]}
+            for kind in RSS_KINDS:
+                # The broker side's own heap (anon) apart from the object store pages it touched
+                # (shmem): only the first is the broker's memory in Kafka's sense.
+                values = [(at, kinds.get(kind, 0)) for at, kinds in kinds_series]
+                figures[f"broker_{kind}_before_mb"] = values[0][1] / MB
+                figures[f"broker_{kind}_peak_produce_mb"] = max(v for at, v in values if at < phases[1][0]) / MB
+                figures[f"broker_{kind}_peak_consume_mb"] = max(v for at, v in values if at >= phases[1][0]) / MB
+                figures[f"broker_{kind}_end_mb"] = values[-1][1] / MB
     finally:
         if owns_ray:
             ray.shutdown()
+    os.makedirs(out_dir, exist_ok=True)
     base = os.path.join(out_dir, "throughput-backlog")
     figures.update(command=command, started=time.strftime("%Y-%m-%dT%H:%M:%SZ"))
     figures["png"] = report.shown(report.draw_memory(
@@ -88,7 +98,8 @@ def run_backlog(args, *, out_dir: str, start_ray, command: str) -> dict:
     report.save_json(base + ".json", figures)
     for key in ("produced", "consumed", "produce_mb_per_s", "consume_mb_per_s", "broker_rss_before_mb",
                 "broker_rss_peak_produce_mb", "broker_rss_peak_consume_mb", "broker_rss_end_mb",
-                "broker_rss_growth_mb", "broker_cpu_s_per_gb"):
+                "broker_rss_growth_mb", "broker_cpu_s_per_gb",
+                *(f"broker_{kind}_{when}_mb" for kind in RSS_KINDS for when in ("before", "peak_produce", "peak_consume", "end"))):
         value = figures[key]
         print(f"  {key:<28} {value:>12,.1f}" if isinstance(value, float) else f"  {key:<28} {value:>12,}")
     print(f"saved {figures['json']} and {figures['png']}")
