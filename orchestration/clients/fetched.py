@@ -57,7 +57,9 @@ class FetchedBatch(NamedTuple):
     ``data`` is the whole batch in Kafka's v2 format (header and records, CRC valid), a read-only
     memoryview of the fetched buffer; it holds exactly the records ``base_offset`` ..
     ``last_offset`` that this consumer had not handed out. ``leader_epoch`` is the batch's
-    partition leader epoch (what a commit of the next offset carries)."""
+    partition leader epoch (what a commit of the next offset carries). ``data`` keeps the whole
+    fetch answer it came from in memory while it lives: copy it (``bytes(batch.data)``) to keep a
+    batch for long."""
 
     topic: str
     partition: int

@@ -94,3 +94,15 @@ def test_the_probe_counts_cpu_and_memory_of_the_processes_it_is_given():
     assert probe.cpu_seconds > 0
     assert probe.rss_peak_bytes >= psutil.Process().memory_info().rss // 2
     assert probe.process_count == 1
+
+
+def test_the_probe_splits_memory_into_heap_files_and_shared_memory():
+    import mmap
+    shared = mmap.mmap(-1, 32 * 1024 * 1024)  # anonymous shared memory, as Ray's object store is
+    with BrokerProbe(lambda: [os.getpid()]) as probe:
+        shared.write(b"x" * len(shared))  # touched: it counts in this process's RSS, as shmem
+    shared.close()
+    _, kinds = probe.rss_kinds_series[-1]
+    assert set(kinds) == {"anon", "file", "shmem"}
+    assert kinds["anon"] > 0 and kinds["shmem"] >= 32 * 1024 * 1024
+    assert sum(kinds.values()) <= probe.rss_series[-1][1] * 1.01 + 4096
