@@ -435,8 +435,8 @@ class Consumer(BatchPolling):
 
     def _consumed_positions(self) -> dict[tuple[str, int], tuple[int, int]]:
         """What a commit stores: per owned partition with a position, the offset of the first record
-        not yet returned by ``poll`` (a buffered one, else the fetch position), and the leader epoch
-        of the last record returned."""
+        not yet handed out (its buffered fetch answer's position, else the fetch position), and the
+        leader epoch of the last record handed out."""
         first_buffered = self._buffered.positions()
         positions = {}
         for tp, position in self._positions.items():
