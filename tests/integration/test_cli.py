@@ -2,7 +2,8 @@
 a subprocess, then every subcommand, each as its own process with ``--json``, against that cluster
 (topics, topic configs changed live, produce, consume, groups with lag, a partition reassignment,
 kill and leadership moving, elections, metrics), and ``cluster stop`` ending the actors and the Ray
-head it started."""
+head it started. Each test makes what it reads (its own topics, or the module's ``orders`` fixture),
+so any one of them runs alone (``-k``)."""
 from __future__ import annotations
 
 import json
@@ -20,6 +21,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COMMAND_TIMEOUT_S = 240
 WAIT_S = 120
+ORDERS_RECORDS = 30
 
 pytestmark = pytest.mark.integration
 
@@ -81,6 +83,18 @@ def rk(tmp_path_factory):
         assert stopped.returncode == 0, stopped.stderr[-3000:]
 
 
+@pytest.fixture(scope="module")
+def orders(rk) -> str:
+    """A topic of 3 partitions (RF 3, min.insync.replicas=2) holding ORDERS_RECORDS records; the
+    tests that kill brokers, produce more and scrape metrics share it."""
+    assert rk.json("topics", "create", "orders", "--partitions", "3", "--replication-factor", "3",
+                   "--config", "min.insync.replicas=2")["created"]
+    lines = "".join(f"k{i}:v{i}\n" for i in range(ORDERS_RECORDS))
+    assert rk.json("produce", "orders", "--key-separator", ":", "--acks", "all", stdin=lines)["acknowledged"] \
+        == ORDERS_RECORDS
+    return "orders"
+
+
 def test_cluster_status_shows_brokers_controller_and_health(rk):
     status = rk.json("cluster", "status")
     assert [b["broker_id"] for b in status["brokers"]] == [0, 1, 2]
@@ -90,25 +104,26 @@ def test_cluster_status_shows_brokers_controller_and_health(rk):
 
 
 def test_topics_create_list_describe_delete(rk):
-    assert rk.json("topics", "create", "orders", "--partitions", "3", "--replication-factor", "3",
+    assert rk.json("topics", "create", "listed", "--partitions", "3", "--replication-factor", "3",
                    "--config", "min.insync.replicas=2")["created"]
     assert rk.json("topics", "create", "scratch")["created"]
-    assert {"orders", "scratch"} <= set(rk.json("topics", "list"))
-    described = rk.json("topics", "describe", "orders")
+    assert {"listed", "scratch"} <= set(rk.json("topics", "list"))
+    described = rk.json("topics", "describe", "listed")
     assert [p["partition"] for p in described] == [0, 1, 2]
     assert all(p["leader"] in p["isr"] and len(p["replicas"]) == 3 for p in described)
-    assert rk.json("topics", "describe", "orders", "--unavailable-partitions") == []
-    refused = rk.run("topics", "create", "orders", check=False)
+    assert rk.json("topics", "describe", "listed", "--unavailable-partitions") == []
+    refused = rk.run("topics", "create", "listed", check=False)
     assert refused.returncode == 1 and json.loads(refused.stdout)["error"] == "TOPIC_ALREADY_EXISTS"
     assert rk.json("topics", "delete", "scratch")["deleted"]
     assert "scratch" not in rk.json("topics", "list")
 
 
 def test_produce_consume_and_group_lag(rk):
+    assert rk.json("topics", "create", "lagged", "--partitions", "3", "--replication-factor", "3")["created"]
     lines = "".join(f"k{i}:v{i}\n" for i in range(30))
-    produced = rk.json("produce", "orders", "--key-separator", ":", "--acks", "all", stdin=lines)
+    produced = rk.json("produce", "lagged", "--key-separator", ":", "--acks", "all", stdin=lines)
     assert produced["acknowledged"] == 30
-    records = rk.json_lines("consume", "orders", "--group", "readers", "--from-beginning", "--max-messages", "10",
+    records = rk.json_lines("consume", "lagged", "--group", "readers", "--from-beginning", "--max-messages", "10",
                             "--timeout-ms", "20000")
     assert len(records) == 10 and all(r["value"] == "v" + r["key"][1:] for r in records)
     group = rk.json("groups", "describe", "readers")
@@ -118,13 +133,13 @@ def test_produce_consume_and_group_lag(rk):
     assert {"group": "readers", "state": "Empty"} in rk.json("groups", "list")
     # One partition from an offset, without a group.
     first = produced["offsets"][0]
-    one = rk.json_lines("consume", "orders", "--partition", str(first["partition"]), "--offset", str(first["offset"]),
+    one = rk.json_lines("consume", "lagged", "--partition", str(first["partition"]), "--offset", str(first["offset"]),
                         "--max-messages", "1", "--timeout-ms", "20000")
     assert [(r["partition"], r["offset"]) for r in one] == [(first["partition"], first["offset"])]
     # Offsets back to the start (a dry run first), then the group is deleted.
-    dry = rk.json("groups", "reset-offsets", "readers", "--topic", "orders", "--to-earliest")
+    dry = rk.json("groups", "reset-offsets", "readers", "--topic", "lagged", "--to-earliest")
     assert not dry["executed"] and all(p["new_offset"] == 0 for p in dry["partitions"])
-    assert rk.json("groups", "reset-offsets", "readers", "--topic", "orders", "--to-earliest", "--execute")["executed"]
+    assert rk.json("groups", "reset-offsets", "readers", "--topic", "lagged", "--to-earliest", "--execute")["executed"]
     assert sum(r["lag"] for r in rk.json("groups", "describe", "readers")["partitions"]) == 30
     assert rk.json("groups", "delete", "readers")["deleted"]
     assert "readers" not in [g["group"] for g in rk.json("groups", "list")]
@@ -174,7 +189,7 @@ def test_reassign_partitions_moves_replicas_and_keeps_the_records(rk, tmp_path):
     assert refused.returncode == 1 and json.loads(refused.stdout)["refused"] == {"moving-0": "INVALID_REPLICA_ASSIGNMENT"}
 
 
-def test_kill_leader_moves_leadership_and_preferred_election_moves_it_back(rk):
+def test_kill_leader_moves_leadership_and_preferred_election_moves_it_back(rk, orders):
     before = {p["partition"]: p for p in rk.json("topics", "describe", "orders")}
     victim = before[0]["leader"]
     assert rk.json("kill", "broker", str(victim), "--no-restart")["restart"] is False
@@ -203,7 +218,7 @@ def test_kill_leader_moves_leadership_and_preferred_election_moves_it_back(rk):
     assert {r["result"] for r in unclean} == {"ELECTION_NOT_NEEDED"}
 
 
-def test_kill_controller_and_a_coordinator(rk):
+def test_kill_controller_and_a_coordinator(rk, orders):
     epoch = rk.json("cluster", "status")["controller"]["controller_epoch"]
     rk.json("kill", "controller")
     wait_for("a controller with a higher epoch", lambda: rk.json(
@@ -228,7 +243,7 @@ def total(text: str, name: str, **tags: str) -> float:
     return found
 
 
-def test_metrics_on_rays_endpoint_move_during_a_load(rk):
+def test_metrics_on_rays_endpoint_move_during_a_load(rk, orders):
     port = rk.started["metrics_export_port"]
     # A group with committed offsets behind the log end, for the lag gauge (and bytes out to it).
     assert len(rk.json_lines("consume", "orders", "--group", "lagging", "--from-beginning", "--max-messages", "5",
