@@ -15,6 +15,11 @@ from loguru import logger
 from tenacity import RetryError, Retrying, stop_after_attempt, wait_exponential
 
 START_ATTEMPTS = 3
+# Ray frees objects nobody references in batches, every free_objects_period_milliseconds (1000 by
+# default). Meanwhile a consumer reading at 400 MB/s leaves about a second of fetch answers in the
+# object store, pages the brokers wrote that count in their resident memory: in a 1 GiB backlog
+# read (benchmarks/throughput.py --backlog) 457 MB of it at 1000 ms, 90 MB at 100 ms.
+LOCAL_RAY_SYSTEM_CONFIG = {"free_objects_period_milliseconds": 100}
 RAY_SESSION_LOGS = "/tmp/ray/session_latest/logs"
 
 
@@ -40,6 +45,7 @@ def start_local_ray(*, num_cpus: int | None, namespace: str, attempts: int = STA
     assert not ray.is_initialized(), "start_local_ray starts a Ray of its own: shut the current one down first"
     init_kwargs.setdefault("include_dashboard", False)
     init_kwargs.setdefault("log_to_driver", False)
+    init_kwargs["_system_config"] = {**LOCAL_RAY_SYSTEM_CONFIG, **(init_kwargs.get("_system_config") or {})}
 
     def attempt() -> None:
         try:

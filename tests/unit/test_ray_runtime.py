@@ -58,3 +58,12 @@ def test_a_first_start_that_works_is_not_repeated(fake_ray):
     fake = fake_ray(failures=0)
     start_local_ray(num_cpus=1, namespace="ns", first_wait_s=0, include_dashboard=True)
     assert len(fake.inits) == 1 and fake.shutdowns == 0 and fake.inits[0]["include_dashboard"] is True
+
+
+def test_a_local_ray_frees_unreferenced_objects_every_100_ms_unless_the_caller_says_otherwise(fake_ray):
+    fake = fake_ray(failures=0)
+    start_local_ray(num_cpus=2, namespace="ns")
+    assert fake.inits[0]["_system_config"]["free_objects_period_milliseconds"] == 100
+    fake.shutdown()
+    start_local_ray(num_cpus=2, namespace="ns", _system_config={"free_objects_period_milliseconds": 5, "x": 1})
+    assert fake.inits[1]["_system_config"] == {"free_objects_period_milliseconds": 5, "x": 1}
