@@ -48,12 +48,19 @@ RESULTS_DIR = os.path.join(ROOT, "benchmarks", "results")
 MB = 1e6
 GB = 1e9
 BROKERS = 3
-CLUSTER_CONFIG = {"auto.leader.rebalance.enable": "false", "offsets.topic.num.partitions": "1"}
+# The brokers' followers fetch with the byte limits the consumer points read with (Kafka's
+# replica.fetch.max.bytes per partition and replica.fetch.response.max.bytes per request, as
+# max.partition.fetch.bytes and fetch.max.bytes are for a consumer), so that a catch-up and a
+# consume of the same data are compared at the same request size. At Kafka's defaults (1 MiB per
+# partition) a follower of one partition needs ten round trips where the consumer needs one.
+CLUSTER_CONFIG = {"auto.leader.rebalance.enable": "false", "offsets.topic.num.partitions": "1",
+                  "replica.fetch.max.bytes": "10485760", "replica.fetch.response.max.bytes": "52428800"}
 ACKS_ORDER = {"0": 0, "1": 1, "all": 2}
 # What one request of a point carries at most under the clients' settings (_wire, _python_api):
 PRODUCE_REQUEST_BYTES = 1_000_000  # batch.size; one request per broker drains ~1 MB
 FETCH_BYTES_MAX, PARTITION_FETCH_BYTES_MAX = 52_428_800, 10_485_760  # fetch.max.bytes, max.partition.fetch.bytes
-REPLICA_FETCH_BYTES_MAX, REPLICA_PARTITION_BYTES_MAX = 10 * MIB, MIB  # the brokers' replica.fetch.* defaults
+REPLICA_FETCH_BYTES_MAX = int(CLUSTER_CONFIG["replica.fetch.response.max.bytes"])
+REPLICA_PARTITION_BYTES_MAX = int(CLUSTER_CONFIG["replica.fetch.max.bytes"])
 BARE_FETCH_BYTES = MIB  # _bare_fetch's fetch.max.bytes
 
 
