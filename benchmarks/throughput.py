@@ -17,7 +17,8 @@ wrote from the beginning, so every record produced is counted consumed. Catch-up
 partitions each have a follower on broker 2, which is stopped (controlled shutdown) while the
 backlog is produced with acks=1 and then started again; the rate counts what it copies after its
 first fetched batch shows up. The brokers' followers fetch with the consumer's byte limits
-(``CLUSTER_CONFIG``: replica.fetch.max.bytes 10 MiB, replica.fetch.response.max.bytes 50 MiB). Tansu runs first, a fresh one per partitions x size, before Ray.
+(``CLUSTER_CONFIG``: replica.fetch.max.bytes 10 MiB, replica.fetch.response.max.bytes 50 MiB).
+Tansu runs first, a fresh one per partitions x size, before Ray.
 
 ``--backlog GIB`` instead produces a backlog of GIB GiB (default 1) to one topic and reads it
 back, sampling the broker side's memory throughout (the issue's flat-memory target); it never
