@@ -13,7 +13,11 @@ follower may not hold, and an acknowledged write could then be lost in a failove
 """
 from __future__ import annotations
 
+import pytest
+
 from orchestration.simulation.simulation import Simulation
+
+POLICIES = ("leader-epoch", "high-watermark")  # raykafka.truncation.policy: the count is the same under both
 
 
 class CausalTrace:
@@ -60,8 +64,8 @@ class CausalTrace:
         return [self.sent[i].type_name for i in sorted(descendants)]
 
 
-def quiet_cluster(replication_factor: int, seed: int) -> Simulation:
-    sim = Simulation(brokers=[0, 1, 2], seed=seed)
+def quiet_cluster(replication_factor: int, seed: int, policy: str = POLICIES[0]) -> Simulation:
+    sim = Simulation(brokers=[0, 1, 2], seed=seed, config={"raykafka.truncation.policy": policy})
     replicas = [0, 1, 2][:replication_factor]
     assert sim.create_topic("t", assignment=[replicas],
                             config={"min.insync.replicas": str(replication_factor)}) == "NONE"
@@ -70,9 +74,10 @@ def quiet_cluster(replication_factor: int, seed: int) -> Simulation:
     return sim
 
 
-def test_an_acks_all_produce_waits_for_six_messages_through_one_follower():
+@pytest.mark.parametrize("policy", POLICIES)
+def test_an_acks_all_produce_waits_for_six_messages_through_one_follower(policy: str):
     for seed in (1, 2, 3):
-        sim = quiet_cluster(replication_factor=3, seed=seed)
+        sim = quiet_cluster(replication_factor=3, seed=seed, policy=policy)
         trace = CausalTrace(sim)
         assert sim.produce("t", 0, ["a"], acks="all").status == "acked"
         chain = trace.chain_to("ProduceResponse")
@@ -87,8 +92,9 @@ def test_an_acks_all_produce_waits_for_six_messages_through_one_follower():
                          "ProduceResponse broker:0 -> client"], (seed, chain)
 
 
-def test_with_two_followers_the_produce_sets_off_four_messages_per_follower():
-    sim = quiet_cluster(replication_factor=3, seed=1)
+@pytest.mark.parametrize("policy", POLICIES)
+def test_with_two_followers_the_produce_sets_off_four_messages_per_follower(policy: str):
+    sim = quiet_cluster(replication_factor=3, seed=1, policy=policy)
     trace = CausalTrace(sim)
     assert sim.produce("t", 0, ["a"], acks="all").status == "acked"
     caused = trace.caused_by("ProduceRequest")
