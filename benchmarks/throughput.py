@@ -16,7 +16,9 @@ factor share a topic (acks 0, then 1, then all), and its consume point reads eve
 wrote from the beginning, so every record produced is counted consumed. Catch-up: a topic whose
 partitions each have a follower on broker 2, which is stopped (controlled shutdown) while the
 backlog is produced with acks=1 and then started again; the rate counts what it copies after its
-first fetched batch shows up. Tansu runs first, a fresh one per partitions x size, before Ray.
+first fetched batch shows up. The brokers' followers fetch with the consumer's byte limits
+(``CLUSTER_CONFIG``: replica.fetch.max.bytes 10 MiB, replica.fetch.response.max.bytes 50 MiB).
+Tansu runs first, a fresh one per partitions x size, before Ray.
 
 ``--backlog GIB`` instead produces a backlog of GIB GiB (default 1) to one topic and reads it
 back, sampling the broker side's memory throughout (the issue's flat-memory target); it never
@@ -48,12 +50,19 @@ RESULTS_DIR = os.path.join(ROOT, "benchmarks", "results")
 MB = 1e6
 GB = 1e9
 BROKERS = 3
-CLUSTER_CONFIG = {"auto.leader.rebalance.enable": "false", "offsets.topic.num.partitions": "1"}
+# The brokers' followers fetch with the byte limits the consumer points read with (Kafka's
+# replica.fetch.max.bytes per partition and replica.fetch.response.max.bytes per request, as
+# max.partition.fetch.bytes and fetch.max.bytes are for a consumer), so that a catch-up and a
+# consume of the same data are compared at the same request size. At Kafka's defaults (1 MiB per
+# partition) a follower of one partition needs ten round trips where the consumer needs one.
+CLUSTER_CONFIG = {"auto.leader.rebalance.enable": "false", "offsets.topic.num.partitions": "1",
+                  "replica.fetch.max.bytes": "10485760", "replica.fetch.response.max.bytes": "52428800"}
 ACKS_ORDER = {"0": 0, "1": 1, "all": 2}
 # What one request of a point carries at most under the clients' settings (_wire, _python_api):
 PRODUCE_REQUEST_BYTES = 1_000_000  # batch.size; one request per broker drains ~1 MB
 FETCH_BYTES_MAX, PARTITION_FETCH_BYTES_MAX = 52_428_800, 10_485_760  # fetch.max.bytes, max.partition.fetch.bytes
-REPLICA_FETCH_BYTES_MAX, REPLICA_PARTITION_BYTES_MAX = 10 * MIB, MIB  # the brokers' replica.fetch.* defaults
+REPLICA_FETCH_BYTES_MAX = int(CLUSTER_CONFIG["replica.fetch.response.max.bytes"])
+REPLICA_PARTITION_BYTES_MAX = int(CLUSTER_CONFIG["replica.fetch.max.bytes"])
 BARE_FETCH_BYTES = MIB  # _bare_fetch's fetch.max.bytes
 
 

@@ -74,7 +74,9 @@ def test_a_ceiling_moves_what_one_call_of_the_point_carries_at_most():
     assert call_bytes(produce, 50_000_000) == 1_000_000
     assert call_bytes(produce, 1000) == 1000
     assert call_bytes(consume, 50_000_000) == 10_485_760
-    assert call_bytes(catch_up, 50_000_000) == 10 * 1024 * 1024
+    # The followers fetch with the consumer's limits: 10 MiB per partition, 50 MiB per request.
+    assert call_bytes(catch_up, 60_000_000) == 52_428_800
+    assert call_bytes(profiles.Point("catchup", "replica", 1, 1024, "1", 2), 50_000_000) == 10_485_760
 
 
 def test_a_row_prints_as_one_line_under_the_header():
