@@ -36,6 +36,7 @@ class _Field(NamedTuple):
     is_optional: bool
     required: bool  # no default: a kio field that must be given a value
     time_field: bool  # kio holds a timedelta or datetime where raykafka holds milliseconds
+    kind: str  # how a raykafka value becomes kio's (``_kio_value``)
 
 
 @functools.cache
@@ -46,12 +47,41 @@ def _fields(cls: type) -> tuple[_Field, ...]:
     for field in dataclasses.fields(cls):
         hint = hints[field.name]
         kafka_type = field.metadata.get("kafka_type", "")
+        entity, is_tuple = _entity_class(hint), _is_tuple(hint)
         found.append(_Field(
-            name=field.name, hint=hint, kafka_type=kafka_type, entity=_entity_class(hint),
-            is_tuple=_is_tuple(hint), is_optional=_is_optional(hint),
+            name=field.name, hint=hint, kafka_type=kafka_type, entity=entity, is_tuple=is_tuple,
+            is_optional=_is_optional(hint),
             required=field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING,
-            time_field=kafka_type.startswith(("timedelta", "datetime"))))
+            time_field=kafka_type.startswith(("timedelta", "datetime")),
+            kind=_kind(kafka_type, entity, is_tuple)))
     return tuple(found)
+
+
+def _kind(kafka_type: str, entity: type | None, is_tuple: bool) -> str:
+    if entity is not None:
+        return "entities" if is_tuple else "entity"
+    for prefix in ("timedelta", "datetime"):
+        if kafka_type.startswith(prefix):
+            return prefix
+    if kafka_type in ("error_code", "records", "bytes"):
+        return kafka_type
+    return "tuple" if is_tuple else "plain"
+
+
+@functools.cache
+def _message_plan(cls: type, source_type: type) -> tuple[tuple[_Field, str | None], ...]:
+    """For a kio ``cls`` filled from a raykafka message of ``source_type``: each kio field with
+    the message attribute it takes (its own name, else ``name_ms`` for a time), or None."""
+    names = {field.name for field in dataclasses.fields(source_type)} | set(dir(source_type))
+    plan = []
+    for field in _fields(cls):
+        attribute = None
+        if field.name in names:
+            attribute = field.name
+        elif field.time_field and field.name + "_ms" in names:
+            attribute = field.name + "_ms"
+        plan.append((field, attribute))
+    return tuple(plan)
 
 
 def _entity_class(hint: Any) -> type | None:
@@ -79,6 +109,7 @@ def duration_ms(value: Any) -> int:
     return int(value / datetime.timedelta(milliseconds=1))
 
 
+@functools.cache
 def _zero(field: _Field) -> Any:
     """What a kio field without a default gets when raykafka has nothing for it."""
     kafka_type = field.kafka_type
@@ -117,33 +148,42 @@ def _lookup(source: Any, name: str) -> tuple[bool, Any]:
 
 
 def _kio_value(field: _Field, value: Any) -> Any:
-    kafka_type = field.kafka_type
-    entity = field.entity
     if value is None:
         return None if field.is_optional else _zero(field)
-    if entity is not None:
-        if field.is_tuple:
-            return tuple(to_kio(entity, item) for item in value)
-        return to_kio(entity, value)
-    if kafka_type.startswith("timedelta"):
+    kind = field.kind
+    if kind == "plain":
+        return value
+    if kind == "entities":
+        return tuple(to_kio(field.entity, item) for item in value)
+    if kind == "entity":
+        return to_kio(field.entity, value)
+    if kind == "timedelta":
         return datetime.timedelta(milliseconds=value)
-    if kafka_type.startswith("datetime"):
+    if kind == "datetime":
         return None if value < 0 else _EPOCH + datetime.timedelta(milliseconds=value)
-    if kafka_type == "error_code":
+    if kind == "error_code":
         return KioErrorCode(int(value))
-    if kafka_type == "records":
+    if kind == "records":
         # Records go out as the log stored them: a view of a segment's bytes is written to the
         # socket as it is (see frames.encode_response_segments), never copied here.
         return value if isinstance(value, bytes) else as_byte_view(value)
-    if kafka_type == "bytes":
+    if kind == "bytes":
         return bytes(value)
-    if field.is_tuple:
-        return tuple(value)
-    return value
+    return tuple(value)  # kind == "tuple"
 
 
 def to_kio(cls: type, source: Any, **overrides: Any) -> Any:
     """A kio ``cls`` filled from ``source`` (a raykafka message or a dict) and ``overrides``."""
+    if not overrides and source is not None and dataclasses.is_dataclass(source):
+        # The common case, a raykafka message: which attribute fills which field is known per
+        # pair of classes, so a response of many partitions does no name lookups per partition.
+        values = {}
+        for field, attribute in _message_plan(cls, type(source)):
+            if attribute is not None:
+                values[field.name] = _kio_value(field, getattr(source, attribute))
+            elif field.required:
+                values[field.name] = _zero(field)
+        return cls(**values)
     values = {}
     for field in _fields(cls):
         found, value = _lookup(overrides, field.name)
