@@ -5,7 +5,8 @@ Each broker actor runs one server per listener (``listeners``, default
 layer serves one: a 4-byte size is read first and a size over ``socket.request.max.bytes``
 closes the connection before any body is read; then the request is decoded by kio
 (``actors.wire.frames``), translated to raykafka's message (``actors.wire.apis``), handed to its
-target, and the answer translated back and written. The connection reads its next request only
+target, and the answer translated back and written, its records as the log stored them (no
+copy on the way: ``actors.wire.sockets``). The connection reads its next request only
 after answering this one (Kafka mutes a connection while a request is in flight), so requests on
 one connection are handled and answered in order; that also gives one producer connection the
 ordering that Ray calls do not promise. A produce with acks=0 is handled and not answered.
@@ -38,12 +39,13 @@ from actors.wire.apis import APIS, BROKER, CONTROLLER, COORDINATOR, Api, WireCon
 from actors.wire.describe_configs import RESOURCE_TOPIC, describe_configs
 from actors.wire.frames import (
     REQUEST_BYTES_MAX_DEFAULT, SIZE_PREFIX, InvalidFrame, UnsupportedApiVersions, check_frame_size,
-    decode_request, encode_response,
+    decode_request, encode_response_segments, load_served_schemas,
 )
 from actors.wire.listeners import (
     LISTENER_PORTS_FILE, LISTENERS_DEFAULT, advertised_endpoints, decode_remembered_ports, encode_remembered_ports,
     parse_listeners, ports_to_bind,
 )
+from actors.wire.sockets import ConnectionClosed, receive_exactly, send_segments
 
 # How long a restarted broker tries to bind the port it had before taking a new one: the port
 # may still be held for a moment by the process Ray is replacing.
@@ -54,6 +56,8 @@ CONTROLLER_CALL_SLACK_S = 10.0
 # Connections served at once per listener; more are closed on accept (each holds at most one
 # request of up to socket.request.max.bytes).
 CONNECTIONS_MAX = 1000
+# After an accept fails (e.g. out of file descriptors), how long before the next.
+ACCEPT_RETRY_S = 0.1
 
 
 class KafkaListener:
@@ -67,7 +71,7 @@ class KafkaListener:
         self._log_dir = log_dir
         self._request_bytes_max = int(config.get("socket.request.max.bytes", REQUEST_BYTES_MAX_DEFAULT))
         self._sockets: dict[str, socket.socket] = {}
-        self._servers: list[asyncio.AbstractServer] = []
+        self._acceptors: list[asyncio.Task] = []
         self._connections: set[asyncio.Task] = set()
         self._coordinator = None
 
@@ -118,40 +122,60 @@ class KafkaListener:
                 time.sleep(REBIND_BACKOFF_S)
 
     async def start(self) -> None:
+        load_served_schemas()
+        loop = asyncio.get_running_loop()
         for name, sock in self._sockets.items():
-            server = await asyncio.start_server(
-                lambda reader, writer, name=name: self._accept(reader, writer, name), sock=sock,
-                limit=64 * 1024)
-            self._servers.append(server)
+            self._acceptors.append(loop.create_task(self._accept_loop(sock, name)))
 
     async def close(self) -> None:
-        for server in self._servers:
-            server.close()
+        for task in self._acceptors:
+            task.cancel()
+        # The acceptors stop waiting on their sockets before the sockets close.
+        await asyncio.gather(*self._acceptors, return_exceptions=True)
+        for sock in self._sockets.values():
+            sock.close()
         for task in list(self._connections):
             task.cancel()
 
     # --------------------------------------------------------------------------- connections
-    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener_name: str) -> None:
-        if len(self._connections) >= CONNECTIONS_MAX:
-            writer.close()
-            return
-        task = asyncio.get_running_loop().create_task(self._serve(reader, writer, listener_name))
-        self._connections.add(task)
-        task.add_done_callback(self._connections.discard)
+    async def _accept_loop(self, sock: socket.socket, listener_name: str) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                connection, peer = await loop.sock_accept(sock)
+            except OSError as exc:
+                # Out of descriptors, or a connection reset before it was accepted: Kafka's
+                # acceptor logs and goes on accepting.
+                logger.warning("broker {} could not accept a Kafka connection: {!r}", self._broker_id, exc)
+                await asyncio.sleep(ACCEPT_RETRY_S)
+                continue
+            if len(self._connections) >= CONNECTIONS_MAX:
+                connection.close()
+                continue
+            connection.setblocking(False)
+            # As asyncio's transports do: a response is sent at once, not held for the peer's ack.
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            task = loop.create_task(self._serve(connection, peer, listener_name))
+            self._connections.add(task)
+            task.add_done_callback(self._connections.discard)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener_name: str) -> None:
-        peer = writer.get_extra_info("peername") or ("", 0)
+    async def _serve(self, connection: socket.socket, peer: Any, listener_name: str) -> None:
+        loop = asyncio.get_running_loop()
+        peer = peer if isinstance(peer, tuple) else (str(peer), 0)
         context = WireContext(listener_name=listener_name, client_host=str(peer[0]))
+        size_prefix = bytearray(SIZE_PREFIX.size)
         try:
             while True:
-                (size,) = SIZE_PREFIX.unpack(await reader.readexactly(SIZE_PREFIX.size))
+                await receive_exactly(loop, connection, size_prefix)
+                (size,) = SIZE_PREFIX.unpack(size_prefix)
                 check_frame_size(size, self._request_bytes_max)
-                frame = await reader.readexactly(size)
-                response = await self._handle(frame, context)
+                frame = bytearray(size)
+                await receive_exactly(loop, connection, frame)
+                # kio reads only from read-only buffers; the view costs no copy.
+                response = await self._handle(memoryview(frame).toreadonly(), context)
                 if response is not None:
-                    writer.write(response)
-                    await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
+                    await send_segments(loop, connection, response)
+        except (ConnectionClosed, ConnectionError):
             pass  # the client went away
         except InvalidFrame as exc:
             logger.info("broker {} closed a Kafka connection from {}: {}", self._broker_id, peer, exc)
@@ -161,14 +185,14 @@ class KafkaListener:
             logger.exception("broker {} closed a Kafka connection from {} on an unexpected error",
                              self._broker_id, peer)
         finally:
-            writer.close()
+            connection.close()
 
-    async def _handle(self, frame: bytes, context: WireContext) -> bytes | None:
-        """One request frame to its response frame (None for acks=0); InvalidFrame closes."""
+    async def _handle(self, frame, context: WireContext) -> list | None:
+        """One request frame to its response frame's pieces (None for acks=0); InvalidFrame closes."""
         try:
             decoded = decode_request(frame)
         except UnsupportedApiVersions as exc:
-            return encode_response(exc.correlation_id, api_versions_error_response())
+            return encode_response_segments(exc.correlation_id, api_versions_error_response())
         api = APIS[decoded.api_key]
         context = dataclasses.replace(context, client_id=decoded.client_id or "")
         try:
@@ -178,7 +202,8 @@ class KafkaListener:
         response = await self._route(api, request, decoded, context)
         if isinstance(request, ProduceRequest) and request.acks == 0:
             return None
-        return encode_response(decoded.correlation_id, api.to_kio(response, decoded.api_version, decoded.body))
+        return encode_response_segments(decoded.correlation_id,
+                                        api.to_kio(response, decoded.api_version, decoded.body))
 
     async def _route(self, api: Api, request: Any, decoded, context: WireContext) -> Any:
         try:

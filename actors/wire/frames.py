@@ -16,7 +16,6 @@ What Kafka does with bad input, and what ``decode_request`` reports for it:
 """
 from __future__ import annotations
 
-import io
 import struct
 from typing import Any, NamedTuple
 
@@ -30,6 +29,9 @@ SIZE_PREFIX = struct.Struct(">i")
 API_KEY_AND_VERSION = struct.Struct(">hh")
 # socket.request.max.bytes: Kafka's default.
 REQUEST_BYTES_MAX_DEFAULT = 104857600
+# A value kio writes that is at least this long goes to the socket as its own piece, uncopied;
+# shorter ones are gathered (a piece costs a scatter-write slot and a little bookkeeping).
+SEGMENT_BYTES_MIN = 4096
 
 
 class InvalidFrame(Exception):
@@ -86,16 +88,58 @@ def decode_request(frame: bytes) -> DecodedRequest:
                           client_id=header.client_id, body=body)
 
 
-def encode_response(correlation_id: int, body: Any) -> bytes:
-    """A whole response frame (size, header, body) for the kio response entity ``body``."""
+class _Segments:
+    """Where kio writes a response: small writes (sizes, offsets, names) gather in a bytearray;
+    a large bytes-like value (a partition's records, a view of a log segment) becomes a segment
+    of its own, so it goes to the socket as the log stored it, with no copy in between."""
+
+    def __init__(self) -> None:
+        self.segments: list = []
+        self._small = bytearray()
+
+    def write(self, data) -> None:
+        if len(data) >= SEGMENT_BYTES_MIN and isinstance(data, (bytes, memoryview)):
+            if self._small:
+                self.segments.append(self._small)
+                self._small = bytearray()
+            self.segments.append(data)
+        else:
+            self._small += data
+
+    def finish(self) -> list:
+        if self._small:
+            self.segments.append(self._small)
+        return self.segments
+
+
+def encode_response_segments(correlation_id: int, body: Any) -> list:
+    """A whole response frame (size, header, body) for the kio response entity ``body``, as the
+    pieces whose concatenation is the frame (for a scatter write: ``sockets.send_segments``)."""
     header_schema = body.__header_schema__
-    buffer = io.BytesIO()
+    buffer = _Segments()
     buffer.write(b"\0\0\0\0")
     entity_writer(header_schema)(buffer, header_schema(correlation_id=correlation_id))
     entity_writer(type(body))(buffer, body)
-    frame = buffer.getbuffer()
-    SIZE_PREFIX.pack_into(frame, 0, len(frame) - SIZE_PREFIX.size)
-    return bytes(frame)
+    segments = buffer.finish()
+    # The first piece is the small bytearray that starts with the size: no header or record set
+    # is written before the 4 bytes it holds, and those stay below SEGMENT_BYTES_MIN.
+    SIZE_PREFIX.pack_into(segments[0], 0, sum(len(segment) for segment in segments) - SIZE_PREFIX.size)
+    return segments
+
+
+def encode_response(correlation_id: int, body: Any) -> bytes:
+    """A whole response frame (size, header, body) for the kio response entity ``body``."""
+    return b"".join(encode_response_segments(correlation_id, body))
+
+
+def load_served_schemas() -> None:
+    """Load kio's codecs for the highest served version of every API (what librdkafka, which
+    takes the highest version both sides have, asks with), so that the first Produce or Fetch on
+    a new broker does not pay for importing and building them inside the client's first request;
+    lower versions, which older clients ask for, still load on first use."""
+    for api_key, (_, highest) in SUPPORTED_VERSIONS.items():
+        load_request_schema(api_key, highest)
+        load_response_schema(api_key, highest)
 
 
 def response_class(api_key: int, api_version: int) -> type:
