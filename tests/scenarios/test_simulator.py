@@ -127,3 +127,17 @@ def test_a_call_whose_answer_is_lost_with_its_callee_fails_at_once():
     sim.run(4_000)  # past broker.session.timeout.ms (3 s here)
     assert {b: sim.broker(b).lifecycle.broker_epoch for b in (0, 1)} == epochs
     assert not [e for e in sim.log_events if "missed heartbeats" in e[3]]
+
+
+def test_a_controller_failover_sends_one_leader_and_isr_and_one_update_metadata_per_broker():
+    """Kafka's onControllerFailover batches: whatever the number of partitions, each broker gets
+    one LeaderAndIsr (its replicas) and one UpdateMetadata (every partition), not one per partition."""
+    sim = Simulation(brokers=range(5), seed=3)
+    assert sim.create_topic("many", partitions=200, replication_factor=3) == "NONE"
+    sim.run(200)
+    before = dict(sim.network.sent)
+    sim.restart_controller()
+    sim.run(100)
+    sent = {kind: sim.network.sent[kind] - before.get(kind, 0) for kind in ("LeaderAndIsrRequest",
+                                                                            "UpdateMetadataRequest")}
+    assert sent == {"LeaderAndIsrRequest": 5, "UpdateMetadataRequest": 5}
