@@ -31,6 +31,7 @@ assertion.
 from __future__ import annotations
 
 import bisect
+import collections
 import dataclasses
 import heapq
 import itertools
@@ -173,6 +174,9 @@ class Network:
     _ready: list[int] = field(default_factory=list)  # ids of the link heads found due, ascending
     _due_heap: list[tuple[int, int]] = field(default_factory=list)  # (due ms, id), every message not held
     _deadline_heap: list[tuple[int, int]] = field(default_factory=list)  # (deadline ms, id) of calls
+    # Requests and events sent, by payload type name (held and dropped ones included): what a
+    # measurement counts, e.g. the LeaderAndIsr requests a controller failover costs.
+    sent: collections.Counter = field(default_factory=collections.Counter)
 
     def is_paused(self, name: str) -> bool:
         return bool(self.paused) and any(_name_matches(p, name) for p in self.paused)
@@ -188,6 +192,8 @@ class Network:
         message = Message(id=next(self._ids), source=source, source_incarnation=source_incarnation,
                           destination=destination, destination_incarnation=destination_incarnation, kind=kind,
                           payload=payload, sent_at_ms=now_ms, deliver_at_ms=deliver_at_ms, call_id=call_id)
+        if kind != RESPONSE:
+            self.sent[message.type_name] += 1
         for rule in self.rules.values():
             if rule.remaining == 0 or not rule.filter.matches(message):
                 continue

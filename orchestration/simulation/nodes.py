@@ -21,8 +21,9 @@ running the same driver its Ray actor runs, over a ``SimTransport``, ``SimClock`
   BROKER_NOT_AVAILABLE, as the Ray coordinator maps a dead or missing broker actor.
 
 A node that goes down (``_take_down``) loses its messages, the calls it made, and fails every
-call made to it (those in flight and those it has not answered). Time passing fires call
-timeouts, then wake-ups (periodic and armed) in node-name order.
+call made to it (those in flight, those it has not answered, and those whose answer was still on
+its way) with NETWORK_EXCEPTION at once, as Ray fails the calls to an actor that died. Time
+passing fires call timeouts, then wake-ups (periodic and armed) in node-name order.
 """
 from __future__ import annotations
 
@@ -403,6 +404,10 @@ class Nodes:
         lost = self.network.remove_where(lambda m: (m.source, m.source_incarnation) in names or addressed_to_doomed(m))
         failed_calls = [m.call_id for m in lost if m.kind == REQUEST and addressed_to_doomed(m)]
         failed_calls += sorted(call_id for gone in doomed for call_id in gone.obligations)
+        # An answer still on its way is lost with its sender, and its call fails now, as Ray fails
+        # every call to an actor that died rather than leave the caller to its timeout.
+        failed_calls += [m.call_id for m in lost
+                         if m.kind == RESPONSE and (m.source, m.source_incarnation) in names]
         for call_id in list(self.network.calls):
             call = self.network.calls[call_id]
             if (call.caller, call.caller_incarnation) in names:

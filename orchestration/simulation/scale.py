@@ -2,8 +2,8 @@
 
 Theory of operation. ``run_scale`` builds a ``Simulation`` of ``brokers`` brokers (no group
 coordinators) and creates one topic of ``partitions`` partitions with replication factor 3, then
-measures two stories, each as simulated time until every partition is led again and the
-wall-clock time and steps the simulation took:
+measures two stories, each as simulated time until every partition is led again, the
+wall-clock time and steps the simulation took, and the requests of ``COUNTED`` kinds sent:
 
 1. broker loss: the broker leading the most partitions dies (Ray's death notice reaches the
    controller); done when every partition has a live leader that has applied its LeaderAndIsr;
@@ -28,6 +28,9 @@ TOPIC = "scale"
 POLL_MS = 50
 PROGRESS_MS = 500
 PHASE_LIMIT_MS = 600_000
+# The requests each phase reports the count of: the controller's, and the brokers' to it.
+COUNTED = ("LeaderAndIsrRequest", "UpdateMetadataRequest", "StopReplicaRequest", "AlterPartitionRequest",
+           "BrokerRegistrationRequest", "FetchRequest")
 
 
 def _led_everywhere(sim: Simulation, controller_epoch: int | None = None) -> bool:
@@ -67,13 +70,17 @@ def _most_leaderships(sim: Simulation, exclude: int | None = None) -> int:
 def _phase(sim: Simulation, name: str, act: Callable[[], None], condition: Callable[[], bool],
            out: Callable[[str], None] | None) -> dict:
     started_s, started_ms, started_step = time.monotonic(), sim.now_ms, sim.step_count
+    sent_before = collections.Counter(sim.network.sent)
     act()
     _run_until_led(sim, condition, out)
     figures = {"simulated_ms": sim.now_ms - started_ms, "steps": sim.step_count - started_step,
-               "wall_clock_s": round(time.monotonic() - started_s, 2)}
+               "wall_clock_s": round(time.monotonic() - started_s, 2),
+               "requests_sent": {kind: sim.network.sent[kind] - sent_before[kind] for kind in COUNTED
+                                 if sim.network.sent[kind] > sent_before[kind]}}
     if out is not None:
         out(f"{name}: every partition led again after {figures['simulated_ms']} ms simulated, "
-            f"{figures['steps']} steps, {figures['wall_clock_s']} s wall-clock")
+            f"{figures['steps']} steps, {figures['wall_clock_s']} s wall-clock; requests sent: "
+            + ", ".join(f"{n} {kind}" for kind, n in figures["requests_sent"].items()))
     return figures
 
 

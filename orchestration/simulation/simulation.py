@@ -23,8 +23,8 @@ broker replaces it after a second, as the shell's watcher does), ``restart_coord
 starts a killed group coordinator again, empty), ``pause``/``resume`` (a broker's process
 stops and continues), ``restart_controller`` (a controller failover), ``stop_consumer`` (a consumer's process dies
 without leaving its group), and message rules (``hold``, ``release``, ``drop``). A node that goes
-down loses its in-flight messages, and every call made to it, in flight or already delivered and
-unanswered, fails with NETWORK_EXCEPTION at the caller.
+down loses its in-flight messages, and every call made to it, in flight, already delivered and
+unanswered, or answered with the answer still in flight, fails with NETWORK_EXCEPTION at the caller.
 
 After every step the invariants are checked (orchestration/simulation/invariants.py) on what the
 step reached, and on everything every simulated second and at the end of every run; a broken one

@@ -110,3 +110,34 @@ def test_a_controller_failover_takes_a_new_epoch_and_still_elects_leaders():
     leader = sim.leader("t")
     sim.kill(leader, notify_controller=False)  # the new controller learns it from missed heartbeats
     sim.run_until(lambda: sim.leader("t") not in (-1, leader), limit_ms=10_000)
+
+
+def test_a_call_whose_answer_is_lost_with_its_callee_fails_at_once():
+    """An answer in flight when its sender dies never arrives; the call fails with
+    NETWORK_EXCEPTION at once, as Ray fails a call to an actor that died, instead of waiting out
+    the caller's timeout. Here: heartbeat answers lost in a controller failover must not leave
+    their brokers silent past the new controller's session timeout (which would fence them)."""
+    sim = two_brokers()
+    sim.run_until(lambda: any(m.type_name == "BrokerHeartbeatResponse" for m in sim.network.messages.values()),
+                  limit_ms=2_000, what="a heartbeat answer in flight")
+    epochs = {b: sim.broker(b).lifecycle.broker_epoch for b in (0, 1)}
+    sim.restart_controller()
+    assert [c.request for c in sim.network.calls.values() if c.callee == "controller"
+            and not any(m.call_id == c.id for m in sim.network.messages.values())] == []
+    sim.run(4_000)  # past broker.session.timeout.ms (3 s here)
+    assert {b: sim.broker(b).lifecycle.broker_epoch for b in (0, 1)} == epochs
+    assert not [e for e in sim.log_events if "missed heartbeats" in e[3]]
+
+
+def test_a_controller_failover_sends_one_leader_and_isr_and_one_update_metadata_per_broker():
+    """Kafka's onControllerFailover batches: whatever the number of partitions, each broker gets
+    one LeaderAndIsr (its replicas) and one UpdateMetadata (every partition), not one per partition."""
+    sim = Simulation(brokers=range(5), seed=3)
+    assert sim.create_topic("many", partitions=200, replication_factor=3) == "NONE"
+    sim.run(200)
+    before = dict(sim.network.sent)
+    sim.restart_controller()
+    sim.run(100)
+    sent = {kind: sim.network.sent[kind] - before.get(kind, 0) for kind in ("LeaderAndIsrRequest",
+                                                                            "UpdateMetadataRequest")}
+    assert sent == {"LeaderAndIsrRequest": 5, "UpdateMetadataRequest": 5}

@@ -152,7 +152,8 @@ def test_a_registering_broker_gets_full_metadata_and_leader_and_isr_for_its_repl
 
     driver.register(3)
 
-    assert driver.kinds_to(3)[:2] == ["LeaderAndIsr", "UpdateMetadata"]
+    # Kafka's onBrokerStartup order: the full metadata first, then the LeaderAndIsr for its replicas.
+    assert driver.kinds_to(3)[:2] == ["UpdateMetadata", "LeaderAndIsr"]
     (leader_and_isr, *_) = driver.requests_to(3, LeaderAndIsrRequest)
     states = leader_and_isr_states(leader_and_isr)
     assert set(states) == {("a", 1), ("b", 0)}
@@ -1089,3 +1090,24 @@ def test_an_unclean_election_leaves_led_partitions_alone_and_elects_out_of_sync_
     assert brief(driver, "led") == led_before  # a preferred election would have moved it back to 3
     assert (driver.leader("leaderless"), driver.isr("leaderless")) == (2, [2])
     assert last_leader_and_isr(driver, 3, "leaderless", 0).leader == 2
+
+
+def test_a_broker_startup_sends_the_full_metadata_to_that_broker_only():
+    """Kafka 2.4's onBrokerStartup: the brokers already up get an UpdateMetadata with the new live
+    broker list and no partition states, the starting broker one with every partition; after that
+    only the partitions that have a replica on the starting broker go to everyone (its replicas
+    coming online). Not every partition to every broker on every registration."""
+    driver = cluster(1, 2, 3, 4)
+    create(driver, "a", {p: [1 + p % 3, 1 + (p + 1) % 3] for p in range(6)})  # on brokers 1-3 only
+    create(driver, "b", {0: [4, 1]})
+    driver.broker_unreachable(4)
+    driver.clear_sends()
+
+    driver.register(4)
+
+    everything = {("a", p) for p in range(6)} | {("b", 0)}
+    assert set().union(*(update_metadata_states(r) for r in driver.requests_to(4, UpdateMetadataRequest))) == everything
+    for broker_id in (1, 2, 3):
+        updates = driver.requests_to(broker_id, UpdateMetadataRequest)
+        assert updates and updates[-1].live_brokers == live_brokers(1, 2, 3, 4)
+        assert set().union(*(update_metadata_states(r) for r in updates)) == {("b", 0)}, broker_id

@@ -260,11 +260,22 @@ class ControllerCore:
                              + self._on_broker_failure([broker_id]))
 
     def _on_broker_startup(self, broker_ids: list[int]) -> list[Effect]:
-        """Kafka's ``onBrokerStartup``: full metadata, its replicas online, offline partitions elected."""
+        """Kafka's ``onBrokerStartup``: the new live broker list to the brokers already up, full
+        metadata to the starting ones, their replicas online, offline partitions elected.
+
+        The brokers already up get no partition states: nothing about the partitions changed, and
+        at thousands of partitions a full UpdateMetadata to every broker on every registration is
+        most of the controller's work (Kafka 2.4 sends them the broker list only)."""
         context = self.context
+        starting = set(broker_ids)
         self.batch.new_batch()
-        self.batch.add_update_metadata_request_for_brokers(context.live_or_shutting_down_broker_ids,
-                                                           context.all_partitions())
+        self.batch.add_update_metadata_request_for_brokers(
+            sorted(context.live_or_shutting_down_broker_ids - starting))
+        effects = self.requests.flush()
+        self.batch.new_batch()
+        self.batch.add_update_metadata_request_for_brokers(broker_ids, context.all_partitions())
+        effects += self.requests.flush()
+        self.batch.new_batch()
         for broker_id in broker_ids:
             for topic_partition in context.partitions_on_broker(broker_id):
                 if topic_partition[0] in context.topics_to_delete:
@@ -274,7 +285,7 @@ class ControllerCore:
                     context.replica_states.initialize(replica, ReplicaState.OFFLINE_REPLICA)
                 if context.replica_states.transition(replica, ReplicaState.ONLINE_REPLICA):
                     self.requests.add_leader_and_isr(topic_partition, [broker_id])
-        effects = self.requests.flush()
+        effects += self.requests.flush()
         effects += self._elect_offline_partitions()
         effects += self.deletion.resume()
         return effects
