@@ -109,8 +109,12 @@ def test_a_truncation_is_answered_with_its_recovery_point_checkpoint_durable_and
     # A crash now: the cut is on disk, the checkpoint still says 3; the log opens at its end.
     assert values(log_of(restart(driver.storage))) == [b"a"]
 
+    retried = driver.call("handle_follower_truncate", FollowerTruncateRequest(partitions=(FollowerTruncatePartition(
+        topic="t", partition=0, current_leader_epoch=0, mode=TruncationMode.TO_OFFSET, offset=1),)))
+    assert retried not in driver.answers, "a retried truncation was answered before the first was durable"
     driver.finish_storage_work()
     assert driver.answers[request_id].partitions[0].log_end_offset == 1
+    assert driver.answers[retried].partitions[0].log_end_offset == 1
     assert recovery_points(driver.storage) == {("t", 0): 1}, \
         "a recovery point above the cut would let a restart trust segments written after it unflushed"
 

@@ -77,6 +77,8 @@ class LogFlusher:
         self._in_flight: dict[int, _Work] = {}
         # Every log's LogWorks, in the order planned, until ``collect`` hands them on.
         self.work_queue: list[LogWork] = []
+        # The id of the last logs' work started (works run in order: when it is done, all are).
+        self._last_log_work_id = -1
 
     @property
     def _partitions(self) -> dict:
@@ -168,16 +170,21 @@ class LogFlusher:
         elif any(work.truncation for work in works):
             files.update(self.recovery_checkpoints())
         plans = tuple((work.log, work.flush_plan) for work in works if work.flush_plan is not None)
+        self._last_log_work_id = self._next_work_id  # the id _start gives it
         return [self._start(_Work(SHUTDOWN if shutdown else LOG_WORK, plans), fsync_paths=tuple(fsync_paths),
                             files=tuple(files.items()), delete_paths=tuple(delete_paths))]
 
     def hold(self, effects: list[Effect], request_id: int) -> list[Effect]:
-        """``effects`` with this step's queued works; the answer to ``request_id`` waits for them."""
+        """``effects`` with this step's queued works; the answer to ``request_id`` waits for them,
+        or, if this step queued none, for the logs' works still in flight (a retried truncation
+        that finds nothing left to cut is not durable before the first one is)."""
         works = self.collect()
-        if not works:
+        last = works[-1].work_id if works else self._last_log_work_id
+        if last not in self._in_flight:
             return effects
         answer = [e for e in effects if isinstance(e, Respond) and e.request_id == request_id]
-        self._in_flight[works[-1].work_id].held = answer
+        work = self._in_flight[last]
+        work.held = (work.held or []) + answer
         return [e for e in effects if not any(e is held for held in answer)] + works
 
     def plan_shutdown(self) -> list[StorageWork]:
