@@ -115,6 +115,7 @@ class Log(LogDurability):
             for epoch, base_offset in segment.recovered_epoch_starts:
                 if epoch > self._leader_epoch_cache.latest_epoch:
                     self._leader_epoch_cache.assign(epoch, base_offset)
+            segment.recovered_epoch_starts = []
         # Kafka's order on open: drop epochs for data that did not survive, then before the start.
         self._leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self._leader_epoch_cache.truncate_from_start(self._log_start_offset)

@@ -158,7 +158,8 @@ class LogSegment:
         self._index_positions: array | None = None
         # Bytes appended since the position of the last index entry (the whole size if none).
         self._bytes_since_last_index_entry = 0
-        # (leader epoch, base offset) of each batch a recovery kept, for the log's epoch cache.
+        # (leader epoch, first offset) of each run of batches of one epoch a recovery kept, for the
+        # log's epoch cache (which takes and empties it).
         self.recovered_epoch_starts: list[tuple[int, int]] = []
 
     # -- construction ----------------------------------------------------------------------
@@ -424,8 +425,9 @@ class LogSegment:
                 chunk, expected_base_offset=expected_offset)
             for header in headers:
                 self._index_batch(header, chunk_start + header.position, new_entries)
-                if header.partition_leader_epoch >= 0:
-                    self.recovered_epoch_starts.append((header.partition_leader_epoch, header.base_offset))
+                epoch = header.partition_leader_epoch
+                if epoch >= 0 and (not self.recovered_epoch_starts or self.recovered_epoch_starts[-1][0] != epoch):
+                    self.recovered_epoch_starts.append((epoch, header.base_offset))
             if headers:
                 expected_offset = headers[-1].next_offset
             position += consumed
