@@ -352,9 +352,10 @@ class BrokerActor:
         for task in self._background:
             task.cancel()
         self._clock.cancel_all()
-        # The storage work already given writes the files the clean shutdown writes last.
-        await self._storage_worker.drain()
+        # The last work (fsyncs, snapshots, checkpoints) runs on the storage thread after the
+        # works given before it; the event loop waits for it without blocking.
         self._driver.shutdown()
+        await self._storage_worker.drain()
         self._storage_worker.shutdown()
 
 

@@ -10,7 +10,8 @@ recovery handles.
 
 Directory entries are made durable too: a new file's directory is fsynced on the file's first
 fsync, and ``rename``, ``delete``, ``make_dir`` and ``write_file_atomically`` fsync the directory
-they changed. A descriptor cached under a path is dropped whenever that path is renamed over,
+they changed (``rename`` and ``delete`` with ``sync=False`` leave that to a later ``fsync`` of the
+directory, which the log plans as storage work: the event loop then waits for no disk). A descriptor cached under a path is dropped whenever that path is renamed over,
 replaced or deleted, so the cache never serves a file by a name it no longer has.
 
 Thread-safe for its two users: the broker's event loop (appends, reads, truncation, new and
@@ -176,23 +177,23 @@ class FileStorage:
         if new_file:
             self._fsync_parent(path)
 
-    def delete(self, path: str) -> None:
+    def delete(self, path: str, *, sync: bool = True) -> None:
         if path == "":
             raise ValueError("refusing to delete the storage root")
         with self._lock:
-            self._delete(path)
-
-    def _delete(self, path: str) -> None:
-        self._forget(path)
+            self._forget(path)
         full = self._full(path)
+        # Outside the lock: removing a large tree (a deleted partition, on the storage worker)
+        # must not hold up the event loop's appends to other files.
         if os.path.isdir(full) and not os.path.islink(full):
-            shutil.rmtree(full)
+            shutil.rmtree(full, ignore_errors=False)
         else:
             try:
                 os.remove(full)
             except FileNotFoundError:
                 return
-        self._fsync_parent(path)
+        if sync:
+            self._fsync_parent(path)
 
     def read_file(self, path: str) -> bytes:
         with open(self._full(path), "rb") as file:
@@ -213,11 +214,13 @@ class FileStorage:
                 os.replace(temporary, full)
             self._fsync_parent(path)
 
-    def rename(self, src: str, dst: str) -> None:
+    def rename(self, src: str, dst: str, *, sync: bool = True) -> None:
         with self._lock:
             self._forget(src)
             self._forget(dst)
             os.replace(self._full(src), self._full(dst))
+        if not sync:
+            return
         self._fsync_parent(dst)
         if os.path.dirname(self._full(src)) != os.path.dirname(self._full(dst)):
             self._fsync_parent(src)

@@ -116,8 +116,11 @@ class StorageWork:
     # Fsynced first, each as it is when the work runs; a path deleted meanwhile is skipped (its
     # offsets left the log with it).
     fsync_paths: tuple[str, ...] = ()
-    # Then each file replaced, all-or-nothing and durably, with these contents (checkpoints).
+    # Then each file replaced, all-or-nothing and durably, with these contents (checkpoints,
+    # snapshots); a file whose directory is gone meanwhile (its partition deleted) is skipped.
     files: tuple[tuple[str, bytes], ...] = ()
+    # Then each path deleted (a file or a whole tree) and its directory fsynced.
+    delete_paths: tuple[str, ...] = ()
 
 
 Effect = Union[StorageWork, CoordinatorLeadershipChange, CoordinatorMetadataUpdate, AddPartitionsToFetcher, RemovePartitionsFromFetcher, Respond, Send, ArmTimer, LogEvent, AddBrokerChannel, RemoveBrokerChannel, Metric]

@@ -19,10 +19,12 @@ look at this broker's incarnation and leaderships) come in through ``serve_coord
 
 Fetch answers carry record payloads; the transport's ``pack`` may turn a large one into a form
 that travels without a copy (a shared-memory object for Ray), chosen per answer here, not by the
-core. ``StorageWork`` (the periodic fsyncs and checkpoint writes) goes to the storage worker seam,
-which runs it off the driver's thread; when it is done the core commits it (``on_storage_done``),
-so a slow fsync never holds up a request. ``shutdown`` is a clean stop: fetchers stopped, logs
-flushed and checkpointed.
+core. ``StorageWork`` (every fsync, checkpoint and snapshot write and directory removal: the
+periodic flush, segment rolls, truncations, deletions) goes to the storage worker seam, which runs
+it off the driver's thread; when it is done the core commits it (``on_storage_done``), so a slow
+fsync never holds up a request. ``shutdown`` is a clean stop: fetchers stopped, and the logs'
+last flush and checkpoints handed to the storage worker, which the host then waits for; nothing
+is answered once it began (a work's report after it is dropped).
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ from actors.core.group.messages import (
     GROUP_METADATA_TOPIC_NAME, BrokerStateRequest, BrokerStateResponse, InternalProduceRequest, OffsetsLogReadRequest,
     OffsetsLogReadResponse,
 )
+from actors.core.log.log_work import run_log_work
 from actors.core.log.storage import Storage
 from actors.core.messages.fetch import FetchRequest, FetchResponse
 from actors.core.replica.broker_core import BrokerCore
@@ -54,14 +57,8 @@ def fetcher_name(key: FetcherKey) -> str:
 
 
 def run_storage_work(storage: Storage, work: StorageWork) -> None:
-    """Do ``work`` on ``storage`` (on the storage worker's thread): its fsyncs, then its files."""
-    for path in work.fsync_paths:
-        try:
-            storage.fsync(path)
-        except FileNotFoundError:
-            continue  # deleted since the plan (truncated away, or the partition deleted)
-    for path, contents in work.files:
-        storage.write_file_atomically(path, contents)
+    """Do ``work`` on ``storage`` (on the storage worker's thread): its fsyncs, files, deletes."""
+    run_log_work(storage, work.fsync_paths, work.files, work.delete_paths)
 
 
 class BrokerDriver(Driver):
@@ -120,14 +117,15 @@ class BrokerDriver(Driver):
                                                                       partitions=tuple(states)))
 
     def shutdown(self) -> None:
-        """A clean shutdown: fetchers stopped, everything flushed and checkpointed."""
+        """A clean shutdown: fetchers stopped, and the last work (everything flushed and
+        checkpointed) handed to the storage worker, which the host waits for before it stops."""
         if self.stopped:
             return
         self.stopped = True
         for key in sorted(self.fetchers):
             self.transport.stop(fetcher_name(key))
         self.fetchers.clear()
-        self.core.shutdown()
+        self.apply(self.core.shutdown())
 
     # ---------------------------------------------------------------------------- effects
     def apply_own(self, effect: Any) -> None:

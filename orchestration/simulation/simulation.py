@@ -369,6 +369,7 @@ class Simulation(Invariants, Nodes):
         assert node is not None, f"broker {broker_id} is already down"
         if clean:
             node.driver.shutdown()
+            node.storage_worker.finish_due()  # the shell waits for the shutdown's last work
         self.record(f"kill broker {broker_id}{' (clean)' if clean else ''}")
         self._take_down(node)
         channel = self.nodes.get(f"channel:{broker_id}")

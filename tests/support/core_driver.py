@@ -74,6 +74,11 @@ class CoreDriver:
         if not self.hold_storage_work:
             self.finish_storage_work()
 
+    def shutdown(self) -> None:
+        """A clean shutdown, its last storage work run as the driver's host waits for it."""
+        self._apply(self.manager.shutdown())
+        self.finish_storage_work()
+
     def call(self, handler_name: str, request):
         """Step the core with one request; returns its request id (the answer may come later)."""
         request_id = next(self._ids)

@@ -125,6 +125,22 @@ def test_rename_file_and_directory(storage):
     assert storage.read_file("d2/f") == b"2"
 
 
+def test_rename_and_delete_without_sync_leave_the_directory_fsync_to_a_later_call(tmp_path, monkeypatch):
+    storage = FileStorage(str(tmp_path / "root"))
+    storage.make_dir("t-0")
+    storage.append("t-0/f", b"1")
+    storage.fsync("t-0/f")
+    synced_directories = []
+    monkeypatch.setattr(storage, "_fsync_directory", synced_directories.append)
+    storage.rename("t-0", "t-0.0-delete", sync=False)
+    storage.delete("t-0.0-delete/f", sync=False)
+    assert synced_directories == [], "no directory fsync on the caller's thread"
+    assert storage.list_dir("") == ["t-0.0-delete"] and storage.list_dir("t-0.0-delete") == []
+    storage.fsync("")  # the work that follows makes both durable
+    storage.delete("t-0.0-delete")
+    assert len(synced_directories) == 2 and storage.list_dir("") == []
+
+
 def test_cached_descriptor_never_serves_a_replaced_file(storage):
     storage.append("f", b"old contents")
     assert storage.read("f", 0, 3) == b"old"  # FileStorage now caches a descriptor for f

@@ -28,6 +28,7 @@ def values(log: Log) -> list[bytes]:
 def leader(storage=None) -> CoreDriver:
     driver = CoreDriver(storage=storage, config=CONFIG, hold_storage_work=True)
     driver.become("t", 0, leader=0)
+    driver.finish_storage_work()  # the new leader's epoch checkpoint
     return driver
 
 
@@ -99,6 +100,7 @@ def test_a_crash_between_plan_and_commit_loses_only_what_no_finished_flush_cover
 def test_the_high_watermark_checkpoint_is_written_by_the_storage_work():
     driver = CoreDriver(config={"replica.high.watermark.checkpoint.interval.ms": "100"}, hold_storage_work=True)
     driver.become("t", 0, leader=0)
+    driver.finish_storage_work()  # the new leader's epoch checkpoint
     driver.produce("t", 0, make_batch([b"a"]))
     driver.advance(100)
     assert not driver.storage.exists(REPLICATION_OFFSET_CHECKPOINT)

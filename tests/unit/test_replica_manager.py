@@ -224,7 +224,7 @@ def test_restart_recovers_logs_and_high_watermarks_from_storage():
     first = CoreDriver(storage=storage)
     first.become("t", 0, leader=0)
     first.produce("t", 0, make_batch([b"a", b"b"]))
-    first.manager.shutdown()
+    first.shutdown()
     second = CoreDriver(storage=storage)
     assert second.manager.recovered_partitions == [("t", 0)]
     partition = second.manager.partitions[("t", 0)]
@@ -250,7 +250,7 @@ def test_a_restarted_broker_applies_the_topic_config_that_leader_and_isr_carries
     storage = InMemoryStorage()
     first = CoreDriver(storage=storage)
     first.become("small", 0, leader=0, config={"max.message.bytes": "200"})
-    first.manager.shutdown()
+    first.shutdown()
     second = CoreDriver(storage=storage)  # recovered with the broker's defaults ...
     second.become("small", 0, leader=0, leader_epoch=1, config={"max.message.bytes": "200"})
     answer = produce_result(second.answers[second.produce("small", 0, make_batch([b"x" * 500]))])

@@ -42,7 +42,7 @@ def test_the_high_watermark_checkpoint_keeps_the_entry_of_a_replica_stopped_with
     partition = driver.manager.partitions[("t", 0)]
     assert (partition.leader_epoch, partition.high_watermark, partition.log_end_offset) == (5, 2, 2)
     # The next process starts from that checkpoint, not from zero.
-    driver.manager.shutdown()
+    driver.shutdown()
     restarted = CoreDriver(storage=driver.storage)
     assert restarted.manager.partitions[("t", 0)].high_watermark == 2
 

@@ -122,6 +122,11 @@ class OffsetCheckpointFile:
         self.storage.write_file_atomically(self.path, offset_checkpoint_bytes(offsets))
 
 
+def leader_epoch_checkpoint_bytes(entries: Iterable[tuple[int, int]]) -> bytes:
+    """The contents of a leader-epoch checkpoint file holding ``entries``."""
+    return _entries_bytes(f"{int(epoch)} {int(start_offset)}" for epoch, start_offset in entries)
+
+
 class LeaderEpochCheckpointFile:
     """A list of (epoch, start_offset) in Kafka's "epoch start_offset" checkpoint format."""
 
@@ -133,5 +138,4 @@ class LeaderEpochCheckpointFile:
         return _read_entries(self.storage, self.path, _parse_epoch_line)
 
     def write(self, entries: Iterable[tuple[int, int]]) -> None:
-        _write_entries(self.storage, self.path,
-                       (f"{int(epoch)} {int(start_offset)}" for epoch, start_offset in entries))
+        self.storage.write_file_atomically(self.path, leader_epoch_checkpoint_bytes(entries))

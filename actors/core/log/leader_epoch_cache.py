@@ -3,7 +3,9 @@
 Theory of operation. The cache owns a list of ``EpochEntry(epoch, start_offset)``: the first
 offset each leader epoch wrote to this replica's log. Epochs and start offsets are both strictly
 increasing along the list. It changes in four ways, each persisted to the
-``leader-epoch-checkpoint`` file before the call returns:
+``leader-epoch-checkpoint`` file: before the call returns, or, when the owner passes ``write``, by
+handing the file's new contents to it (the log plans the write as storage work that runs off the
+caller's thread; see actors/core/log/log_work.py for why that is safe):
 
 - ``assign``: the log appended a batch stamped with an epoch (leader or follower append).
 - ``truncate_from_end``: the log was truncated (follower truncation, recovery).
@@ -15,9 +17,10 @@ offset where it ended, which a follower uses to find where its log diverges from
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
-from actors.core.log.checkpoints import CheckpointFileError, LeaderEpochCheckpointFile
+from actors.core.log.checkpoints import CheckpointFileError, LeaderEpochCheckpointFile, leader_epoch_checkpoint_bytes
 from actors.core.log.storage import Storage
 
 UNDEFINED_EPOCH = -1
@@ -32,8 +35,10 @@ class EpochEntry(NamedTuple):
 class LeaderEpochCache:
     """Kafka's leader-epoch cache for one partition replica, persisted through ``Storage``."""
 
-    def __init__(self, storage: Storage, checkpoint_path: str) -> None:
+    def __init__(self, storage: Storage, checkpoint_path: str,
+                 write: Callable[[str, bytes], None] | None = None) -> None:
         self._checkpoint = LeaderEpochCheckpointFile(storage, checkpoint_path)
+        self._write = write
         # Strictly increasing in both epoch and start_offset (checked by _check_invariants).
         self._entries: list[EpochEntry] = []
         loaded = [EpochEntry(epoch, start_offset) for epoch, start_offset in self._checkpoint.read()]
@@ -167,4 +172,7 @@ class LeaderEpochCache:
             assert previous.start_offset < entry.start_offset, self._entries
 
     def _flush(self) -> None:
-        self._checkpoint.write(self._entries)
+        if self._write is None:
+            self._checkpoint.write(self._entries)
+        else:
+            self._write(self._checkpoint.path, leader_epoch_checkpoint_bytes(self._entries))

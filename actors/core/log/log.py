@@ -26,6 +26,10 @@ Inputs and outputs:
   to which offset), the fsyncs of the plan's paths (by whoever holds the plan), and
   ``commit_flush``, which advances the recovery point only then, and not at all when the log was
   truncated or closed since the plan (the fsynced bytes may no longer be the log's).
+- disk waits: a log opened with a ``work_queue`` leaves every fsync, checkpoint and snapshot
+  write and directory removal of a roll, a truncation, a deletion and ``close`` to ``LogWork``s
+  on that queue, run later by someone else (log_work.py says in which order, and why a crash in
+  between still recovers); without a queue it runs them at once.
 
 Crash safety. Everything ``Log.open`` needs is on disk: segments are found by file name, the
 log start offset is the first segment's base offset unless the owner passes a larger one, and
@@ -42,27 +46,19 @@ from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.checkpoints import LEADER_EPOCH_CHECKPOINT
 from actors.core.log.leader_epoch_cache import LeaderEpochCache
 from actors.core.log.log_config import LogConfig
-from actors.core.log.producer_state import ProducerStateManager, delete_snapshots, load_state, write_snapshot
+from actors.core.log.log_work import FlushPlan, LogDurability, LogWork
+from actors.core.log.producer_state import ProducerStateManager, load_state
 from actors.core.log.record_batch import BatchHeader, as_byte_view, parse_batches, stamp_batch
 from actors.core.log.segment import INT32_MAX, FetchDataInfo, LogSegment
 from actors.core.log.segment_loading import load_segments
 from actors.core.log.storage import Storage
 
-__all__ = ["FetchDataInfo", "FlushPlan", "Log", "LogAppendInfo"]
+__all__ = ["DELETED_DIRECTORY_SUFFIX", "FetchDataInfo", "FlushPlan", "Log", "LogAppendInfo", "LogWork"]
 
+# A partition directory being deleted ends in this (Kafka's Log.DeleteDirSuffix).
+DELETED_DIRECTORY_SUFFIX = "-delete"
 # How much of the log one step of the producer-state replay reads.
 PRODUCER_STATE_REPLAY_READ_BYTES = 1 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class FlushPlan:
-    """What making [recovery point, ``target_offset``) durable takes: fsync ``paths`` (a path
-    deleted meanwhile needs nothing: its offsets left the log with it). ``truncations`` is the
-    log's truncation count when planned; a commit after another truncation is void."""
-
-    target_offset: int
-    paths: tuple[str, ...]
-    truncations: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,12 +80,19 @@ def _append_info(headers: tuple[BatchHeader, ...], size_in_bytes: int) -> LogApp
         max_timestamp=max(header.max_timestamp for header in headers), size_in_bytes=size_in_bytes)
 
 
-class Log:
+class Log(LogDurability):
     """One partition replica's log; build it with ``Log.open``."""
 
     def __init__(self, storage: Storage, directory: str, config: LogConfig,
-                 segments: list[LogSegment], *, log_start_offset: int, recovery_point: int) -> None:
+                 segments: list[LogSegment], *, log_start_offset: int, recovery_point: int,
+                 work_queue: list[LogWork] | None = None) -> None:
         self._storage = storage
+        # Where this log's disk waits go (log_work.py); None: run them at once.
+        self._work_queue = work_queue
+        # Offsets of the producer-state snapshots this log has handed to the queue to write, and
+        # of those it has handed to it to delete (such a file may still be on disk: never read it).
+        self._snapshots_queued: set[int] = set()
+        self._snapshots_doomed: set[int] = set()
         self._directory = directory
         self._config = config
         # Ordered by base offset and contiguous: segments[i].next_offset == segments[i+1].base_offset.
@@ -101,8 +104,18 @@ class Log:
         self._recovery_point = recovery_point
         # How many times the log end moved down (or the log restarted); voids older flush plans.
         self._truncations = 0
-        self._leader_epoch_cache = LeaderEpochCache(storage, f"{directory}/{LEADER_EPOCH_CHECKPOINT}")
+        self._leader_epoch_cache = LeaderEpochCache(
+            storage, f"{directory}/{LEADER_EPOCH_CHECKPOINT}",
+            None if work_queue is None else lambda path, data: self._durably(files=((path, data),)))
         self._closed = False
+        # Kafka's LogSegment.recover: a batch a recovery kept whose epoch is newer than the cache's
+        # latest assigns it, so the cache covers the epochs of all the data at or above the
+        # recovery point, whether their checkpoint write was durable or not (log_work.py).
+        for segment in segments:
+            for epoch, base_offset in segment.recovered_epoch_starts:
+                if epoch > self._leader_epoch_cache.latest_epoch:
+                    self._leader_epoch_cache.assign(epoch, base_offset)
+            segment.recovered_epoch_starts = []
         # Kafka's order on open: drop epochs for data that did not survive, then before the start.
         self._leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self._leader_epoch_cache.truncate_from_start(self._log_start_offset)
@@ -114,7 +127,8 @@ class Log:
 
     @classmethod
     def open(cls, storage: Storage, directory: str, config: LogConfig, *,
-             recovery_point: int = 0, log_start_offset: int = 0) -> Log:
+             recovery_point: int = 0, log_start_offset: int = 0,
+             work_queue: list[LogWork] | None = None) -> Log:
         """Opens (creating if needed) the log in ``directory`` and recovers it.
 
         ``recovery_point`` and ``log_start_offset`` come from the owner's checkpoint files; the
@@ -135,11 +149,13 @@ class Log:
         start = max(log_start_offset, segments[0].base_offset)
         recovery_point = max(segments[0].base_offset, min(recovery_point, log_end_offset))
         return cls(storage, directory, config, segments,
-                   log_start_offset=start, recovery_point=recovery_point)
+                   log_start_offset=start, recovery_point=recovery_point, work_queue=work_queue)
 
     def _load_producer_state(self):
         return load_state(self._storage, self._directory, log_start_offset=self._log_start_offset,
-                          log_end_offset=self.log_end_offset, headers_from=self._headers_from)
+                          log_end_offset=self.log_end_offset, headers_from=self._headers_from,
+                          delete_above=lambda offset: self._delete_snapshots(above=offset),
+                          skip=self._snapshots_doomed)
 
     def _headers_from(self, offset: int):
         """The headers of the batches from the one holding ``offset`` to the end (replay)."""
@@ -290,16 +306,17 @@ class Log:
         self._roll()
 
     def _roll(self) -> None:
-        """Starts a new active segment at the LEO; the old one is fsynced first (Kafka flushes it
-        right after a roll), so only the active segment can have an unflushed tail."""
-        self.flush()
-        # Kafka snapshots the producer state at every roll, so a restart replays at most the
-        # active segment.
-        write_snapshot(self._storage, self._directory, self._producer_state)
+        """Starts a new active segment at the LEO. As Kafka's roll does, the old segment's flush
+        is scheduled, not awaited (the recovery point reaches the roll offset when it is done),
+        and the producer state is snapshotted, so a restart replays at most the active segment;
+        the snapshot is written after the fsync, in the same work."""
+        plan = self.plan_flush()
+        snapshot = self._snapshot_file()
         self._segments.append(LogSegment.create(
             self._storage, self._directory, self.log_end_offset,
             index_interval_bytes=self._config.index_interval_bytes))
         self._check_segment_chain()
+        self._durably(fsync_paths=plan.paths if plan else (), files=(snapshot,), flush_plan=plan)
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -371,9 +388,11 @@ class Log:
             self.truncate_fully_and_start_at(offset)
             return True
         while self._segments[-1].base_offset > offset:
-            self._segments.pop().delete()
+            self._segments.pop().delete(sync=False)
         self._segments[-1].truncate_to(offset)
         self._truncations += 1
+        # The cut and the deletes are made durable by a work, before the checkpoints that follow.
+        self._durably(fsync_paths=(*self._segments[-1].durable_paths(), self._directory), truncation=True)
         log_end_offset = self.log_end_offset
         self._leader_epoch_cache.truncate_from_end(log_end_offset)
         self._recovery_point = min(self._recovery_point, log_end_offset)
@@ -389,16 +408,16 @@ class Log:
         self._check_open()
         assert offset >= 0, offset
         while self._segments:
-            self._segments.pop().delete()
+            self._segments.pop().delete(sync=False)
         self._truncations += 1
         segment = LogSegment.create(self._storage, self._directory, offset,
                                     index_interval_bytes=self._config.index_interval_bytes)
-        segment.flush()
         self._segments = [segment]
+        self._durably(fsync_paths=(*segment.durable_paths(), self._directory), truncation=True)
         self._leader_epoch_cache.clear()
         self._log_start_offset = offset
         self._recovery_point = offset
-        delete_snapshots(self._storage, self._directory)
+        self._delete_snapshots()
         self._producer_state = self._load_producer_state()
         self._check_invariants()
 
@@ -422,58 +441,31 @@ class Log:
             self._segments.pop(0).delete()
         self._producer_state.evict_below(offset)
         # A snapshot before the first segment describes batches that are gone.
-        delete_snapshots(self._storage, self._directory, below=self._segments[0].base_offset)
+        self._delete_snapshots(below=self._segments[0].base_offset)
         self._check_segment_chain()
         self._check_invariants()
         return True
 
     # -- durability and lifecycle ----------------------------------------------------------
 
-    def flush(self, up_to_offset: int | None = None) -> None:
-        """Fsyncs the segments holding [recovery_point, up_to_offset) and advances the recovery
-        point there (default: the LEO), all at once on the caller's thread."""
-        self._check_open()
-        plan = self.plan_flush(up_to_offset)
-        if plan is None:
-            return
-        for path in plan.paths:
-            self._storage.fsync(path)
-        committed = self.commit_flush(plan)
-        assert committed, plan  # nothing can truncate or close the log between these lines
-
-    def plan_flush(self, up_to_offset: int | None = None) -> FlushPlan | None:
-        """What a flush to ``up_to_offset`` (default: the LEO) must fsync; None if nothing. Pure."""
-        self._check_open()
-        target = self.log_end_offset if up_to_offset is None else min(up_to_offset, self.log_end_offset)
-        if target <= self._recovery_point:
-            return None
-        paths = tuple(path for segment in self._segments
-                      if segment.next_offset > self._recovery_point and segment.base_offset < target
-                      for path in segment.durable_paths())
-        return FlushPlan(target_offset=target, paths=paths, truncations=self._truncations)
-
-    def commit_flush(self, plan: FlushPlan) -> bool:
-        """After every path of ``plan`` was fsynced: advance the recovery point to its target.
-        False (nothing changes) when the log was closed or truncated since the plan: the bytes
-        fsynced below the target may then not be the ones the log holds there now."""
-        if self._closed or plan.truncations != self._truncations:
-            return False
-        target = min(plan.target_offset, self.log_end_offset)
-        self._recovery_point = max(self._recovery_point, target)
-        self._check_invariants()
-        return True
-
     def close(self) -> None:
-        """Flushes everything; the log must not be used afterwards."""
+        """Flushes everything and snapshots the producer state (with a work queue: plans that,
+        the owner waits for it); the log must not be used afterwards."""
         if not self._closed:
-            self.flush()
-            write_snapshot(self._storage, self._directory, self._producer_state)
+            plan = self.plan_flush()
+            self._durably(fsync_paths=plan.paths if plan else (), files=(self._snapshot_file(),),
+                          flush_plan=plan)
             self._closed = True
 
     def delete(self) -> None:
-        """Deletes the whole partition directory; the log must not be used afterwards."""
+        """Deletes the whole partition directory; the log must not be used afterwards. As Kafka
+        does, the directory is first renamed to ``<name>.<n>-delete`` (at once, so that the name is
+        free for a new replica), then removed (by a work with a queue)."""
         self._closed = True
-        self._storage.delete(self._directory)
+        trash = next(f"{self._directory}.{n}{DELETED_DIRECTORY_SUFFIX}" for n in range(1 << 30)
+                     if not self._storage.exists(f"{self._directory}.{n}{DELETED_DIRECTORY_SUFFIX}"))
+        self._storage.rename(self._directory, trash, sync=False)
+        self._durably(fsync_paths=("",), delete_paths=(trash,))
 
     # -- invariants ------------------------------------------------------------------------
 

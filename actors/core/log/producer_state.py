@@ -36,7 +36,7 @@ fields it has).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from crc32c import crc32c
@@ -253,19 +253,33 @@ def write_snapshot(storage: Storage, directory: str, state: ProducerStateManager
 def delete_snapshots(storage: Storage, directory: str, *, above: int | None = None, below: int | None = None) -> None:
     """Deletes the snapshots past offset ``above`` or before ``below`` (all of them with neither)."""
     for offset in snapshot_offsets(storage, directory):
-        if (above is None and below is None) or (above is not None and offset > above) or (
-                below is not None and offset < below):
+        if snapshot_selected(offset, above=above, below=below):
             storage.delete(snapshot_path(directory, offset))
 
 
+def snapshot_selected(offset: int, *, above: int | None = None, below: int | None = None) -> bool:
+    """Whether ``delete_snapshots`` with these bounds deletes the snapshot at ``offset``."""
+    return (above is None and below is None) or (above is not None and offset > above) or (
+        below is not None and offset < below)
+
+
 def load_state(storage: Storage, directory: str, *, log_start_offset: int, log_end_offset: int,
-               headers_from: Callable[[int], Iterator[BatchHeader]]) -> ProducerStateManager:
+               headers_from: Callable[[int], Iterator[BatchHeader]],
+               delete_above: Callable[[int], None] | None = None,
+               skip: Collection[int] = ()) -> ProducerStateManager:
     """The state of the log [log_start_offset, log_end_offset): the newest readable snapshot at or
     below the end (newer ones are deleted: they describe data that is gone), then the batches
-    after it from ``headers_from(offset)``."""
-    delete_snapshots(storage, directory, above=log_end_offset)
+    after it from ``headers_from(offset)``. A log whose deletes run later passes ``delete_above``
+    (which deletes the snapshots past an offset, or below it for an unreadable one) and the
+    offsets of snapshots it has already doomed as ``skip``: such files may still be on disk."""
+    if delete_above is None:
+        delete_snapshots(storage, directory, above=log_end_offset)
+    else:
+        delete_above(log_end_offset)
     state = ProducerStateManager(map_end_offset=log_start_offset)
     for offset in reversed(snapshot_offsets(storage, directory)):
+        if offset > log_end_offset or offset in skip:
+            continue
         if offset < log_start_offset:
             break
         try:

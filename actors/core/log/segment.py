@@ -158,6 +158,9 @@ class LogSegment:
         self._index_positions: array | None = None
         # Bytes appended since the position of the last index entry (the whole size if none).
         self._bytes_since_last_index_entry = 0
+        # (leader epoch, first offset) of each run of batches of one epoch a recovery kept, for the
+        # log's epoch cache (which takes and empties it).
+        self.recovered_epoch_starts: list[tuple[int, int]] = []
 
     # -- construction ----------------------------------------------------------------------
 
@@ -369,7 +372,7 @@ class LogSegment:
     def truncate_to(self, offset: int) -> int:
         """Drops the batch holding ``offset`` and all after it; returns the bytes dropped.
 
-        The cut is made durable at once (fsync), so a crash cannot bring truncated batches back.
+        The cut is not fsynced here: the log plans that fsync as storage work (log_work.py).
         """
         header = self.find_batch(offset)
         if header is None:
@@ -380,7 +383,6 @@ class LogSegment:
         del self._index_positions[kept:]
         self.storage.truncate(self.log_path, header.position)
         self.storage.truncate(self.index_path, kept * _INDEX_ENTRY.size)
-        self.flush()
         self._size_bytes = header.position
         self._next_offset = header.base_offset
         last_position = self._index_positions[-1] if self._index_positions else 0
@@ -397,9 +399,10 @@ class LogSegment:
             return self.log_path, self.index_path
         return (self.log_path,)
 
-    def delete(self) -> None:
-        self.storage.delete(self.log_path)
-        self.storage.delete(self.index_path)
+    def delete(self, *, sync: bool = True) -> None:
+        """Deletes the files; with ``sync=False`` the directory's fsync is left to the caller."""
+        self.storage.delete(self.log_path, sync=sync)
+        self.storage.delete(self.index_path, sync=sync)
 
     # -- recovery --------------------------------------------------------------------------
 
@@ -422,6 +425,9 @@ class LogSegment:
                 chunk, expected_base_offset=expected_offset)
             for header in headers:
                 self._index_batch(header, chunk_start + header.position, new_entries)
+                epoch = header.partition_leader_epoch
+                if epoch >= 0 and (not self.recovered_epoch_starts or self.recovered_epoch_starts[-1][0] != epoch):
+                    self.recovered_epoch_starts.append((epoch, header.base_offset))
             if headers:
                 expected_offset = headers[-1].next_offset
             position += consumed

@@ -13,8 +13,13 @@ file whose directory does not exist raises ``FileNotFoundError``; reading a miss
 when last fsynced; ``simulate_crash()`` cuts every file back to that length, which is what a
 machine that lost its page cache sees for append-only files. Operations that Kafka-style code
 makes durable on purpose (``write_file_atomically``, ``rename``, ``make_dir``, ``delete``) are
-durable at once; a ``truncate`` is modelled as durable at once too (a journaled metadata change),
-which is why the log fsyncs after truncating rather than relying on a later flush.
+durable at once; a ``truncate`` is modelled as durable at once too (a journaled metadata change).
+
+``delete`` and ``rename`` take ``sync``: True (the default) makes the change to the directory
+durable before returning (``FileStorage`` fsyncs the parent directory); False leaves that to a
+later ``fsync`` of the directory, so that the caller's thread does no disk wait (the log plans that
+fsync as storage work, see actors/core/log/log_work.py). ``InMemoryStorage`` is durable at once
+either way.
 """
 from __future__ import annotations
 
@@ -45,7 +50,7 @@ class Storage(Protocol):
 
     def fsync(self, path: str) -> None: ...
 
-    def delete(self, path: str) -> None:
+    def delete(self, path: str, *, sync: bool = True) -> None:
         """Deletes a file or a whole directory tree; a no-op if the path does not exist."""
 
     def read_file(self, path: str) -> bytes: ...
@@ -53,7 +58,7 @@ class Storage(Protocol):
     def write_file_atomically(self, path: str, data: bytes) -> None:
         """Replaces the file's contents all-or-nothing and durably (temp file, fsync, rename)."""
 
-    def rename(self, src: str, dst: str) -> None: ...
+    def rename(self, src: str, dst: str, *, sync: bool = True) -> None: ...
 
 
 def split_path(path: str) -> tuple[str, ...]:
@@ -170,7 +175,7 @@ class InMemoryStorage:
             return
         self._synced_sizes[path] = len(self._file(path))
 
-    def delete(self, path: str) -> None:
+    def delete(self, path: str, *, sync: bool = True) -> None:
         split_path(path)
         if path in self._files:
             del self._files[path]
@@ -194,7 +199,7 @@ class InMemoryStorage:
         self._files[path] = bytearray(data)
         self._synced_sizes[path] = len(data)
 
-    def rename(self, src: str, dst: str) -> None:
+    def rename(self, src: str, dst: str, *, sync: bool = True) -> None:
         split_path(dst)
         if src in self._files:
             self._require_parent(dst)

@@ -112,8 +112,9 @@ class BrokerCore:
     def storage(self) -> Storage:
         return self.replica_manager.storage
 
-    def shutdown(self) -> None:
-        self.replica_manager.shutdown()
+    def shutdown(self) -> list[Effect]:
+        """A clean shutdown's last work (``ReplicaManager.shutdown``); nothing is stepped after it."""
+        return self.replica_manager.shutdown()
 
     # ------------------------------------------------------------------------------ requests
     def handle_produce(self, request_id: int, request, now_ms: int) -> list[Effect]:

@@ -19,7 +19,10 @@ deadline, ``LogEvent`` for a human.
 - Any progress on a partition (an append, a high-watermark move, a role change) retries the
   delayed operations watching it.
 - The periodic log flush and checkpoints are planned by the ``LogFlusher`` (log_flusher.py) and run
-  by the driver off its thread as ``StorageWork``; ``on_storage_done`` commits them.
+  by the driver off its thread as ``StorageWork``; ``on_storage_done`` commits them. So are the
+  logs' own disk waits (rolls, truncations, deletions, epoch checkpoints): each step that may
+  change a log ends with the flusher's ``collect``; a follower's truncation and a StopReplica
+  that deletes are answered only once durable (``hold``; actors/core/log/log_work.py says why).
 
 Peers' bad input gets Kafka's error code and changes nothing; a broken invariant of our own is an
 assertion.
@@ -36,7 +39,7 @@ from actors.core.log.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
 )
-from actors.core.log.log import Log
+from actors.core.log.log import DELETED_DIRECTORY_SUFFIX, Log, LogWork
 from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import Storage
 from actors.core.messages._base import NO_EPOCH
@@ -122,12 +125,16 @@ class ReplicaManager:
         log_start_offsets = OffsetCheckpointFile(self.storage, LOG_START_OFFSET_CHECKPOINT).read()
         recovered = []
         for name in self.storage.list_dir(""):
+            if name.endswith(DELETED_DIRECTORY_SUFFIX):  # a deletion the last process did not finish
+                self.log_flusher.work_queue.append(LogWork(fsync_paths=("",), delete_paths=(name,)))
+                continue
             topic_partition = parse_partition_directory(name)
             if topic_partition is None:
                 continue
             log = Log.open(self.storage, name, log_config_for(self.config),
                            recovery_point=recovery_points.get(topic_partition, 0),
-                           log_start_offset=log_start_offsets.get(topic_partition, 0))
+                           log_start_offset=log_start_offsets.get(topic_partition, 0),
+                           work_queue=self.log_flusher.work_queue)
             self.partitions[topic_partition] = self._new_partition(
                 topic_partition, log, high_watermarks.get(topic_partition, 0), self.config)
             recovered.append(topic_partition)
@@ -174,7 +181,7 @@ class ReplicaManager:
             effects.extend(self.try_complete_delayed(topic_partition, now_ms))
         effects.append(Respond(request_id=request_id, response=LeaderAndIsrResponse(
             error_code=ErrorCode.NONE, partition_errors=tuple(errors))))
-        return effects
+        return effects + self.log_flusher.collect()
 
     def _apply_partition_state(self, topic_partition: TopicPartition, state, topic_config: KafkaConfig,
                                now_ms: int, effects: list[Effect]) -> ErrorCode:
@@ -189,7 +196,8 @@ class ReplicaManager:
             return ErrorCode.STALE_CONTROLLER_EPOCH
         if partition is None:
             topic, index = topic_partition
-            log = Log.open(self.storage, partition_directory(topic, index), log_config_for(topic_config))
+            log = Log.open(self.storage, partition_directory(topic, index), log_config_for(topic_config),
+                           work_queue=self.log_flusher.work_queue)
             partition = self._new_partition(topic_partition, log, 0, topic_config)
             self.partitions[topic_partition] = partition
         else:
@@ -267,11 +275,15 @@ class ReplicaManager:
                 effects.extend(self.try_complete_delayed(topic_partition, now_ms))
                 errors.append(StopReplicaPartitionError(topic_name=topic.name, partition_index=index,
                                                         error_code=ErrorCode.NONE))
-        if request.delete_partitions:  # through the flusher, so this file's writes stay in order
-            effects.append(self.log_flusher.plan_high_watermark_checkpoint())
         effects.append(Respond(request_id=request_id, response=StopReplicaResponse(
             error_code=ErrorCode.NONE, partition_errors=tuple(errors))))
-        return effects
+        if not request.delete_partitions:
+            return effects + self.log_flusher.collect()
+        # Answered once the deletions are durable: the controller's next request to this broker,
+        # which may recreate a partition under its old name, waits for this answer.
+        effects = self.log_flusher.hold(effects, request_id)
+        # Through the flusher, after the deletions, so this file's writes stay in order.
+        return effects + [self.log_flusher.plan_high_watermark_checkpoint()]
 
     def _stop_replica(self, topic_partition: TopicPartition, *, delete: bool) -> list[Effect]:
         """Kafka's ``stopReplica``: with delete, the partition and its log go; without (controlled
@@ -293,7 +305,7 @@ class ReplicaManager:
                 f"broker {self.broker_id} deleted its replica of {topic}-{index}")))
         else:
             partition.stop()
-            partition.log.flush()
+            partition.log.schedule_flush()
             effects.append(LogEvent(level="info", message=(
                 f"broker {self.broker_id} stopped its replica of {topic}-{index} at leader epoch "
                 f"{partition.leader_epoch}")))
@@ -322,7 +334,7 @@ class ReplicaManager:
     def handle_produce(self, request_id: int, request: ProduceRequest, now_ms: int, *,
                        internal_topics_allowed: bool = False) -> list[Effect]:
         return produce.handle_produce(self, request_id, request, now_ms,
-                                      internal_topics_allowed=internal_topics_allowed)
+                                      internal_topics_allowed=internal_topics_allowed) + self.log_flusher.collect()
 
     def handle_fetch(self, request_id: int, request: FetchRequest, now_ms: int) -> list[Effect]:
         return fetch.handle_fetch(self, request_id, request, now_ms)
@@ -331,10 +343,11 @@ class ReplicaManager:
         return replication.handle_offset_for_leader_epoch(self, request_id, request, now_ms)
 
     def handle_follower_truncate(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return replication.handle_follower_truncate(self, request_id, request, now_ms)
+        # Answered once the truncation is durable: the fetcher appends nothing before its answer.
+        return self.log_flusher.hold(replication.handle_follower_truncate(self, request_id, request, now_ms), request_id)
 
     def handle_follower_append(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return replication.handle_follower_append(self, request_id, request, now_ms)
+        return replication.handle_follower_append(self, request_id, request, now_ms) + self.log_flusher.collect()
 
     def on_alter_partition_response(self, request, response, now_ms: int) -> list[Effect]:
         return replication.on_alter_partition_response(self, request, response, now_ms)
@@ -436,12 +449,13 @@ class ReplicaManager:
         for path, contents in self.log_flusher.recovery_checkpoints():
             self.storage.write_file_atomically(path, contents)
 
-    def shutdown(self) -> None:
-        """A clean shutdown: everything flushed and checkpointed, so the next start skips recovery."""
-        self.flush_and_checkpoint_recovery_points()
-        self.checkpoint_high_watermarks()
+    def shutdown(self) -> list[Effect]:
+        """A clean shutdown: every log closed, and one last work that flushes them and writes every
+        checkpoint, so the next start skips recovery. The driver waits for it; the logs are not used
+        again."""
         for partition in self.partitions.values():
             partition.log.close()
+        return self.log_flusher.plan_shutdown()
 
     def fetch_states_for(self, key: tuple[int, int]) -> list:
         """Where a replacement fetcher for (leader, fetcher id) starts: each partition's log end."""
