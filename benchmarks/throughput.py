@@ -17,6 +17,8 @@ wrote from the beginning, so every record produced is counted consumed. Catch-up
 partitions each have a follower on broker 2, which is stopped (controlled shutdown) while the
 backlog is produced with acks=1 and then started again; the rate counts what it copies after its
 first fetched batch shows up. Tansu runs first, a fresh one per partitions x size, before Ray.
+A bare fetch point over 64 partitions then also measures an idle fetch of them (``_idle_fetch``):
+bytes and time per fetch with fetch sessions (KIP-227) and without, in its row's ``idle_fetch``.
 
 ``--backlog GIB`` instead produces a backlog of GIB GiB (default 1) to one topic and reads it
 back, sampling the broker side's memory throughout (the issue's flat-memory target); it never
@@ -55,6 +57,7 @@ PRODUCE_REQUEST_BYTES = 1_000_000  # batch.size; one request per broker drains ~
 FETCH_BYTES_MAX, PARTITION_FETCH_BYTES_MAX = 52_428_800, 10_485_760  # fetch.max.bytes, max.partition.fetch.bytes
 REPLICA_FETCH_BYTES_MAX, REPLICA_PARTITION_BYTES_MAX = 10 * MIB, MIB  # the brokers' replica.fetch.* defaults
 BARE_FETCH_BYTES = MIB  # _bare_fetch's fetch.max.bytes
+IDLE_FETCH_PARTITIONS_MIN = 64  # a bare fetch point this wide also measures an idle fetch (_idle_fetch)
 
 
 def call_bytes(point: Point, total_bytes: int) -> int:
@@ -213,6 +216,11 @@ class Runner:
             extra = ({key: figures[key] for key in ("records_after_first_delivery", "seconds_after_first_delivery")}
                      if point.op == "consume" else {"batch_bytes": figures["bytes"], "calls": figures["calls"]}
                      if point.op == "fetch" else {})
+            if point.op == "fetch" and point.partitions >= IDLE_FETCH_PARTITIONS_MIN:
+                # The topic is read to its end now: what fetching it idle costs, with and without sessions.
+                from benchmarks._idle_fetch import describe, idle_fetch
+                extra["idle_fetch"] = idle_fetch(cluster, topic)
+                self.display.say(describe(extra["idle_fetch"]))
             self.row(point, figures, probe, expected=records if point.op == "produce" else produced, extra=extra)
         cluster.delete_topic(topic)
 

@@ -194,3 +194,45 @@ def test_a_parked_incremental_fetch_answers_only_what_arrived():
     driver.produce("t", 5, make_batch([b"x"]))
     response = driver.answers[request_id]
     assert set(_answered(response)) == {5} and handler.handle_response(response)
+
+
+def _fetcher_with(partitions: int):
+    from actors.core.config import KafkaConfig
+    from actors.core.effects import Send
+    from actors.core.replica.fetcher import FetcherCore
+    from actors.core.replica.follower_messages import InitialFetchState
+    fetcher = FetcherCore(broker_id=2, leader_id=1, fetcher_id=0, config=KafkaConfig({}), now_ms=0)
+    effects = fetcher.add_partitions([InitialFetchState(topic="t", partition=p, fetch_offset=0, current_leader_epoch=1)
+                                      for p in range(partitions)], now_ms=0)
+    return fetcher, [e.message for e in effects if isinstance(e, Send)]
+
+
+def _sent(effects) -> list:
+    from actors.core.effects import Send
+    return [e.message for e in effects if isinstance(e, Send)]
+
+
+def test_the_follower_fetcher_fetches_incrementally_and_falls_back_to_a_full_fetch_on_a_session_error():
+    from actors.core.messages.fetch import FetchableTopicResponse, FetchPartitionData
+    fetcher, (first,) = _fetcher_with(3)
+    assert (first.session_id, first.session_epoch, _named(first)) == (0, 0, {0, 1, 2})
+    full = FetchResponse(session_id=9, responses=(FetchableTopicResponse(topic="t", partitions=tuple(
+        FetchPartitionData(partition_index=p) for p in range(3))),))
+    (incremental,) = _sent(fetcher.on_leader_response(first, full, now_ms=1))
+    assert (incremental.session_id, incremental.session_epoch, _named(incremental)) == (9, 1, set())
+    refused = FetchResponse(responses=(), error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+    (again,) = _sent(fetcher.on_leader_response(incremental, refused, now_ms=2))
+    assert (again.session_id, again.session_epoch, _named(again)) == (0, 0, {0, 1, 2}), (
+        "at once, in full, with no backoff")
+
+
+def test_a_follower_fetch_that_timed_out_closes_its_session_with_the_next_full_fetch():
+    from actors.core.messages.fetch import FetchableTopicResponse, FetchPartitionData
+    fetcher, (first,) = _fetcher_with(2)
+    full = FetchResponse(session_id=9, responses=(FetchableTopicResponse(topic="t", partitions=tuple(
+        FetchPartitionData(partition_index=p) for p in range(2))),))
+    (incremental,) = _sent(fetcher.on_leader_response(first, full, now_ms=1))
+    assert incremental.session_epoch == 1
+    fetcher.tick(now_ms=10**9)  # past the request timeout: the partitions back off
+    (retry,) = _sent(fetcher.tick(now_ms=10**9 + 10**6))
+    assert (retry.session_id, retry.session_epoch) == (9, 0), "a full fetch that closes session 9"

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from actors.core.errors import ErrorCode
-from actors.core.messages.fetch import FetchPartition, FetchResponse, FetchTopic, ForgottenTopic
+from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic, ForgottenTopic
 from actors.core.replica.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
 
 TopicPartition = tuple[str, int]
@@ -48,6 +48,11 @@ class FetchRequestData:
         for (topic, _), asked in self.to_send.items():
             grouped.setdefault(topic, []).append(asked)
         return tuple(FetchTopic(topic=topic, partitions=tuple(asked)) for topic, asked in grouped.items())
+
+    def request(self, **fields) -> FetchRequest:
+        """The FetchRequest that carries this; ``fields`` are its other fields (max_wait_ms, ...)."""
+        return FetchRequest(topics=self.topics(), session_id=self.session_id, session_epoch=self.session_epoch,
+                            forgotten_topics_data=self.forgotten_topics(), **fields)
 
     def forgotten_topics(self) -> tuple[ForgottenTopic, ...]:
         grouped: dict[str, list[int]] = {}
@@ -76,6 +81,15 @@ class FetchSessionHandler:
                 self._session_partitions[tp] = asked
                 to_send[tp] = asked
         return FetchRequestData(self.session_id, self.epoch, to_send, forgotten, dict(self._session_partitions))
+
+    def build_request(self, wanted: dict[TopicPartition, tuple[int, int]], partition_max_bytes: int,
+                      max_wait_ms: int, min_bytes: int, max_bytes: int) -> FetchRequest:
+        """``build`` and ``request`` for a consumer: ``wanted`` maps partitions to (fetch offset,
+        current leader epoch)."""
+        return self.build({tp: FetchPartition(partition=tp[1], fetch_offset=offset, current_leader_epoch=epoch,
+                                              partition_max_bytes=partition_max_bytes)
+                           for tp, (offset, epoch) in wanted.items()}).request(
+            max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes)
 
     def handle_response(self, response: FetchResponse) -> bool:
         """Move the session on from ``response``; False when its partitions must be ignored."""
