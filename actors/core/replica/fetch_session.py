@@ -104,7 +104,8 @@ class FetchContext:
         if self.kind == "error":
             return FetchResponse(responses=(), error_code=self.error_code, session_id=self.session_id)
         if self.kind == "sessionless":
-            return replace(response, session_id=INVALID_SESSION_ID)
+            assert response.session_id == INVALID_SESSION_ID, response.session_id
+            return response
         if self.kind == "full":
             session_id = cache.maybe_create_session(self.request, response, now_ms)
             return replace(response, session_id=session_id)
@@ -172,8 +173,8 @@ class FetchSessionCache:
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):  # a full fetch
             if session_id != INVALID_SESSION_ID:
                 self.sessions.pop(session_id, None)  # any session a full fetch names is closed
-            kind = "sessionless" if epoch == FINAL_EPOCH else "full"
-            return FetchContext(request=_request_for(request, _partitions_of(request)), kind=kind)
+            # A full fetch is read as it came (a forgotten list means nothing without a session).
+            return FetchContext(request=request, kind="sessionless" if epoch == FINAL_EPOCH else "full")
         session = self.sessions.get(session_id)
         if session is None or session_id == INVALID_SESSION_ID:
             return FetchContext(request=request, kind="error", error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
