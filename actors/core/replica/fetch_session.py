@@ -100,7 +100,8 @@ class FetchContext:
     session_id: int = INVALID_SESSION_ID
     expected_epoch: int = INITIAL_EPOCH  # for "incremental": the session's epoch after this request
 
-    def respond(self, cache: "FetchSessionCache", response: FetchResponse, now_ms: int) -> FetchResponse:
+    def respond(self, cache: "FetchSessionCache", response: FetchResponse | None, now_ms: int) -> FetchResponse:
+        """The answer to send for ``response`` (None only for a session error, which reads nothing)."""
         if self.kind == "error":
             return FetchResponse(responses=(), error_code=self.error_code, session_id=self.session_id)
         if self.kind == "sessionless":
