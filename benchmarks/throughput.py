@@ -19,6 +19,8 @@ backlog is produced with acks=1 and then started again; the rate counts what it 
 first fetched batch shows up. The brokers' followers fetch with the consumer's byte limits
 (``CLUSTER_CONFIG``: replica.fetch.max.bytes 10 MiB, replica.fetch.response.max.bytes 50 MiB).
 Tansu runs first, a fresh one per partitions x size, before Ray.
+A bare fetch point over 64 partitions then also measures an idle fetch of them (``_idle_fetch``):
+bytes and time per fetch with fetch sessions (KIP-227) and without, in its row's ``idle_fetch``.
 
 ``--backlog GIB`` instead produces a backlog of GIB GiB (default 1) to one topic and reads it
 back, sampling the broker side's memory throughout (the issue's flat-memory target); it never
@@ -64,6 +66,7 @@ FETCH_BYTES_MAX, PARTITION_FETCH_BYTES_MAX = 52_428_800, 10_485_760  # fetch.max
 REPLICA_FETCH_BYTES_MAX = int(CLUSTER_CONFIG["replica.fetch.response.max.bytes"])
 REPLICA_PARTITION_BYTES_MAX = int(CLUSTER_CONFIG["replica.fetch.max.bytes"])
 BARE_FETCH_BYTES = MIB  # _bare_fetch's fetch.max.bytes
+IDLE_FETCH_PARTITIONS_MIN = 64  # a bare fetch point this wide also measures an idle fetch (_idle_fetch)
 
 
 def call_bytes(point: Point, total_bytes: int) -> int:
@@ -225,6 +228,11 @@ class Runner:
             extra = ({key: figures[key] for key in ("records_after_first_delivery", "seconds_after_first_delivery")}
                      if point.op.startswith("consume") else {"batch_bytes": figures["bytes"], "calls": figures["calls"]}
                      if point.op == "fetch" else {})
+            if point.op == "fetch" and point.partitions >= IDLE_FETCH_PARTITIONS_MIN:
+                # The topic is read to its end now: what fetching it idle costs, with and without sessions.
+                from benchmarks._idle_fetch import describe, idle_fetch
+                extra["idle_fetch"] = idle_fetch(cluster, topic)
+                self.display.say(describe(extra["idle_fetch"]))
             self.row(point, figures, probe, expected=records if point.op == "produce" else produced, extra=extra)
         cluster.delete_topic(topic)
 

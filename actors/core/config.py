@@ -28,6 +28,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "replica.fetch.min.bytes": "1",
     "replica.fetch.backoff.ms": "1000",
     "num.replica.fetchers": "1",
+    "max.incremental.fetch.session.cache.slots": "1000",
     "replica.high.watermark.checkpoint.interval.ms": "5000",
     "log.flush.offset.checkpoint.interval.ms": "60000",
     "unclean.leader.election.enable": "false",

@@ -98,8 +98,8 @@ def _consumer_only(message_type: type) -> Callable[[Any, int, WireContext], Any]
     so a forged replica id cannot read past the high watermark or count as a follower's ack."""
     def convert(body: Any, version: int, context: WireContext) -> Any:
         fixed: dict[str, Any] = {"replica_id": CONSUMER_REPLICA_ID}
-        if message_type is FetchRequest:
-            # No fetch sessions (KIP-227): session id 0 tells the client to send full fetches.
+        if message_type is FetchRequest and version < 7:
+            # Fetch sessions (KIP-227) came with v7: an older fetch is a sessionless full one.
             fixed.update(session_id=0, session_epoch=-1)
         return from_kio(message_type, body, **fixed)
     return convert

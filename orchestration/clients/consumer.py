@@ -1,13 +1,13 @@
 """The consumer: positions per partition, pipelined fetches, ``auto.offset.reset``, and group mode.
 
-``poll`` returns records from what earlier fetches brought and keeps one Fetch request in flight
-per leader broker, so the next batch of data travels while the caller works (Kafka's consumer
-pipelines the same way). A position with no committed start is reset with ListOffsets per
-``auto.offset.reset``; a fetch answered ``OFFSET_OUT_OF_RANGE`` resets the same way, or raises
-``KafkaError(OFFSET_OUT_OF_RANGE)`` when the policy is ``none``. Leadership errors refresh metadata
-and the fetch is retried against the new leader. As in Kafka's consumer, a partition whose leader
-is unknown (-1 in the metadata last read) makes the consumer ask for metadata again, no more often
-than every ``retry.backoff.ms``, and ``metadata.max.age.ms`` refreshes it anyway
+``poll`` returns records from what earlier fetches brought and keeps one Fetch request in flight per
+leader broker, in a fetch session (KIP-227), so the next batch of data travels while the caller
+works (Kafka's consumer pipelines the same way). A position with no committed start is reset with
+ListOffsets per ``auto.offset.reset``; a fetch answered ``OFFSET_OUT_OF_RANGE`` resets the same way,
+or raises ``KafkaError(OFFSET_OUT_OF_RANGE)`` when the policy is ``none``. Leadership errors refresh
+metadata and the fetch is retried against the new leader. As in Kafka's consumer, a partition whose
+leader is unknown (-1 in the metadata last read) makes the consumer ask for metadata again, no more
+often than every ``retry.backoff.ms``, and ``metadata.max.age.ms`` refreshes it anyway
 (``MetadataRefresher``); ``position``, ``seek_to_beginning``, ``seek_to_end`` and ``end_offsets``
 retry retriable errors (no leader, leadership moving) until ``default.api.timeout.ms``.
 
@@ -39,7 +39,7 @@ from ray.exceptions import ActorDiedError
 
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import NO_EPOCH
-from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from actors.core.replica.fetch_session_handler import FetchSessionHandler
 from actors.core.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from orchestration.chaos.history import HistoryWriter, topic_partition_key
 from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, call_with_retries
@@ -115,6 +115,7 @@ class Consumer(BatchPolling):
         # Per Fetch awaiting its answer, keyed by the answer's future: (broker id, the call's
         # ObjectRef, held until the answer is in, {topic_partition: fetch offset}).
         self._in_flight: dict[Future, tuple] = {}
+        self._fetch_sessions: dict[int, FetchSessionHandler] = {}  # per broker id (KIP-227)
         self._backoff_until: dict[int, float] = {}
         self._closed = False
         group_id = settings["group.id"].strip()
@@ -296,6 +297,7 @@ class Consumer(BatchPolling):
     def _send_fetches(self) -> None:
         self._metadata.update_if_due()
         busy = {tp for _, _, offsets in self._in_flight.values() for tp in offsets}
+        busy_leaders = {leader for leader, _, _ in self._in_flight.values()}  # one fetch per session at a time
         buffered = self._buffered.topic_partitions()
         by_leader: dict[int, dict[tuple[str, int], tuple[int, int]]] = collections.defaultdict(dict)
         now = time.monotonic()
@@ -317,21 +319,16 @@ class Consumer(BatchPolling):
                 # Kafka's Fetcher: no known leader, so ask for metadata again (once the backoff allows).
                 self._metadata.request_update()
                 continue
-            if self._backoff_until.get(leader, 0) > now:
+            if self._backoff_until.get(leader, 0) > now or leader in busy_leaders:
                 continue
             by_leader[leader][tp] = (self._positions[tp], epoch)
-        for leader, wanted in by_leader.items():
-            topics: dict[str, list[FetchPartition]] = collections.defaultdict(list)
-            for (topic, partition), (offset, epoch) in wanted.items():
-                topics[topic].append(FetchPartition(partition=partition, fetch_offset=offset,
-                                                    partition_max_bytes=self._partition_max_bytes,
-                                                    current_leader_epoch=epoch))
-            request = FetchRequest(max_wait_ms=self._max_wait_ms, min_bytes=self._min_bytes,
-                                   max_bytes=self._max_bytes, topics=tuple(
-                                       FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in topics.items()))
+        for leader, wanted in by_leader.items():  # KIP-227: only partitions whose position moved are named
+            request = self._fetch_sessions.setdefault(leader, FetchSessionHandler()).build_request(
+                wanted, self._partition_max_bytes, self._max_wait_ms, self._min_bytes, self._max_bytes)
             try:
                 ref = self._directory.broker(leader).handle_fetch.remote(request)
             except KafkaError:
+                self._fetch_sessions[leader].handle_error()
                 self._on_broker_trouble(leader)
                 continue
             self._in_flight[as_future(ref)] = (leader, ref, {tp: offset for tp, (offset, _) in wanted.items()})
@@ -343,11 +340,14 @@ class Consumer(BatchPolling):
         except Exception as exc:
             if isinstance(exc, ActorDiedError):
                 self._directory.forget(leader)
+            self._fetch_sessions[leader].handle_error()  # the next fetch is full and closes the session
             error = as_kafka_error(exc)
             if not error.retriable:
                 raise error
             self._on_broker_trouble(leader)
             return
+        if not self._fetch_sessions[leader].handle_response(response):
+            return  # a fetch session error: the next fetch to this broker is a full one
         for topic in response.responses:
             for data in topic.partitions:
                 tp = (topic.topic, data.partition_index)

@@ -16,6 +16,7 @@ from actors.core.messages.produce import (
     ProduceResponse,
 )
 from actors.core.messages.fetch import (
+    ForgottenTopic,
     FetchPartition,
     FetchTopic,
     FetchRequest,
@@ -240,6 +241,7 @@ __all__ = [
     "TopicProduceResponse",
     "ProduceResponse",
     "FetchPartition",
+    "ForgottenTopic",
     "FetchTopic",
     "FetchRequest",
     "EpochEndOffset",

@@ -29,6 +29,13 @@ class FetchTopic:
 
 
 @message
+class ForgottenTopic:
+    """Partitions an incremental fetch drops from its session (KIP-227)."""
+    topic: str
+    partitions: tuple[int, ...]
+
+
+@message
 class FetchRequest:
     max_wait_ms: int
     min_bytes: int
@@ -36,8 +43,11 @@ class FetchRequest:
     topics: tuple[FetchTopic, ...]
     replica_id: int = CONSUMER_REPLICA_ID
     isolation_level: int = 0
+    # KIP-227 (actors/core/replica/fetch_session.py): id 0 with epoch -1 is a sessionless full
+    # fetch; epoch 0 asks for a new session; id > 0 with epoch > 0 is an incremental fetch.
     session_id: int = 0
     session_epoch: int = -1
+    forgotten_topics_data: tuple[ForgottenTopic, ...] = ()
     rack_id: str = ""
 
 
@@ -77,4 +87,4 @@ class FetchResponse:
     responses: tuple[FetchableTopicResponse, ...]
     error_code: ErrorCode = ErrorCode.NONE
     throttle_time_ms: int = 0
-    session_id: int = 0
+    session_id: int = 0  # the session the answer belongs to; 0: none (the next fetch must be full)

@@ -21,6 +21,7 @@ coordinator that (re)starts and asks.
 """
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -52,8 +53,9 @@ class BrokerCore:
                  coordinator_host: Callable[[int], str] = lambda broker_id: f"group-coordinator-{broker_id}",
                  listeners: tuple = ()) -> None:
         self.broker_id = broker_id
+        # Fetch session ids differ from those of this broker's earlier processes (see fetch_session.py).
         self.replica_manager = ReplicaManager(broker_id=broker_id, storage=storage, config=config,
-                                              now_ms=now_ms)
+                                              now_ms=now_ms, fetch_session_seed=zlib.crc32(incarnation_id.encode()))
         self.directory_id = load_or_create_directory_id(storage, broker_id, incarnation_id)
         self.lifecycle = BrokerLifecycle(broker_id=broker_id, host=host, incarnation_id=incarnation_id,
                                          cluster_id=cluster_id, config=config, now_ms=now_ms,

@@ -25,6 +25,12 @@ a follower's fetch or an ISR change moves one of its partitions):
 or at ``max_wait_ms``. Only the completing read reads the log. When a fetch offset is no longer
 within the log (the log was cut below it, or its start moved above it) the parked fetch reads at
 once, and answers with the error that read finds.
+
+Fetch sessions (KIP-227, ``fetch_session.py``): the request is first resolved against the
+broker's session cache into a context whose request names every partition to read (an
+incremental fetch's cached partitions filled in); everything above works on that request, and
+the context shapes the answer (an incremental one leaves out partitions with nothing new). A
+session error is answered at once, with no partition.
 """
 from __future__ import annotations
 
@@ -37,6 +43,7 @@ from actors.core.messages.fetch import (
     EpochEndOffset, FetchableTopicResponse, FetchPartitionData, FetchRequest, FetchResponse,
 )
 from actors.core.replica import replication
+from actors.core.replica.fetch_session import FetchContext
 from actors.core.replica.purgatory import DelayedOperation
 from actors.core.replica.replica_manager_view import ReplicaManagerView
 
@@ -60,6 +67,7 @@ class ParkedFetch:
     """The payload of a fetch in the purgatory."""
     request: FetchRequest
     starts: tuple[FetchStart, ...]
+    context: FetchContext | None = None  # its fetch session's view; None: answered as read
 
 
 def handle_fetch(manager: ReplicaManagerView, request_id: int, request: FetchRequest,
@@ -67,6 +75,10 @@ def handle_fetch(manager: ReplicaManagerView, request_id: int, request: FetchReq
     if request.max_bytes < 0 or request.min_bytes < 0:
         return [Respond(request_id=request_id, response=FetchResponse(
             responses=(), error_code=ErrorCode.INVALID_REQUEST))]
+    context = manager.fetch_sessions.new_context(request, now_ms)
+    if context.kind == "error":
+        return [Respond(request_id=request_id, response=context.respond(manager.fetch_sessions, None, now_ms))]
+    request = context.request
     response, size_bytes, must_answer = read_for_fetch(manager, request)
     effects: list[Effect] = []
     needs_high_watermark = False
@@ -77,13 +89,14 @@ def handle_fetch(manager: ReplicaManagerView, request_id: int, request: FetchReq
     keys = tuple((topic.topic, p.partition) for topic in request.topics for p in topic.partitions)
     if (request.max_wait_ms <= 0 or size_bytes >= request.min_bytes or must_answer or not keys
             or needs_high_watermark or manager.fetch_purgatory.is_full):
+        response = context.respond(manager.fetch_sessions, response, now_ms)
         effects.append(Respond(request_id=request_id, response=response))
         return effects + _bytes_out(manager, request, response)
-    parked = ParkedFetch(request=request, starts=_fetch_starts(manager, request))
+    parked = ParkedFetch(request=request, starts=_fetch_starts(manager, request), context=context)
     operation = DelayedOperation(request_id=request_id, deadline_ms=now_ms + request.max_wait_ms,
                                  keys=keys, payload=parked)
     if _must_complete(manager, parked):  # e.g. this follower's own fetch offset moved the HW
-        return effects + _complete(manager, operation)
+        return effects + _complete(manager, operation, now_ms)
     effects.extend(manager.park(manager.fetch_purgatory, operation))
     return effects
 
@@ -92,14 +105,14 @@ def try_complete_fetch(manager: ReplicaManagerView, operation: DelayedOperation,
                        *, expired: bool) -> list[Effect]:
     parked: ParkedFetch = operation.payload
     if expired or _must_complete(manager, parked):
-        return _complete(manager, operation)
+        return _complete(manager, operation, now_ms)
     available_bytes = _available_bytes(manager, parked)
     if available_bytes is not None:
-        return _complete(manager, operation) if available_bytes >= parked.request.min_bytes else []
+        return _complete(manager, operation, now_ms) if available_bytes >= parked.request.min_bytes else []
     response, size_bytes, must_answer = read_for_fetch(manager, parked.request)
     if not (must_answer or size_bytes >= parked.request.min_bytes):
         return []
-    return _complete(manager, operation, response)
+    return _complete(manager, operation, now_ms, response)
 
 
 def _available_bytes(manager: ReplicaManagerView, parked: ParkedFetch) -> int | None:
@@ -119,10 +132,10 @@ def _available_bytes(manager: ReplicaManagerView, parked: ParkedFetch) -> int | 
     return available_bytes
 
 
-def _complete(manager: ReplicaManagerView, operation: DelayedOperation,
+def _complete(manager: ReplicaManagerView, operation: DelayedOperation, now_ms: int,
               response: FetchResponse | None = None) -> list[Effect]:
     """Answer a delayed fetch with a fresh read (or ``response``, read just now)."""
-    request = operation.payload.request
+    request, context = operation.payload.request, operation.payload.context
     if response is None:
         response, _, _ = read_for_fetch(manager, request)
     manager.fetch_purgatory.remove(operation.request_id)
@@ -131,6 +144,8 @@ def _complete(manager: ReplicaManagerView, operation: DelayedOperation,
             partition = manager.partitions.get(topic_partition)
             if partition is not None:
                 partition.record_sent_high_watermark(request.replica_id, data.high_watermark)
+    if context is not None:
+        response = context.respond(manager.fetch_sessions, response, now_ms)
     return [Respond(request_id=operation.request_id, response=response)] + _bytes_out(manager, request, response)
 
 

@@ -44,7 +44,7 @@ from actors.core.config import KafkaConfig
 from actors.core.effects import ArmTimer, Effect, LogEvent, Send
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages._base import NO_EPOCH
-from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
+from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchResponse
 from actors.core.messages.list_offsets import (
     EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse,
     ListOffsetsTopic,
@@ -52,6 +52,7 @@ from actors.core.messages.list_offsets import (
 from actors.core.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetForLeaderPartition, OffsetForLeaderTopic,
 )
+from actors.core.replica.fetch_session_handler import FetchSessionHandler
 from actors.core.replica.fetch_state import (
     TRANSITIONS, FetchState, InFlight, PartitionFetchState, Step, StepKind, TopicPartition,
 )
@@ -124,6 +125,9 @@ class FetcherCore:
         self._next_incarnation = itertools.count(1)
         self._in_flight: InFlight | None = None
         self._timer_deadline_ms = -1  # the last ArmTimer sent, so each tick does not re-arm it
+        # KIP-227: fetches name only partitions whose parameters changed; the leader answers only
+        # partitions with something new (a partition left out is fetched again next round).
+        self._fetch_session = FetchSessionHandler()
         self._label = f"fetcher {broker_id}->{leader_id}#{fetcher_id}"
 
     # ---------------------------------------------------------------------------- queries
@@ -294,10 +298,9 @@ class FetcherCore:
             # Without it the leader cannot see divergence: the pre-KIP-101 behaviour.
             last_fetched_epoch=state.latest_epoch if self._policy == LEADER_EPOCH_POLICY else NO_EPOCH)
             for tp in chosen for state in (self._states[tp],)}
-        request = FetchRequest(
+        request = self._fetch_session.build(asked).request(
             replica_id=self.broker_id, max_wait_ms=self._max_wait_ms, min_bytes=self._min_bytes,
-            max_bytes=self._response_max_bytes, topics=tuple(
-                FetchTopic(topic=topic, partitions=parts) for topic, parts in _by_topic(chosen, asked.get).items()))
+            max_bytes=self._response_max_bytes)
         return "fetch", request, asked
 
     # -------------------------------------------------------------------------- answers
@@ -316,6 +319,8 @@ class FetcherCore:
         return effects + self._send_next(now_ms)
 
     def _on_request_failed(self, in_flight: InFlight, error: ErrorCode, now_ms: int) -> list[Effect]:
+        if in_flight.kind == "fetch":
+            self._fetch_session.handle_error()  # the next fetch is full and closes the session
         current = [tp for tp in in_flight.asked if self._is_current(tp, in_flight)]
         for tp in current:
             self._delay(tp, now_ms)
@@ -352,8 +357,15 @@ class FetcherCore:
         return effects
 
     def _on_fetch(self, in_flight: InFlight, response: FetchResponse, now_ms: int) -> list[Effect]:
-        if _error_code(response.error_code) != ErrorCode.NONE:
-            return self._on_request_failed(in_flight, _error_code(response.error_code), now_ms)
+        error = _error_code(response.error_code)
+        if not self._fetch_session.handle_response(response):
+            if error not in (ErrorCode.NONE, ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                             ErrorCode.INVALID_FETCH_SESSION_EPOCH):
+                return self._on_request_failed(in_flight, error, now_ms)
+            # A session error or an answer that does not fit the session: fetch again at once, in full.
+            return [LogEvent(level="info", message=(
+                f"{self._label}: fetch session {in_flight.request.session_id} answered {error.name}; "
+                f"the next fetch is a full one"))]
         answered = {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
         effects: list[Effect] = []
         for tp, asked in in_flight.asked.items():

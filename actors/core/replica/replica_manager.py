@@ -59,6 +59,7 @@ from actors.core.messages.stop_replica import (
 )
 from actors.core.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from actors.core.replica import fetch, produce, replication
+from actors.core.replica.fetch_session import SESSION_CACHE_SLOTS_KEY, FetchSessionCache
 from actors.core.replica.fetcher_manager import FetcherManager
 from actors.core.replica.log_flusher import LogFlusher
 from actors.core.replica.metadata_cache import MetadataCache
@@ -90,7 +91,8 @@ def log_config_for(config: KafkaConfig) -> LogConfig:
 
 
 class ReplicaManager:
-    def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, now_ms: int) -> None:
+    def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, now_ms: int,
+                 fetch_session_seed: int = 0) -> None:
         self.broker_id = broker_id
         self.storage = storage
         self.config = config
@@ -103,6 +105,8 @@ class ReplicaManager:
         purgatory_size_max = config.get_int("raykafka.purgatory.max.size", minimum=1)
         self.fetch_purgatory = Purgatory("fetch", purgatory_size_max)
         self.produce_purgatory = Purgatory("produce", purgatory_size_max)
+        self.fetch_sessions = FetchSessionCache(
+            slots_max=config.get_int(SESSION_CACHE_SLOTS_KEY, 0), seed=fetch_session_seed or broker_id)
         self.truncation_policy = config.get_str("raykafka.truncation.policy")
         if self.truncation_policy not in replication.TRUNCATION_POLICIES:
             raise KafkaProtocolError(ErrorCode.INVALID_CONFIG, f"raykafka.truncation.policy="

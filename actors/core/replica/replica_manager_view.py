@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from actors.core.effects import Effect
+from actors.core.replica.fetch_session import FetchSessionCache
 from actors.core.replica.fetcher_manager import FetcherManager
 from actors.core.replica.partition import Partition
 from actors.core.replica.purgatory import DelayedOperation, Purgatory
@@ -25,6 +26,7 @@ class ReplicaManagerView(Protocol):
     broker_epoch: int
     partitions: dict[TopicPartition, Partition]
     fetch_purgatory: Purgatory
+    fetch_sessions: FetchSessionCache
     produce_purgatory: Purgatory
     fetcher_manager: FetcherManager
     truncation_policy: str
