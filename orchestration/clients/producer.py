@@ -99,6 +99,7 @@ class Producer:
         self._queues: dict[tuple[str, int], collections.deque[ProducerBatch]] = {}
         self._queued_bytes = 0
         self._in_flight: dict[Future, InFlightRequest] = {}  # keyed by the answer's future
+        self._batch_orders = itertools.count()  # ProducerBatch.order
         self._unfinished = 0  # batches queued or in flight
         self._flushing = 0
         self._closed = False
@@ -189,7 +190,8 @@ class Producer:
                 batch = queue[-1] if queue and queue[-1].payload is None else None
                 appended = batch is not None and batch.builder.try_append(key, value, timestamp_ms, headers)
             if not appended:
-                batch = ProducerBatch(topic, partition, BatchBuilder(self._batch_size), _now_ms())
+                batch = ProducerBatch(topic, partition, BatchBuilder(self._batch_size), _now_ms(),
+                                      order=next(self._batch_orders))
                 appended = batch.builder.try_append(key, value, timestamp_ms, headers)
                 assert appended, "the first record always fits an empty batch"
                 queue.append(batch)
@@ -230,10 +232,8 @@ class Producer:
                 if not ready and not expired and not self._in_flight:
                     self._condition.wait(min(wait_ms, 100) / 1000)
                     continue
-            for batch in expired:
-                self._fail(batch, KafkaError(ErrorCode.REQUEST_TIMED_OUT, (
-                    f"expiring a batch of {batch.topic}-{batch.partition}: delivery.timeout.ms="
-                    f"{self._delivery_timeout_ms:.0f} has passed since it was made")))
+            for batch, error in expired:
+                self._fail(batch, error)
             self._send(ready)
             self._collect(timeout_s=0 if ready else min(wait_ms, 5) / 1000)
 
@@ -265,11 +265,11 @@ class Producer:
         A partition whose head batch is ready sends it together with the batches queued behind it
         (up to ``max.request.size``): they travel as one records field, which the leader appends
         with consecutive offsets, so a busy partition costs one Ray call per request, not per batch.
-        Expiry takes batches from the front only, so the batches that stay keep their order.
-        An idempotent producer drains nothing before it has a producer id (``can_send``) and
-        nothing for a partition with a request in flight; it stamps each batch it drains first,
-        and groups batches only as ``Idempotence.may_join`` allows (a batch sent before travels
-        alone, fresh ones at most five together).
+        Expiry takes batches from the front only, so the batches that stay keep their order
+        (``expired`` holds (batch, error) pairs). An idempotent producer drains nothing before it
+        has a producer id (``can_send``), and a partition only as ``Idempotence.may_drain`` and
+        ``may_join`` allow (see there), stamping each batch it drains first; queued batches past
+        a gap are stamped afresh or failed first (``Idempotence.settle_gap``).
         """
         now = _now_ms()
         hurry = self._flushing > 0 or self._closed
@@ -277,7 +277,12 @@ class Producer:
         ready, wait_ms, expired, leaderless = [], 100.0, [], False
         for key, queue in self._queues.items():
             while queue and now - queue[0].created_ms >= self._delivery_timeout_ms:
-                expired.append(queue.popleft())
+                batch = queue.popleft()
+                expired.append((batch, KafkaError(ErrorCode.REQUEST_TIMED_OUT, (
+                    f"expiring a batch of {batch.topic}-{batch.partition}: delivery.timeout.ms="
+                    f"{self._delivery_timeout_ms:.0f} has passed since it was made"))))
+            if self._idempotence is not None and can_send:
+                expired += self._idempotence.settle_gap(queue)
             if not queue:
                 continue
             batch = queue[0]
@@ -292,7 +297,7 @@ class Producer:
             if batch.retry_after_ms > now:
                 wait_ms = min(wait_ms, batch.retry_after_ms - now)
                 continue
-            if not can_send or (self._idempotence is not None and key in self._idempotence.muted):
+            if not can_send or (self._idempotence is not None and not self._idempotence.may_drain(batch)):
                 continue
             due = batch.created_ms + self._linger_ms
             full = len(queue) > 1 or batch.builder.size_in_bytes() >= self._batch_size
@@ -360,8 +365,6 @@ class Producer:
             return
         with self._condition:
             self._in_flight[as_future(ref)] = InFlightRequest(broker_id, groups, _now_ms(), ref)
-        if self._idempotence is not None:
-            self._idempotence.mute(groups)
 
     def _requeue_unsent(self, groups: list[list[ProducerBatch]], error: KafkaError) -> None:
         """The leader has no actor (killed, not yet replaced): a node Kafka's producer cannot
@@ -371,15 +374,24 @@ class Producer:
         self._metadata.refresh_now()
         now = _now_ms()
         for group in groups:
-            for batch in reversed(group):
+            for batch in group:
                 batch.attempts -= 1
                 if now - batch.created_ms >= self._delivery_timeout_ms:
                     self._fail(batch, error)
                     continue
                 batch.retry_after_ms = now + self._retry_backoff_ms
-                with self._condition:
-                    self._queues[(batch.topic, batch.partition)].appendleft(batch)
-                    self._condition.notify_all()
+                self._requeue(batch)
+
+    def _requeue(self, batch: ProducerBatch) -> None:
+        """Back into its partition's queue in creation order (Kafka's ``insertInSequenceOrder``),
+        whatever order the answers came back in."""
+        with self._condition:
+            queue = self._queues[(batch.topic, batch.partition)]
+            index = 0
+            while index < len(queue) and queue[index].order < batch.order:
+                index += 1
+            queue.insert(index, batch)
+            self._condition.notify_all()
 
     def _collect(self, timeout_s: float) -> None:
         if not self._in_flight:
@@ -394,8 +406,6 @@ class Producer:
         for answer in done:
             with self._condition:
                 request = self._in_flight.pop(answer)
-            if self._idempotence is not None:
-                self._idempotence.unmute(request.groups)
             try:
                 response = answer.result()
             except Exception as exc:  # a dead, restarting or failing broker: the call may have run
@@ -423,8 +433,6 @@ class Producer:
             abandoned = [self._in_flight.pop(answer) for answer in timed_out]
         for request in abandoned:
             cancel_quietly(request.ref)
-            if self._idempotence is not None:
-                self._idempotence.unmute(request.groups)
         # The leader may have been replaced meanwhile (a paused leader is fenced): ask again.
         self._metadata.refresh_now()
         for request in abandoned:
@@ -448,6 +456,8 @@ class Producer:
             else:
                 offset = result.base_offset
                 for batch in group:
+                    if self._idempotence is not None:
+                        self._idempotence.on_acknowledged(batch)
                     batch.result.set_result(offset)  # acks=0 answers -1, as Kafka does
                     if offset >= 0:
                         offset += batch.builder.record_count
@@ -463,14 +473,12 @@ class Producer:
         now = _now_ms()
         if error.error_code in _METADATA_ERRORS:
             self._metadata.refresh_now()  # or, within retry.backoff.ms of the last, at the next pass
-        # Requeue from the back of the group so the batches keep their order at the queue's front.
-        for batch in reversed(batches):
+        for batch in batches:
             expired = now - batch.created_ms >= self._delivery_timeout_ms
-            if error.retriable and batch.attempts <= self._retries and not expired:
+            retriable = error.retriable if self._idempotence is None else self._idempotence.may_retry(batch, error)
+            if retriable and batch.attempts <= self._retries and not expired:
                 batch.retry_after_ms = now + self._retry_backoff_ms
-                with self._condition:
-                    self._queues[(batch.topic, batch.partition)].appendleft(batch)
-                    self._condition.notify_all()
+                self._requeue(batch)
                 continue
             self._fail(batch, error)
 

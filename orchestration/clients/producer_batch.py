@@ -57,7 +57,10 @@ class ProducerBatch:
     maybe_written: bool = False
     # An idempotent producer's stamp (``Idempotence.stamp``): None until first drained.
     producer_id: int = -1
+    producer_epoch: int = -1
     base_sequence: int | None = None
+    # The producer's creation count: a partition's queue stays in this order, retries included.
+    order: int = 0
 
     def size_in_bytes(self) -> int:
         return len(self.payload) if self.payload is not None else self.builder.size_in_bytes()
