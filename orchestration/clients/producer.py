@@ -26,13 +26,8 @@ longer than ``delivery.timeout.ms``.
 
 With a ``HistoryWriter`` the producer records every send, Jepsen-style: ``invoke`` before the
 record is queued, then ``ok`` (acknowledged at an offset), ``fail`` (definitely not appended) or
-``info`` (indeterminate). A batch remembers whether any attempt may have appended it
-(``maybe_written``): a call that failed in Ray or timed out, or an answer that says the leader
-appended (``REQUEST_TIMED_OUT`` and ``NOT_ENOUGH_REPLICAS_AFTER_APPEND`` from the produce
-purgatory, any error answered with the append's base offset, ``UNKNOWN_SERVER_ERROR``). Its
-final error is ``info`` if so, else ``fail``: an error such as ``NOT_ENOUGH_REPLICAS`` proves only
-that *that* attempt appended nothing. With acks=0 the producer never learns whether the write
-landed, so a completed send is ``info`` with the error ``NO_ACKNOWLEDGEMENT``.
+``info`` (indeterminate: some attempt may have appended it, ``maybe_written``; or acks=0, with
+the error ``NO_ACKNOWLEDGEMENT``); ``producer_batch.py`` says which answers leave that open.
 """
 from __future__ import annotations
 
@@ -54,10 +49,10 @@ from orchestration.clients.idempotence import Idempotence, idempotence_enabled
 from orchestration.clients.partitioner import StickyPartitioner
 from orchestration.clients.producer_batch import (  # noqa: F401 (NO_ACKNOWLEDGEMENT: part of the producer's API)
     NO_ACKNOWLEDGEMENT, OUTCOME_UNKNOWN_ERRORS, FutureRecordMetadata, InFlightRequest,
-    ProducerBatch, history_text, record_send_outcome, request_records,
+    ProducerBatch, history_text, record_send_outcome, record_size_upper_bound, request_records,
 )
 from orchestration.clients.producer_config import PRODUCER_DEFAULTS, parse_acks  # noqa: F401 (the producer's API)
-from orchestration.clients.records import BatchBuilder, estimate_record_size
+from orchestration.clients.records import BatchBuilder
 from orchestration.errors import KafkaError
 
 # Errors after which the leader the metadata names is probably wrong: ask for metadata again. A
@@ -95,7 +90,9 @@ class Producer:
         self._history = history
         self.process = process or f"producer-{next(_PROCESS_IDS)}"
         self._partitioner = StickyPartitioner()
-        self._condition = threading.Condition()
+        # Sends take the C-level RLock itself: the Condition's Python __enter__/__exit__ cost more.
+        self._lock = threading.RLock()
+        self._condition = threading.Condition(self._lock)
         self._queues: dict[tuple[str, int], collections.deque[ProducerBatch]] = {}
         self._queued_bytes = 0
         self._in_flight: dict[Future, InFlightRequest] = {}  # keyed by the answer's future
@@ -171,11 +168,11 @@ class Producer:
         elif not isinstance(partition, int) or not 0 <= partition < num_partitions:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"partition {partition!r} of {topic!r} (it has {num_partitions})")
-        size = estimate_record_size(key, value, headers)
+        size = record_size_upper_bound(key, value, headers)
         if size > self._max_request_size:
             raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
                              f"a {size}-byte record exceeds max.request.size={self._max_request_size}")
-        with self._condition:
+        with self._lock:
             while self._queued_bytes + size > self._buffer_memory and self._queued_bytes:
                 self._condition.wait(0.1)  # buffer.memory bounds what waits to be sent
             queue = self._queues.setdefault((topic, partition), collections.deque())
@@ -204,11 +201,12 @@ class Producer:
 
     def _partition_count(self, topic: str) -> int:
         """Wait up to ``max.block.ms`` for the topic to appear in metadata, as Kafka's send does."""
-        deadline = time.monotonic() + self._max_block_ms / 1000
+        deadline = None  # taken only when the topic is missing: a send should not pay for a clock read
         while True:
             try:
                 return len(self._directory.partitions_for(topic))
             except KafkaError as exc:
+                deadline = deadline or time.monotonic() + self._max_block_ms / 1000
                 if exc.error_code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or time.monotonic() >= deadline:
                     raise
             time.sleep(min(self._retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
@@ -363,7 +361,7 @@ class Producer:
         except KafkaError as exc:  # no actor for the broker: nothing was sent
             self._requeue_unsent(groups, exc)
             return
-        with self._condition:
+        with self._lock:
             self._in_flight[as_future(ref)] = InFlightRequest(broker_id, groups, _now_ms(), ref)
 
     def _requeue_unsent(self, groups: list[list[ProducerBatch]], error: KafkaError) -> None:
@@ -458,7 +456,7 @@ class Producer:
                 for batch in group:
                     if self._idempotence is not None:
                         self._idempotence.on_acknowledged(batch)
-                    batch.result.set_result(offset)  # acks=0 answers -1, as Kafka does
+                    batch.resolve(offset)  # acks=0 answers -1, as Kafka does
                     if offset >= 0:
                         offset += batch.builder.record_count
                     self._finish(batch)
@@ -485,11 +483,11 @@ class Producer:
     def _fail(self, batch: ProducerBatch, error: KafkaError) -> None:
         if self._idempotence is not None:
             self._idempotence.on_failed_for_good(batch)
-        batch.result.set_exception(error)
+        batch.resolve(error=error)
         self._finish(batch)
 
     def _finish(self, batch: ProducerBatch) -> None:
-        with self._condition:
+        with self._lock:
             self._unfinished -= 1
             self._queued_bytes -= batch.estimated_bytes
             assert self._queued_bytes >= 0

@@ -13,12 +13,13 @@ by those rules. An ``InFlightRequest`` is one Produce request to one broker, awa
 """
 from __future__ import annotations
 
-import functools
+import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from loguru import logger
 
 from actors.core.errors import ErrorCode
 from orchestration.clients.records import BatchBuilder, RecordMetadata
@@ -40,14 +41,47 @@ OUTCOME_UNKNOWN_ERRORS = frozenset({
 ZERO_COPY_THRESHOLD_BYTES = 100 * 1024
 
 
+# What Kafka's producer adds to a record's key and value at most (DefaultRecord.MAX_RECORD_OVERHEAD:
+# its length, attributes, timestamp and offset deltas and the key and value lengths as varints),
+# and to a batch (DefaultRecordBatch.RECORD_BATCH_OVERHEAD, the v2 header).
+MAX_RECORD_OVERHEAD_BYTES = 21
+RECORD_BATCH_OVERHEAD_BYTES = 61
+
+
+def record_size_upper_bound(key, value, headers) -> int:
+    """A record's size in a batch of its own, at most (Kafka's ``estimateSizeInBytesUpperBound``,
+    which the producer checks against max.request.size): a few additions, where an exact
+    estimate would cost a varint computation per field on every send."""
+    size = RECORD_BATCH_OVERHEAD_BYTES + MAX_RECORD_OVERHEAD_BYTES
+    if key is not None:
+        size += len(key)
+    if value is not None:
+        size += len(value)
+    if headers:
+        for header_key, header_value in headers:  # each: two varint lengths (5 bytes at most) and data
+            size += 10 + len(header_key.encode() if isinstance(header_key, str) else header_key) + len(
+                header_value or b"")
+        size += 5  # the header count
+    return size
+
+
 @dataclass(slots=True)
 class ProducerBatch:
     topic: str
     partition: int
     builder: BatchBuilder
     created_ms: float
-    # Resolves to the base offset the leader gave the batch (-1 for acks=0), or fails with its error.
+    # Resolves to the base offset the leader gave the batch (-1 for acks=0), or fails with its error;
+    # ``resolve`` sets it, after ``done``, ``base_offset`` and ``error``, which the sends' futures
+    # read without the Future's lock once ``done`` is set.
     result: Future = field(default_factory=Future)
+    done: bool = False
+    base_offset: int = -1
+    error: BaseException | None = None
+    # The sends' done callbacks, run once by ``resolve``; None once it has. ``lock`` guards the
+    # hand-over between ``FutureRecordMetadata.add_done_callback`` and ``resolve``.
+    callbacks: list | None = field(default_factory=list)
+    lock: Any = field(default_factory=threading.Lock)
     payload: bytes | None = None  # built once, resent as is on retry
     attempts: int = 0
     retry_after_ms: float = 0.0
@@ -64,6 +98,24 @@ class ProducerBatch:
 
     def size_in_bytes(self) -> int:
         return len(self.payload) if self.payload is not None else self.builder.size_in_bytes()
+
+    def resolve(self, base_offset: int = -1, error: BaseException | None = None) -> None:
+        """The batch's outcome, once: its future, then every send's callback (a callback that
+        raises is logged, as ``concurrent.futures`` does, and the others still run)."""
+        assert not self.done, "a batch is resolved once"
+        self.base_offset, self.error = base_offset, error
+        with self.lock:
+            self.done = True
+            callbacks, self.callbacks = self.callbacks, None
+        if error is None:
+            self.result.set_result(base_offset)
+        else:
+            self.result.set_exception(error)
+        for fn, future in callbacks:
+            try:
+                fn(future)
+            except Exception:
+                logger.exception("a send's done callback raised")
 
 
 class FutureRecordMetadata:
@@ -87,19 +139,28 @@ class FutureRecordMetadata:
         return cls(None, 0, result)
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
-        base_offset = self._result.result(timeout)
         batch = self.batch
+        if batch is not None and batch.done:  # read without the Future's lock
+            if batch.error is not None:
+                raise batch.error
+            base_offset = batch.base_offset
+        else:
+            base_offset = self._result.result(timeout)
         return RecordMetadata(batch.topic, batch.partition,
                               base_offset + self._relative_offset if base_offset >= 0 else -1)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
+        batch = self.batch
+        if batch is not None and batch.done:
+            return batch.error
         return self._result.exception(timeout)
 
     def done(self) -> bool:
-        return self._result.done()
+        batch = self.batch
+        return batch.done if batch is not None else self._result.done()
 
     def running(self) -> bool:
-        return not self._result.done()
+        return not self.done()
 
     def cancelled(self) -> bool:
         return False
@@ -108,16 +169,20 @@ class FutureRecordMetadata:
         return False
 
     def add_done_callback(self, fn) -> None:
-        """``fn(self)`` once the record's outcome is known (at once if it is)."""
-        self._result.add_done_callback(functools.partial(_call_with, fn, self))
+        """``fn(self)`` once the record's outcome is known (at once, here, if it is). The batch
+        keeps the callbacks of all its sends: one list append per send, where a Future's would
+        take its lock and a wrapper."""
+        batch = self.batch
+        if batch is not None:
+            with batch.lock:
+                if batch.callbacks is not None:
+                    batch.callbacks.append((fn, self))
+                    return
+        fn(self)
 
     def __repr__(self) -> str:
         state = "pending" if not self._result.done() else "done"
         return f"<FutureRecordMetadata {state} {self.batch.topic if self.batch else ''}>"
-
-
-def _call_with(fn, future: FutureRecordMetadata, _batch_result: Future) -> None:
-    fn(future)
 
 
 def request_records(group: list[ProducerBatch]):
@@ -165,4 +230,5 @@ def history_text(value: bytes | bytearray | memoryview | None) -> str:
 
 
 __all__ = ["NO_ACKNOWLEDGEMENT", "OUTCOME_UNKNOWN_ERRORS", "ZERO_COPY_THRESHOLD_BYTES", "FutureRecordMetadata",
-           "InFlightRequest", "ProducerBatch", "history_text", "record_send_outcome", "request_records"]
+           "InFlightRequest", "ProducerBatch", "history_text", "record_send_outcome", "record_size_upper_bound",
+           "request_records"]
