@@ -11,7 +11,6 @@ batches and may start before the fetch offset (a fetch inside a batch returns th
 from __future__ import annotations
 
 import struct
-import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -62,7 +61,8 @@ class BatchBuilder:
     def try_append(self, key: bytes | None, value: bytes | None, timestamp_ms: int | None,
                    headers: list | None) -> bool:
         """Append at the next relative offset; False when the batch is full (never for the first)."""
-        timestamp = int(time.time() * 1000) if timestamp_ms is None else int(timestamp_ms)
+        # Without a timestamp the builder reads the clock itself, in C: half a send's cost here.
+        timestamp = None if timestamp_ms is None else int(timestamp_ms)
         appended = self._builder.append(self.record_count, timestamp, key, value, list(headers) if headers else [])
         if appended is None:
             return False
