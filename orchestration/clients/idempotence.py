@@ -203,13 +203,15 @@ class Idempotence:
 
     def stamp(self, batch) -> None:
         """Give a batch drained for the first time this producer's identity and the partition's next
-        sequence; a batch stamped before (a retry) keeps what it has."""
+        sequence (its header gets them when it is built, ``ProducerBatch.seal``); a batch stamped
+        before (a retry) keeps what it has."""
         if batch.base_sequence is not None:
             return
         sequences = self._sequences(batch)
         sequence = sequences.next_sequence
-        batch.payload = with_producer_state(batch.payload, self.producer_id, self.producer_epoch, sequence)
         batch.producer_id, batch.producer_epoch, batch.base_sequence = self.producer_id, self.producer_epoch, sequence
+        if batch.payload is not None:  # stamped afresh after a gap; a new batch is stamped by ``seal``
+            batch.payload = with_producer_state(batch.payload, self.producer_id, self.producer_epoch, sequence)
         sequences.next_sequence = increment_sequence(sequence, batch.builder.record_count)
         sequences.incomplete.append(batch)
 

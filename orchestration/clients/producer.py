@@ -232,6 +232,9 @@ class Producer:
                     continue
             for batch, error in expired:
                 self._fail(batch, error)
+            for _, group in ready:
+                for batch in group:
+                    batch.seal()
             self._send(ready)
             self._collect(timeout_s=0 if ready else min(wait_ms, 5) / 1000)
 
@@ -315,12 +318,10 @@ class Producer:
                 if self._idempotence is not None and group and not self._idempotence.may_join(group, head):
                     break
                 queue.popleft()
-                if head.payload is None:
-                    head.payload = head.builder.build()
                 if self._idempotence is not None:
                     self._idempotence.stamp(head)
                 group.append(head)
-                size += len(head.payload)
+                size += head.size_in_bytes()
             ready.append((leader, group))
             per_broker_in_flight[leader] += 1
         return ready, max(wait_ms, 0.0), expired, leaderless

@@ -22,6 +22,7 @@ import numpy as np
 from loguru import logger
 
 from actors.core.errors import ErrorCode
+from actors.records import with_producer_state
 from orchestration.clients.records import BatchBuilder, RecordMetadata
 
 # An attempt answered with one of these may have appended its records: the leader appended and
@@ -82,7 +83,7 @@ class ProducerBatch:
     # hand-over between ``FutureRecordMetadata.add_done_callback`` and ``resolve``.
     callbacks: list | None = field(default_factory=list)
     lock: Any = field(default_factory=threading.Lock)
-    payload: bytes | None = None  # built once, resent as is on retry
+    payload: bytes | bytearray | None = None  # built once (``seal``), resent as is on retry
     attempts: int = 0
     retry_after_ms: float = 0.0
     estimated_bytes: int = 0  # what this batch holds of buffer.memory
@@ -98,6 +99,15 @@ class ProducerBatch:
 
     def size_in_bytes(self) -> int:
         return len(self.payload) if self.payload is not None else self.builder.size_in_bytes()
+
+    def seal(self) -> None:
+        """Build the batch once it has left its queue (outside the producer's lock, so sends are
+        not held up by a megabyte's CRC), with the idempotent producer's stamp if it has one."""
+        if self.payload is None:
+            payload = self.builder.build_buffer()
+            if self.base_sequence is not None:
+                payload = with_producer_state(payload, self.producer_id, self.producer_epoch, self.base_sequence)
+            self.payload = payload
 
     def resolve(self, base_offset: int = -1, error: BaseException | None = None) -> None:
         """The batch's outcome, once: its future, then every send's callback (a callback that
