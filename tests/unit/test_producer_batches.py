@@ -71,7 +71,8 @@ def test_every_send_callback_runs_once_even_one_that_raises_and_those_added_whil
         futures = [producer.send(TOPIC, value=b"v", partition=0) for _ in range(200)]
         calls = []
         futures[0].add_done_callback(lambda future: 1 / 0)
-        adder = threading.Thread(target=lambda: [f.add_done_callback(calls.append) for f in futures])
+        adder = threading.Thread(target=lambda futures=futures, calls=calls: [
+            f.add_done_callback(calls.append) for f in futures])
         adder.start()
         producer.flush(timeout=WAIT_S)
         adder.join(timeout=WAIT_S)
