@@ -11,7 +11,6 @@ batches and may start before the fetch offset (a fetch inside a batch returns th
 from __future__ import annotations
 
 import struct
-import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -62,7 +61,8 @@ class BatchBuilder:
     def try_append(self, key: bytes | None, value: bytes | None, timestamp_ms: int | None,
                    headers: list | None) -> bool:
         """Append at the next relative offset; False when the batch is full (never for the first)."""
-        timestamp = int(time.time() * 1000) if timestamp_ms is None else int(timestamp_ms)
+        # Without a timestamp the builder reads the clock itself, in C: half a send's cost here.
+        timestamp = None if timestamp_ms is None else int(timestamp_ms)
         appended = self._builder.append(self.record_count, timestamp, key, value, list(headers) if headers else [])
         if appended is None:
             return False
@@ -75,6 +75,11 @@ class BatchBuilder:
     def build(self) -> bytes:
         return bytes(self._builder.build())
 
+    def build_buffer(self) -> bytearray:
+        """The batch as the builder made it, without ``build``'s copy into bytes (a millisecond
+        per MiB): for a producer that hands it to one request and never changes it after."""
+        return self._builder.build()
+
 
 # Kafka's v2 batch header: where a producer's identity sits, and where the CRC starts and lives.
 _PRODUCER_STATE = struct.Struct(">qhi")  # producer_id, producer_epoch, base_sequence
@@ -86,11 +91,12 @@ _CRC_START_POSITION = 21
 def with_producer_state(batch: bytes, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
     """One built v2 batch with an idempotent producer's id, epoch and first sequence in its
     header and its CRC made again (the CRC covers those fields), as Kafka's producer stamps a batch
-    when it is first drained for sending."""
-    buffer = bytearray(batch)
+    when it is first drained for sending. A bytearray is stamped in place and returned (no copy);
+    anything else is copied and returned as bytes."""
+    buffer = batch if isinstance(batch, bytearray) else bytearray(batch)
     _PRODUCER_STATE.pack_into(buffer, _PRODUCER_STATE_POSITION, producer_id, producer_epoch, base_sequence)
-    struct.pack_into(">I", buffer, _CRC_POSITION, crc32c(bytes(memoryview(buffer)[_CRC_START_POSITION:])))
-    return bytes(buffer)
+    struct.pack_into(">I", buffer, _CRC_POSITION, crc32c(memoryview(buffer)[_CRC_START_POSITION:]))
+    return buffer if buffer is batch else bytes(buffer)
 
 
 def estimate_record_size(key: bytes | None, value: bytes | None, headers: list | None) -> int:

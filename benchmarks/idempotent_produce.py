@@ -3,9 +3,9 @@
 On a 3-broker cluster, topics of replication factor 3 (min.insync.replicas=2), acks=all, 1 KiB
 records: rounds alternate between ``enable.idempotence=false`` and ``enable.idempotence=true``
 (each round a fresh producer writing into a fresh topic), so both see the same machine at the same
-time and a slow spell of a busy machine falls on both. The idempotent producer keeps one request in
-flight per partition (Ray does not order calls) with at most five batches in it; the other keeps up
-to ``max.in.flight.requests.per.connection`` requests in flight. Prints each round and the median
+time and a slow spell of a busy machine falls on both. The idempotent producer pipelines up to five
+batches per partition (the leader's window of remembered batches), the other up to
+``max.in.flight.requests.per.connection`` requests of any size. Prints each round and the median
 per mode, and saves JSON; asserts nothing about speed.
 
     python benchmarks/idempotent_produce.py [--megabytes 16] [--rounds 3] [--partitions 1]

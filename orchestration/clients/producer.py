@@ -1,6 +1,7 @@
 """The producer: batches records per partition and sends them to partition leaders.
 
-It mirrors Kafka's producer: ``send`` appends to a per-partition batch (``batch.size``) and returns
+It mirrors Kafka's producer: ``send`` appends to a per-partition batch (``batch.size``, 256 KiB by
+default where Kafka's is 16 KiB, for Ray's cost per call: see ``producer_config.py``) and returns
 a future; a sender thread ships batches that are full, older than ``linger.ms``, or being flushed,
 grouping one batch per partition into one Produce request per leader, with at most
 ``max.in.flight.requests.per.connection`` requests outstanding per broker. Retriable errors
@@ -24,15 +25,8 @@ election), after an answer that says the leader moved, and every ``metadata.max.
 never more often than every ``retry.backoff.ms``. A batch waits for its partition's leader no
 longer than ``delivery.timeout.ms``.
 
-With a ``HistoryWriter`` the producer records every send, Jepsen-style: ``invoke`` before the
-record is queued, then ``ok`` (acknowledged at an offset), ``fail`` (definitely not appended) or
-``info`` (indeterminate). A batch remembers whether any attempt may have appended it
-(``maybe_written``): a call that failed in Ray or timed out, or an answer that says the leader
-appended (``REQUEST_TIMED_OUT`` and ``NOT_ENOUGH_REPLICAS_AFTER_APPEND`` from the produce
-purgatory, any error answered with the append's base offset, ``UNKNOWN_SERVER_ERROR``). Its
-final error is ``info`` if so, else ``fail``: an error such as ``NOT_ENOUGH_REPLICAS`` proves only
-that *that* attempt appended nothing. With acks=0 the producer never learns whether the write
-landed, so a completed send is ``info`` with the error ``NO_ACKNOWLEDGEMENT``.
+A ``HistoryWriter`` gets every send, Jepsen-style: ``invoke``, then ``ok``, ``fail`` or ``info``
+(indeterminate, or acks=0); ``producer_batch.py`` says which answers leave the outcome open.
 """
 from __future__ import annotations
 
@@ -54,10 +48,10 @@ from orchestration.clients.idempotence import Idempotence, idempotence_enabled
 from orchestration.clients.partitioner import StickyPartitioner
 from orchestration.clients.producer_batch import (  # noqa: F401 (NO_ACKNOWLEDGEMENT: part of the producer's API)
     NO_ACKNOWLEDGEMENT, OUTCOME_UNKNOWN_ERRORS, FutureRecordMetadata, InFlightRequest,
-    ProducerBatch, history_text, record_send_outcome, request_records,
+    ProducerBatch, history_text, record_send_outcome, record_size_upper_bound, request_records,
 )
 from orchestration.clients.producer_config import PRODUCER_DEFAULTS, parse_acks  # noqa: F401 (the producer's API)
-from orchestration.clients.records import BatchBuilder, estimate_record_size
+from orchestration.clients.records import BatchBuilder
 from orchestration.errors import KafkaError
 
 # Errors after which the leader the metadata names is probably wrong: ask for metadata again. A
@@ -95,10 +89,13 @@ class Producer:
         self._history = history
         self.process = process or f"producer-{next(_PROCESS_IDS)}"
         self._partitioner = StickyPartitioner()
-        self._condition = threading.Condition()
+        # Sends take the C-level RLock itself: the Condition's Python __enter__/__exit__ cost more.
+        self._lock = threading.RLock()
+        self._condition = threading.Condition(self._lock)
         self._queues: dict[tuple[str, int], collections.deque[ProducerBatch]] = {}
         self._queued_bytes = 0
         self._in_flight: dict[Future, InFlightRequest] = {}  # keyed by the answer's future
+        self._batch_orders = itertools.count()  # ProducerBatch.order
         self._unfinished = 0  # batches queued or in flight
         self._flushing = 0
         self._closed = False
@@ -170,11 +167,11 @@ class Producer:
         elif not isinstance(partition, int) or not 0 <= partition < num_partitions:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"partition {partition!r} of {topic!r} (it has {num_partitions})")
-        size = estimate_record_size(key, value, headers)
+        size = record_size_upper_bound(key, value, headers)
         if size > self._max_request_size:
             raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
                              f"a {size}-byte record exceeds max.request.size={self._max_request_size}")
-        with self._condition:
+        with self._lock:
             while self._queued_bytes + size > self._buffer_memory and self._queued_bytes:
                 self._condition.wait(0.1)  # buffer.memory bounds what waits to be sent
             queue = self._queues.setdefault((topic, partition), collections.deque())
@@ -189,7 +186,8 @@ class Producer:
                 batch = queue[-1] if queue and queue[-1].payload is None else None
                 appended = batch is not None and batch.builder.try_append(key, value, timestamp_ms, headers)
             if not appended:
-                batch = ProducerBatch(topic, partition, BatchBuilder(self._batch_size), _now_ms())
+                batch = ProducerBatch(topic, partition, BatchBuilder(self._batch_size), _now_ms(),
+                                      order=next(self._batch_orders))
                 appended = batch.builder.try_append(key, value, timestamp_ms, headers)
                 assert appended, "the first record always fits an empty batch"
                 queue.append(batch)
@@ -202,11 +200,12 @@ class Producer:
 
     def _partition_count(self, topic: str) -> int:
         """Wait up to ``max.block.ms`` for the topic to appear in metadata, as Kafka's send does."""
-        deadline = time.monotonic() + self._max_block_ms / 1000
+        deadline = None  # taken only when the topic is missing: a send should not pay for a clock read
         while True:
             try:
                 return len(self._directory.partitions_for(topic))
             except KafkaError as exc:
+                deadline = deadline or time.monotonic() + self._max_block_ms / 1000
                 if exc.error_code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or time.monotonic() >= deadline:
                     raise
             time.sleep(min(self._retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
@@ -230,10 +229,11 @@ class Producer:
                 if not ready and not expired and not self._in_flight:
                     self._condition.wait(min(wait_ms, 100) / 1000)
                     continue
-            for batch in expired:
-                self._fail(batch, KafkaError(ErrorCode.REQUEST_TIMED_OUT, (
-                    f"expiring a batch of {batch.topic}-{batch.partition}: delivery.timeout.ms="
-                    f"{self._delivery_timeout_ms:.0f} has passed since it was made")))
+            for batch, error in expired:
+                self._fail(batch, error)
+            for _, group in ready:
+                for batch in group:
+                    batch.seal()
             self._send(ready)
             self._collect(timeout_s=0 if ready else min(wait_ms, 5) / 1000)
 
@@ -265,11 +265,11 @@ class Producer:
         A partition whose head batch is ready sends it together with the batches queued behind it
         (up to ``max.request.size``): they travel as one records field, which the leader appends
         with consecutive offsets, so a busy partition costs one Ray call per request, not per batch.
-        Expiry takes batches from the front only, so the batches that stay keep their order.
-        An idempotent producer drains nothing before it has a producer id (``can_send``) and
-        nothing for a partition with a request in flight; it stamps each batch it drains first,
-        and groups batches only as ``Idempotence.may_join`` allows (a batch sent before travels
-        alone, fresh ones at most five together).
+        Expiry takes batches from the front only, so the batches that stay keep their order
+        (``expired`` holds (batch, error) pairs). An idempotent producer drains nothing before it
+        has a producer id (``can_send``), and a partition only as ``Idempotence.may_drain`` and
+        ``may_join`` allow (see there), stamping each batch it drains first; queued batches past
+        a gap are stamped afresh or failed first (``Idempotence.settle_gap``).
         """
         now = _now_ms()
         hurry = self._flushing > 0 or self._closed
@@ -277,7 +277,12 @@ class Producer:
         ready, wait_ms, expired, leaderless = [], 100.0, [], False
         for key, queue in self._queues.items():
             while queue and now - queue[0].created_ms >= self._delivery_timeout_ms:
-                expired.append(queue.popleft())
+                batch = queue.popleft()
+                expired.append((batch, KafkaError(ErrorCode.REQUEST_TIMED_OUT, (
+                    f"expiring a batch of {batch.topic}-{batch.partition}: delivery.timeout.ms="
+                    f"{self._delivery_timeout_ms:.0f} has passed since it was made"))))
+            if self._idempotence is not None and can_send:
+                expired += self._idempotence.settle_gap(queue)
             if not queue:
                 continue
             batch = queue[0]
@@ -292,7 +297,7 @@ class Producer:
             if batch.retry_after_ms > now:
                 wait_ms = min(wait_ms, batch.retry_after_ms - now)
                 continue
-            if not can_send or (self._idempotence is not None and key in self._idempotence.muted):
+            if not can_send or (self._idempotence is not None and not self._idempotence.may_drain(batch)):
                 continue
             due = batch.created_ms + self._linger_ms
             full = len(queue) > 1 or batch.builder.size_in_bytes() >= self._batch_size
@@ -312,12 +317,10 @@ class Producer:
                 if self._idempotence is not None and group and not self._idempotence.may_join(group, head):
                     break
                 queue.popleft()
-                if head.payload is None:
-                    head.payload = head.builder.build()
                 if self._idempotence is not None:
                     self._idempotence.stamp(head)
                 group.append(head)
-                size += len(head.payload)
+                size += head.size_in_bytes()
             ready.append((leader, group))
             per_broker_in_flight[leader] += 1
         return ready, max(wait_ms, 0.0), expired, leaderless
@@ -358,10 +361,8 @@ class Producer:
         except KafkaError as exc:  # no actor for the broker: nothing was sent
             self._requeue_unsent(groups, exc)
             return
-        with self._condition:
+        with self._lock:
             self._in_flight[as_future(ref)] = InFlightRequest(broker_id, groups, _now_ms(), ref)
-        if self._idempotence is not None:
-            self._idempotence.mute(groups)
 
     def _requeue_unsent(self, groups: list[list[ProducerBatch]], error: KafkaError) -> None:
         """The leader has no actor (killed, not yet replaced): a node Kafka's producer cannot
@@ -371,15 +372,24 @@ class Producer:
         self._metadata.refresh_now()
         now = _now_ms()
         for group in groups:
-            for batch in reversed(group):
+            for batch in group:
                 batch.attempts -= 1
                 if now - batch.created_ms >= self._delivery_timeout_ms:
                     self._fail(batch, error)
                     continue
                 batch.retry_after_ms = now + self._retry_backoff_ms
-                with self._condition:
-                    self._queues[(batch.topic, batch.partition)].appendleft(batch)
-                    self._condition.notify_all()
+                self._requeue(batch)
+
+    def _requeue(self, batch: ProducerBatch) -> None:
+        """Back into its partition's queue in creation order (Kafka's ``insertInSequenceOrder``),
+        whatever order the answers came back in."""
+        with self._condition:
+            queue = self._queues[(batch.topic, batch.partition)]
+            index = 0
+            while index < len(queue) and queue[index].order < batch.order:
+                index += 1
+            queue.insert(index, batch)
+            self._condition.notify_all()
 
     def _collect(self, timeout_s: float) -> None:
         if not self._in_flight:
@@ -394,8 +404,6 @@ class Producer:
         for answer in done:
             with self._condition:
                 request = self._in_flight.pop(answer)
-            if self._idempotence is not None:
-                self._idempotence.unmute(request.groups)
             try:
                 response = answer.result()
             except Exception as exc:  # a dead, restarting or failing broker: the call may have run
@@ -423,8 +431,6 @@ class Producer:
             abandoned = [self._in_flight.pop(answer) for answer in timed_out]
         for request in abandoned:
             cancel_quietly(request.ref)
-            if self._idempotence is not None:
-                self._idempotence.unmute(request.groups)
         # The leader may have been replaced meanwhile (a paused leader is fenced): ask again.
         self._metadata.refresh_now()
         for request in abandoned:
@@ -448,7 +454,9 @@ class Producer:
             else:
                 offset = result.base_offset
                 for batch in group:
-                    batch.result.set_result(offset)  # acks=0 answers -1, as Kafka does
+                    if self._idempotence is not None:
+                        self._idempotence.on_acknowledged(batch)
+                    batch.resolve(offset)  # acks=0 answers -1, as Kafka does
                     if offset >= 0:
                         offset += batch.builder.record_count
                     self._finish(batch)
@@ -463,25 +471,23 @@ class Producer:
         now = _now_ms()
         if error.error_code in _METADATA_ERRORS:
             self._metadata.refresh_now()  # or, within retry.backoff.ms of the last, at the next pass
-        # Requeue from the back of the group so the batches keep their order at the queue's front.
-        for batch in reversed(batches):
+        for batch in batches:
             expired = now - batch.created_ms >= self._delivery_timeout_ms
-            if error.retriable and batch.attempts <= self._retries and not expired:
+            retriable = error.retriable if self._idempotence is None else self._idempotence.may_retry(batch, error)
+            if retriable and batch.attempts <= self._retries and not expired:
                 batch.retry_after_ms = now + self._retry_backoff_ms
-                with self._condition:
-                    self._queues[(batch.topic, batch.partition)].appendleft(batch)
-                    self._condition.notify_all()
+                self._requeue(batch)
                 continue
             self._fail(batch, error)
 
     def _fail(self, batch: ProducerBatch, error: KafkaError) -> None:
         if self._idempotence is not None:
             self._idempotence.on_failed_for_good(batch)
-        batch.result.set_exception(error)
+        batch.resolve(error=error)
         self._finish(batch)
 
     def _finish(self, batch: ProducerBatch) -> None:
-        with self._condition:
+        with self._lock:
             self._unfinished -= 1
             self._queued_bytes -= batch.estimated_bytes
             assert self._queued_bytes >= 0

@@ -13,14 +13,16 @@ by those rules. An ``InFlightRequest`` is one Produce request to one broker, awa
 """
 from __future__ import annotations
 
-import functools
+import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from loguru import logger
 
 from actors.core.errors import ErrorCode
+from actors.records import with_producer_state
 from orchestration.clients.records import BatchBuilder, RecordMetadata
 
 # An attempt answered with one of these may have appended its records: the leader appended and
@@ -40,15 +42,48 @@ OUTCOME_UNKNOWN_ERRORS = frozenset({
 ZERO_COPY_THRESHOLD_BYTES = 100 * 1024
 
 
+# What Kafka's producer adds to a record's key and value at most (DefaultRecord.MAX_RECORD_OVERHEAD:
+# its length, attributes, timestamp and offset deltas and the key and value lengths as varints),
+# and to a batch (DefaultRecordBatch.RECORD_BATCH_OVERHEAD, the v2 header).
+MAX_RECORD_OVERHEAD_BYTES = 21
+RECORD_BATCH_OVERHEAD_BYTES = 61
+
+
+def record_size_upper_bound(key, value, headers) -> int:
+    """A record's size in a batch of its own, at most (Kafka's ``estimateSizeInBytesUpperBound``,
+    which the producer checks against max.request.size): a few additions, where an exact
+    estimate would cost a varint computation per field on every send."""
+    size = RECORD_BATCH_OVERHEAD_BYTES + MAX_RECORD_OVERHEAD_BYTES
+    if key is not None:
+        size += len(key)
+    if value is not None:
+        size += len(value)
+    if headers:
+        for header_key, header_value in headers:  # each: two varint lengths (5 bytes at most) and data
+            size += 10 + len(header_key.encode() if isinstance(header_key, str) else header_key) + len(
+                header_value or b"")
+        size += 5  # the header count
+    return size
+
+
 @dataclass(slots=True)
 class ProducerBatch:
     topic: str
     partition: int
     builder: BatchBuilder
     created_ms: float
-    # Resolves to the base offset the leader gave the batch (-1 for acks=0), or fails with its error.
+    # Resolves to the base offset the leader gave the batch (-1 for acks=0), or fails with its error;
+    # ``resolve`` sets it, after ``done``, ``base_offset`` and ``error``, which the sends' futures
+    # read without the Future's lock once ``done`` is set.
     result: Future = field(default_factory=Future)
-    payload: bytes | None = None  # built once, resent as is on retry
+    done: bool = False
+    base_offset: int = -1
+    error: BaseException | None = None
+    # The sends' done callbacks, run once by ``resolve``; None once it has. ``lock`` guards the
+    # hand-over between ``FutureRecordMetadata.add_done_callback`` and ``resolve``.
+    callbacks: list | None = field(default_factory=list)
+    lock: Any = field(default_factory=threading.Lock)
+    payload: bytes | bytearray | None = None  # built once (``seal``), resent as is on retry
     attempts: int = 0
     retry_after_ms: float = 0.0
     estimated_bytes: int = 0  # what this batch holds of buffer.memory
@@ -57,10 +92,40 @@ class ProducerBatch:
     maybe_written: bool = False
     # An idempotent producer's stamp (``Idempotence.stamp``): None until first drained.
     producer_id: int = -1
+    producer_epoch: int = -1
     base_sequence: int | None = None
+    # The producer's creation count: a partition's queue stays in this order, retries included.
+    order: int = 0
 
     def size_in_bytes(self) -> int:
         return len(self.payload) if self.payload is not None else self.builder.size_in_bytes()
+
+    def seal(self) -> None:
+        """Build the batch once it has left its queue (outside the producer's lock, so sends are
+        not held up by a megabyte's CRC), with the idempotent producer's stamp if it has one."""
+        if self.payload is None:
+            payload = self.builder.build_buffer()
+            if self.base_sequence is not None:
+                payload = with_producer_state(payload, self.producer_id, self.producer_epoch, self.base_sequence)
+            self.payload = payload
+
+    def resolve(self, base_offset: int = -1, error: BaseException | None = None) -> None:
+        """The batch's outcome, once: its future, then every send's callback (a callback that
+        raises is logged, as ``concurrent.futures`` does, and the others still run)."""
+        assert not self.done, "a batch is resolved once"
+        self.base_offset, self.error = base_offset, error
+        with self.lock:
+            self.done = True
+            callbacks, self.callbacks = self.callbacks, None
+        if error is None:
+            self.result.set_result(base_offset)
+        else:
+            self.result.set_exception(error)
+        for fn, future in callbacks:
+            try:
+                fn(future)
+            except Exception:
+                logger.exception("a send's done callback raised")
 
 
 class FutureRecordMetadata:
@@ -84,19 +149,28 @@ class FutureRecordMetadata:
         return cls(None, 0, result)
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
-        base_offset = self._result.result(timeout)
         batch = self.batch
+        if batch is not None and batch.done:  # read without the Future's lock
+            if batch.error is not None:
+                raise batch.error
+            base_offset = batch.base_offset
+        else:
+            base_offset = self._result.result(timeout)
         return RecordMetadata(batch.topic, batch.partition,
                               base_offset + self._relative_offset if base_offset >= 0 else -1)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
+        batch = self.batch
+        if batch is not None and batch.done:
+            return batch.error
         return self._result.exception(timeout)
 
     def done(self) -> bool:
-        return self._result.done()
+        batch = self.batch
+        return batch.done if batch is not None else self._result.done()
 
     def running(self) -> bool:
-        return not self._result.done()
+        return not self.done()
 
     def cancelled(self) -> bool:
         return False
@@ -105,16 +179,20 @@ class FutureRecordMetadata:
         return False
 
     def add_done_callback(self, fn) -> None:
-        """``fn(self)`` once the record's outcome is known (at once if it is)."""
-        self._result.add_done_callback(functools.partial(_call_with, fn, self))
+        """``fn(self)`` once the record's outcome is known (at once, here, if it is). The batch
+        keeps the callbacks of all its sends: one list append per send, where a Future's would
+        take its lock and a wrapper."""
+        batch = self.batch
+        if batch is not None:
+            with batch.lock:
+                if batch.callbacks is not None:
+                    batch.callbacks.append((fn, self))
+                    return
+        fn(self)
 
     def __repr__(self) -> str:
         state = "pending" if not self._result.done() else "done"
         return f"<FutureRecordMetadata {state} {self.batch.topic if self.batch else ''}>"
-
-
-def _call_with(fn, future: FutureRecordMetadata, _batch_result: Future) -> None:
-    fn(future)
 
 
 def request_records(group: list[ProducerBatch]):
@@ -162,4 +240,5 @@ def history_text(value: bytes | bytearray | memoryview | None) -> str:
 
 
 __all__ = ["NO_ACKNOWLEDGEMENT", "OUTCOME_UNKNOWN_ERRORS", "ZERO_COPY_THRESHOLD_BYTES", "FutureRecordMetadata",
-           "InFlightRequest", "ProducerBatch", "history_text", "record_send_outcome", "request_records"]
+           "InFlightRequest", "ProducerBatch", "history_text", "record_send_outcome", "record_size_upper_bound",
+           "request_records"]

@@ -1,4 +1,14 @@
-"""The producer's configuration: Kafka's keys with Kafka 3.x's defaults, and how ``acks`` reads."""
+"""The producer's configuration: Kafka's keys with Kafka 3.x's defaults, and how ``acks`` reads.
+
+One default differs, for a reason of Ray's: ``batch.size`` is 262144 (256 KiB), where Kafka's is
+16384. A Produce request is one Ray actor call, which costs about 0.6 ms of the caller's time here
+(about 1,700 calls a second) whatever it carries, where Kafka's producer pays microseconds per
+request on a socket it keeps open. A batch is also the unit an idempotent producer pipelines: at
+most five per partition are in flight (the leader's window), so ``batch.size`` bounds what one
+partition has in flight per round trip, 80 KiB at Kafka's default. A batch's buffer grows with
+its records, so a larger bound costs a partition with little traffic nothing. ``linger.ms`` keeps
+Kafka 3.x's 0: under load, records gather into the next batch while requests are in flight.
+"""
 from __future__ import annotations
 
 from actors.core.errors import ErrorCode
@@ -6,7 +16,7 @@ from orchestration.errors import KafkaError
 
 PRODUCER_DEFAULTS = {
     "acks": "1",
-    "batch.size": "16384",
+    "batch.size": "262144",  # Kafka's is 16384: see the module docstring
     "linger.ms": "0",
     "max.request.size": "1048576",
     "retries": "2147483647",

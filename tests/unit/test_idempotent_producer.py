@@ -2,7 +2,9 @@
 producer id, stamps each batch with its id and the partition's next sequence, and so a retry of a
 request whose first attempt did land is answered with the original offset instead of being
 written twice; it is on by default only where Kafka 3.x turns it on, asks for a new id after a
-batch fails for good, keeps at most one request in flight per partition, and sends a retried batch alone."""
+batch fails for good, pipelines up to five batches per partition as Kafka 3.x does, and sends
+retried batches alone and in sequence order, each once every earlier batch is done, so a failure
+in the middle of five in flight loses, duplicates and reorders nothing."""
 from __future__ import annotations
 
 import time
@@ -11,8 +13,11 @@ import pytest
 from ray.exceptions import RayActorError
 
 from actors.core.errors import ErrorCode
+from actors.core.messages.produce import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 from actors.core.log.record_batch import parse_batches
+from actors.records import read_records
 from orchestration.errors import KafkaError
+from tests.support.core_driver import fetch_request
 from tests.unit.test_client_history import (
     NEVER, TOPIC, WAIT_S, completions, events, history, leading_broker, log_end_offset, make_producer, send_and_wait,
 )
@@ -107,28 +112,49 @@ def test_a_batch_that_fails_for_good_after_it_was_stamped_means_a_new_producer_i
     assert stamps(broker) == [(1000, 0, 0), (1001, 0, 0)]
 
 
-def test_a_partition_has_one_request_in_flight_and_its_queued_batches_follow_the_retry(history):
+def test_a_partition_pipelines_its_batches_and_a_retry_waits_for_every_earlier_batch(history):
+    """The second batch goes out while the first is unanswered; the leader has no state for the
+    producer yet, so it answers UNKNOWN_PRODUCER_ID (Kafka 2.4's answer to a first sequence other
+    than 0), which for a batch that is not the partition's first incomplete one means "an earlier
+    batch has not landed": it is retried, after the first batch's own retry is acknowledged."""
     broker = leading_broker()
     broker.produce_script = [NEVER]
-    producer = make_producer(broker, history, acks="all", **{"request.timeout.ms": "300", "linger.ms": "0"})
+    producer = make_producer(broker, history, acks="all", **{"request.timeout.ms": "2000", "linger.ms": "0"})
     first = producer.send(TOPIC, value=b"first", partition=0)
-    deadline = time.monotonic() + WAIT_S
-    while not broker.produce_requests:
-        assert time.monotonic() < deadline, "the first request was never sent"
-        time.sleep(0.005)
+    wait_for_requests(broker, 1)
     second = producer.send(TOPIC, value=b"second", partition=0)
+    wait_for_requests(broker, 2)
     producer.flush(timeout=WAIT_S)
     assert [first.result().offset, second.result().offset] == [0, 1]
-    # While the first request went unanswered nothing else was sent for the partition; its retry
-    # went alone (see the next test), then the queued batch, in sequence order.
-    assert len(broker.produce_requests) == 3
-    assert stamps(broker) == [(1000, 0, 0), (1000, 0, 0), (1000, 0, 1)]
+    assert stamps(broker) == [(1000, 0, 0), (1000, 0, 1), (1000, 0, 0), (1000, 0, 1)]
     assert [e["type"] for e in events(history) if e["type"] != "invoke"] == ["ok", "ok"]
 
 
 def batches_per_request(broker) -> list[int]:
     return [sum(len(parse_batches(data.records)) for topic in request.topic_data for data in topic.partition_data)
             for request in broker.produce_requests]
+
+
+def wait_for_batches(broker, count: int) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while sum(batches_per_request(broker)) < count:
+        assert time.monotonic() < deadline, f"the producer sent {sum(batches_per_request(broker))} of {count} batches"
+        time.sleep(0.005)
+
+
+def follow(broker) -> None:
+    """Follower 1 fetches at the leader's log end: the high watermark reaches it, and the acks=all
+    requests parked for it are answered."""
+    with broker.lock:
+        broker.handle_fetch.remote(fetch_request(TOPIC, 0, log_end_offset(broker), replica_id=1))
+
+
+def follow_until_done(broker, futures) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not all(f.done() for f in futures):
+        assert time.monotonic() < deadline, f"{sum(not f.done() for f in futures)} sends still unanswered"
+        follow(broker)
+        time.sleep(0.005)
 
 
 def wait_for_requests(broker, count: int) -> None:
@@ -155,17 +181,126 @@ def test_a_retried_batch_travels_alone_so_batches_queued_behind_it_are_not_dropp
     assert batches_per_request(broker) == [1, 1, 1]
 
 
-def test_fresh_batches_travel_together_at_most_five_to_a_request(history):
-    """Five is the leader's window of remembered batches per producer: a retry of any batch of a
-    request that carried at most five is still recognised as a duplicate."""
-    broker = leading_broker()
-    broker.produce_script = [NEVER]
-    producer = make_producer(broker, history, acks="all", **{"request.timeout.ms": "300", "linger.ms": "0",
-                                                             "batch.size": "1"})
-    futures = [producer.send(TOPIC, value=b"first", partition=0)]
-    wait_for_requests(broker, 1)
-    futures += [producer.send(TOPIC, value=f"v{i}".encode(), partition=0) for i in range(8)]
-    producer.flush(timeout=WAIT_S)
-    assert [f.result().offset for f in futures] == list(range(9))
-    assert log_end_offset(broker) == 9
-    assert batches_per_request(broker) == [1, 1, 5, 3]
+def test_a_partition_has_at_most_five_stamped_batches_incomplete(history):
+    """Five is the leader's window of remembered batches per producer: a retry of any incomplete
+    batch is still recognised as a duplicate. A follower that does not fetch holds every acks=all
+    request in the purgatory, so the producer stops at five batches until some are acknowledged."""
+    broker = leading_broker(replicas=(0, 1), isr=(0, 1))
+    producer = make_producer(broker, history, acks="all", **{"linger.ms": "0", "batch.size": "1"})
+    futures = [producer.send(TOPIC, value=f"v{i}".encode(), partition=0) for i in range(8)]
+    wait_for_batches(broker, 5)
+    assert sum(batches_per_request(broker)) == 5 and not any(f.done() for f in futures)
+    follow_until_done(broker, futures)
+    assert [f.result().offset for f in futures] == list(range(8))
+    assert sum(batches_per_request(broker)) == 8
+
+
+def log_values(broker) -> list[bytes]:
+    answer = broker.driver.ask("handle_fetch", fetch_request(TOPIC, 0, 0, replica_id=1))
+    return [record.value for record in read_records(TOPIC, 0, answer.responses[0].partitions[0].records, 0)]
+
+
+def outcomes(history) -> dict[str, str]:
+    """Each send's outcome in the history, by value (sends complete in any order)."""
+    return {e["value"] if isinstance(e["value"], str) else e["value"]["value"]: e["type"]
+            for e in events(history) if e["type"] != "invoke"}
+
+
+def five_in_flight(broker, history, held: tuple[int, ...], **config):
+    """Five sends to partition 0, each its own acks=all request, all in flight at once: follower 1
+    does not fetch yet, so the leader holds them in the purgatory, and the requests at the indexes
+    ``held`` do not reach it at all until the test answers them (``answer_held``)."""
+    broker.produce_script = [NEVER if i in held else None for i in range(5)]
+    producer = make_producer(broker, history, acks="all", **{"linger.ms": "0", "batch.size": "1", **config})
+    futures = []
+    for i, value in enumerate((b"a", b"b", b"c", b"d", b"e")):
+        futures.append(producer.send(TOPIC, value=value, partition=0))
+        wait_for_requests(broker, i + 1)
+    assert stamps(broker) == [(1000, 0, sequence) for sequence in range(5)], "five requests in flight"
+    broker.held_requests = [broker.produce_requests[i] for i in held]
+    return futures
+
+
+def answer_held(broker, index: int, outcome) -> None:
+    """Answer the ``index``-th held request: with an error code the leader refused it before the
+    append; with ``("ran", exception)`` the leader ran it and the call then failed in Ray."""
+    future, request = broker.unanswered[index], broker.held_requests[index]
+    with broker.lock:
+        if isinstance(outcome, tuple):
+            answered = broker._call("handle_produce", request)
+            if outcome[1] is None:
+                answered.add_done_callback(lambda done: future.set_result(done.result()))
+            else:
+                future.set_exception(outcome[1])
+        else:
+            future.set_result(ProduceResponse(responses=(TopicProduceResponse(name=TOPIC, partition_responses=(
+                PartitionProduceResponse(index=0, error_code=outcome),)),)))
+
+
+def finish(broker, futures) -> None:
+    follow_until_done(broker, futures)
+
+
+def test_a_retriable_failure_in_the_middle_of_five_in_flight_keeps_the_order(history):
+    """The third request is refused before the append (NOT_ENOUGH_REPLICAS) after the leader
+    answered the fourth and fifth OUT_OF_ORDER_SEQUENCE_NUMBER (it has not seen the third). All three are sent again in
+    sequence order, one at a time and each alone: nothing lost, nothing twice, nothing reordered."""
+    broker = leading_broker(replicas=(0, 1), isr=(0, 1))
+    futures = five_in_flight(broker, history, held=(2, 3, 4))
+    answer_held(broker, 1, ("ran", None))  # the leader has sequence 1 last: OUT_OF_ORDER
+    answer_held(broker, 2, ("ran", None))
+    answer_held(broker, 0, ErrorCode.NOT_ENOUGH_REPLICAS)
+    finish(broker, futures)
+    assert [f.result().offset for f in futures] == [0, 1, 2, 3, 4]
+    assert log_values(broker) == [b"a", b"b", b"c", b"d", b"e"]
+    assert stamps(broker)[5:] == [(1000, 0, 2), (1000, 0, 3), (1000, 0, 4)]
+    assert batches_per_request(broker) == [1] * 8
+    assert [e["type"] for e in events(history) if e["type"] != "invoke"] == ["ok"] * 5
+
+
+def test_a_lost_answer_in_the_middle_of_five_in_flight_is_answered_as_a_duplicate(history):
+    """The third request is appended and its answer lost, after the fourth and fifth were
+    appended behind it. The third's retry is answered with its original offset: every
+    acknowledgement stands, and the log holds each record once."""
+    broker = leading_broker(replicas=(0, 1), isr=(0, 1))
+    futures = five_in_flight(broker, history, held=(2, 3, 4))
+    for index in range(3):  # the leader runs them in order; only the third's answer is lost
+        answer_held(broker, index, ("ran", RayActorError()) if index == 0 else ("ran", None))
+    finish(broker, futures)
+    assert [f.result().offset for f in futures] == [0, 1, 2, 3, 4]
+    assert log_values(broker) == [b"a", b"b", b"c", b"d", b"e"]
+    assert stamps(broker)[5:] == [(1000, 0, 2)]
+
+
+def test_a_failure_for_good_in_the_middle_restamps_the_later_batches_under_a_new_producer_id(history):
+    """The third batch is refused for good: sequence 2 of producer 1000 is a gap the leader will
+    never fill, so the fourth and fifth (OUT_OF_ORDER, no attempt appended them) are stamped again
+    under a new producer id, sent after the first two are acknowledged, in order."""
+    broker = leading_broker(replicas=(0, 1), isr=(0, 1))
+    futures = five_in_flight(broker, history, held=(2, 3, 4))
+    answer_held(broker, 1, ("ran", None))  # the leader has sequence 1 last: OUT_OF_ORDER
+    answer_held(broker, 2, ("ran", None))
+    answer_held(broker, 0, ErrorCode.MESSAGE_TOO_LARGE)
+    finish(broker, futures)
+    assert futures[2].exception().error_code == ErrorCode.MESSAGE_TOO_LARGE
+    assert [futures[i].result().offset for i in (0, 1, 3, 4)] == [0, 1, 2, 3]
+    assert log_values(broker) == [b"a", b"b", b"d", b"e"]
+    assert stamps(broker)[5:] == [(1001, 0, 0), (1001, 0, 1)]
+    assert outcomes(history) == {"a": "ok", "b": "ok", "c": "fail", "d": "ok", "e": "ok"}
+
+
+def test_a_batch_past_a_gap_that_may_be_in_the_log_fails_rather_than_risk_a_duplicate(history):
+    """As before, but the fourth request's call failed in Ray: it may be in the log (here the
+    leader refused it, out of order, but the producer cannot know), so stamping it again could
+    write it twice. It fails, indeterminately; the fifth is stamped again."""
+    broker = leading_broker(replicas=(0, 1), isr=(0, 1))
+    futures = five_in_flight(broker, history, held=(2, 3, 4))
+    answer_held(broker, 1, ("ran", RayActorError()))
+    answer_held(broker, 2, ("ran", None))
+    answer_held(broker, 0, ErrorCode.MESSAGE_TOO_LARGE)
+    finish(broker, futures)
+    assert futures[3].exception().error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert [futures[i].result().offset for i in (0, 1, 4)] == [0, 1, 2]
+    assert log_values(broker) == [b"a", b"b", b"e"]
+    assert stamps(broker)[5:] == [(1001, 0, 0)]
+    assert outcomes(history) == {"a": "ok", "b": "ok", "c": "fail", "d": "info", "e": "ok"}

@@ -57,3 +57,25 @@ def test_a_request_over_the_zero_copy_threshold_travels_as_a_uint8_array_and_is_
     assert isinstance(records, np.ndarray) and records.dtype == np.uint8
     assert sum(header.records_count for header in parse_batches(records)) == count
     assert log_end_offset(broker) == count
+
+
+def test_every_send_callback_runs_once_even_one_that_raises_and_those_added_while_the_batch_completes():
+    """The batch hands its sends' callbacks over under its lock: each runs exactly once, whether it
+    was added before the batch completed, while it completed (from another thread), or after; a
+    callback that raises is logged and the others still run."""
+    import threading
+
+    broker = leading_broker()
+    producer = make_producer(broker, None, **{"linger.ms": "0"})
+    for round_number in range(20):
+        futures = [producer.send(TOPIC, value=b"v", partition=0) for _ in range(200)]
+        calls = []
+        futures[0].add_done_callback(lambda future: 1 / 0)
+        adder = threading.Thread(target=lambda futures=futures, calls=calls: [
+            f.add_done_callback(calls.append) for f in futures])
+        adder.start()
+        producer.flush(timeout=WAIT_S)
+        adder.join(timeout=WAIT_S)
+        assert not adder.is_alive()
+        assert sorted(map(id, calls)) == sorted(map(id, futures)), f"round {round_number}: a callback ran twice or never"
+    assert all(f.exception() is None for f in futures)
