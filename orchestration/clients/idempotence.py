@@ -215,6 +215,21 @@ class Idempotence:
         sequences.next_sequence = increment_sequence(sequence, batch.builder.record_count)
         sequences.incomplete.append(batch)
 
+    def on_split(self, batch, pieces) -> None:
+        """A stamped batch refused as too large was split: its pieces take its place among the
+        incomplete batches, with its identity and its sequences in record order (Kafka's
+        ``ProducerBatch.split``), so the sequences that follow it stay as they were."""
+        if batch.base_sequence is None:
+            return
+        sequence = batch.base_sequence
+        for piece in pieces:
+            piece.producer_id, piece.producer_epoch, piece.base_sequence = (
+                batch.producer_id, batch.producer_epoch, sequence)
+            sequence = increment_sequence(sequence, piece.builder.record_count)
+        incomplete = self._sequences(batch).incomplete
+        index = incomplete.index(batch)
+        incomplete[index:index + 1] = pieces
+
     # ------------------------------------------------------------------------------- answers
     def on_acknowledged(self, batch) -> None:
         if batch.base_sequence is not None:

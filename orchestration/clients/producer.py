@@ -47,8 +47,8 @@ from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefr
 from orchestration.clients.idempotence import Idempotence, idempotence_enabled
 from orchestration.clients.partitioner import StickyPartitioner
 from orchestration.clients.producer_batch import (  # noqa: F401 (NO_ACKNOWLEDGEMENT: part of the producer's API)
-    NO_ACKNOWLEDGEMENT, OUTCOME_UNKNOWN_ERRORS, FutureRecordMetadata, InFlightRequest,
-    ProducerBatch, history_text, record_send_outcome, record_size_upper_bound, request_records,
+    NO_ACKNOWLEDGEMENT, OUTCOME_UNKNOWN_ERRORS, FutureRecordMetadata, InFlightRequest, ProducerBatch, history_text,
+    record_send_outcome, record_size_upper_bound, request_records, split_refused, splittable,
 )
 from orchestration.clients.producer_config import PRODUCER_DEFAULTS, parse_acks  # noqa: F401 (the producer's API)
 from orchestration.clients.records import BatchBuilder
@@ -311,9 +311,9 @@ class Producer:
             while queue and queue[0].retry_after_ms <= now:
                 head = queue[0]
                 is_open = head.payload is None and head is queue[-1]
-                if group and (size + head.size_in_bytes() > self._max_request_size
+                if group and (size + head.size_in_bytes() > self._max_request_size or head.alone or group[0].alone
                               or (is_open and not hurry and head.created_ms + self._linger_ms > now)):
-                    break
+                    break  # (a batch ``alone`` goes in a request of its own: see ``split_refused``)
                 if self._idempotence is not None and group and not self._idempotence.may_join(group, head):
                     break
                 queue.popleft()
@@ -378,17 +378,18 @@ class Producer:
                     self._fail(batch, error)
                     continue
                 batch.retry_after_ms = now + self._retry_backoff_ms
-                self._requeue(batch)
+                self._requeue([batch])
 
-    def _requeue(self, batch: ProducerBatch) -> None:
-        """Back into its partition's queue in creation order (Kafka's ``insertInSequenceOrder``),
-        whatever order the answers came back in."""
+    def _requeue(self, batches: list[ProducerBatch], unfinished_added: int = 0) -> None:
+        """Back into their queues in creation order (Kafka's ``insertInSequenceOrder``), whatever the answers' order."""
         with self._condition:
-            queue = self._queues[(batch.topic, batch.partition)]
-            index = 0
-            while index < len(queue) and queue[index].order < batch.order:
-                index += 1
-            queue.insert(index, batch)
+            for batch in batches:
+                queue = self._queues[(batch.topic, batch.partition)]
+                index = 0
+                while index < len(queue) and queue[index].order < batch.order:
+                    index += 1
+                queue.insert(index, batch)
+            self._unfinished += unfinished_added
             self._condition.notify_all()
 
     def _collect(self, timeout_s: float) -> None:
@@ -440,12 +441,14 @@ class Producer:
                 self._fail_or_retry(group, error, outcome_unknown=True)
 
     def _complete(self, groups: list[list[ProducerBatch]], response) -> None:
-        results = {(topic.name, part.index): part for topic in response.responses
-                   for part in topic.partition_responses}
+        results = {(topic.name, part.index): part for topic in response.responses for part in topic.partition_responses}
         for group in groups:
             result = results.get((group[0].topic, group[0].partition))
             if result is None:
                 self._fail_or_retry(group, KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "no answer for partition"))
+            elif result.error_code == ErrorCode.MESSAGE_TOO_LARGE and splittable(group):
+                requeued = split_refused(group, self._idempotence)  # Kafka's splitAndReenqueue: see there
+                self._requeue(requeued, unfinished_added=len(requeued) - len(group))  # pieces finish, not their batch
             elif result.error_code != ErrorCode.NONE:
                 # An error answered with a base offset comes after the append (the leader lost its
                 # leadership while waiting for acks=all, say): the records are in its log.
@@ -476,7 +479,7 @@ class Producer:
             retriable = error.retriable if self._idempotence is None else self._idempotence.may_retry(batch, error)
             if retriable and batch.attempts <= self._retries and not expired:
                 batch.retry_after_ms = now + self._retry_backoff_ms
-                self._requeue(batch)
+                self._requeue([batch])
                 continue
             self._fail(batch, error)
 

@@ -10,10 +10,16 @@ attempt may have appended it (``maybe_written``), which is what makes its final 
 indeterminate (``info``) rather than definite (``fail``) in a run's history; ``OUTCOME_UNKNOWN_ERRORS``
 are the answers that leave that open; ``record_send_outcome`` writes a send's outcome to the history
 by those rules. An ``InFlightRequest`` is one Produce request to one broker, awaiting its answer.
+
+A batch the leader refuses as larger than the topic's ``max.message.bytes`` is split
+(``ProducerBatch.split``, Kafka's ``ProducerBatch.split``) into smaller batches of the same records,
+which take its place in the partition's queue; its sends' futures then follow their records into
+the pieces (``pieces``), so each still completes once, with the offset its record was written at.
 """
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +29,7 @@ from loguru import logger
 
 from actors.core.errors import ErrorCode
 from actors.records import with_producer_state
-from orchestration.clients.records import BatchBuilder, RecordMetadata
+from orchestration.clients.records import BatchBuilder, RecordMetadata, read_records
 
 # An attempt answered with one of these may have appended its records: the leader appended and
 # then could not replicate in time (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND, both from
@@ -95,7 +101,15 @@ class ProducerBatch:
     producer_epoch: int = -1
     base_sequence: int | None = None
     # The producer's creation count: a partition's queue stays in this order, retries included.
-    order: int = 0
+    # The pieces of a split batch share its place: orders in [order, order + order_span).
+    order: float = 0
+    order_span: float = 1.0
+    # Once split: (index of its first record here, piece) per piece, in record order. A split
+    # batch is never resolved; its sends' futures read their pieces instead.
+    pieces: list | None = None
+    # Refused as too large in a request that held more of its partition's batches: which of them
+    # was too large is unknown, so each goes alone next and is judged on its own.
+    alone: bool = False
 
     def size_in_bytes(self) -> int:
         return len(self.payload) if self.payload is not None else self.builder.size_in_bytes()
@@ -108,6 +122,47 @@ class ProducerBatch:
             if self.base_sequence is not None:
                 payload = with_producer_state(payload, self.producer_id, self.producer_epoch, self.base_sequence)
             self.payload = payload
+
+    def split(self) -> list["ProducerBatch"]:
+        """Kafka's ``ProducerBatch.split`` for a batch of more than one record the leader refused as
+        too large: its records, in order, in new batches of at most half its size each (Kafka
+        splits to ``batch.size``, which here would often leave the batch as it was, since
+        ``batch.size`` is larger than Kafka's), so a piece still too large is split again when it
+        is refused in turn, until each fits or holds one record. The pieces keep the batch's
+        creation time (``delivery.timeout.ms`` still counts from it) and its place in the queue;
+        the caller stamps and seals them. The batch's sends follow their records into the pieces:
+        their callbacks move there, and a thread waiting on the batch wakes to wait on its piece."""
+        assert self.payload is not None and self.builder.record_count > 1, "a sent batch of several records"
+        size_limit_bytes = max(1, len(self.payload) // 2)
+        records = read_records(self.topic, self.partition, self.payload, 0)
+        groups: list[list] = []
+        builder = None
+        for record in records:
+            headers = list(record.headers)
+            if builder is None or not builder.try_append(record.key, record.value, record.timestamp, headers):
+                builder = BatchBuilder(size_limit_bytes)
+                builder.try_append(record.key, record.value, record.timestamp, headers)
+                groups.append([builder, 0])
+            groups[-1][1] += record_size_upper_bound(record.key, record.value, headers)
+        count = len(groups)
+        pieces, first, left_bytes = [], 0, self.estimated_bytes
+        for index, (builder, estimated_bytes) in enumerate(groups):
+            estimated_bytes = left_bytes if index == count - 1 else min(estimated_bytes, left_bytes)
+            left_bytes -= estimated_bytes
+            pieces.append((first, ProducerBatch(
+                self.topic, self.partition, builder, self.created_ms, estimated_bytes=estimated_bytes,
+                maybe_written=self.maybe_written, order=self.order + index * self.order_span / count,
+                order_span=self.order_span / count)))
+            first += builder.record_count
+        with self.lock:
+            self.pieces = pieces
+            callbacks, self.callbacks = self.callbacks, None
+        for fn, future in callbacks:  # each to the piece that now holds its record
+            piece, _ = future.locate()
+            with piece.lock:
+                piece.callbacks.append((fn, future))
+        self.result.set_result(None)  # wakes the threads waiting on this batch: they look again
+        return [piece for _, piece in pieces]
 
     def resolve(self, base_offset: int = -1, error: BaseException | None = None) -> None:
         """The batch's outcome, once: its future, then every send's callback (a callback that
@@ -133,13 +188,14 @@ class FutureRecordMetadata:
     name). It reads the outcome of the record's batch: the record's offset is the batch's base
     offset plus its place in the batch (-1 throughout for acks=0, as Kafka answers). It offers
     ``concurrent.futures.Future``'s reading methods; a send cannot be taken back, so ``cancel``
-    always answers False. ``batch`` is None for a send refused before it was queued."""
+    always answers False. ``batch`` is None for a send refused before it was queued; once the
+    record's batch was split, ``batch`` is the piece that holds the record (``locate``)."""
 
-    __slots__ = ("batch", "_result", "_relative_offset")
+    __slots__ = ("_batch", "_result", "_relative_offset")
 
     def __init__(self, batch: ProducerBatch | None, relative_offset: int, result: Future | None = None) -> None:
-        self.batch = batch
-        self._result = batch.result if batch is not None else result
+        self._batch = batch
+        self._result = result
         self._relative_offset = relative_offset
 
     @classmethod
@@ -148,22 +204,50 @@ class FutureRecordMetadata:
         result.set_exception(error)
         return cls(None, 0, result)
 
+    def locate(self) -> tuple[ProducerBatch | None, int]:
+        """The batch that holds the record now and the record's place in it: the batch it was
+        appended to, or, once that was split, the piece its record went to (again, if split again)."""
+        batch, relative_offset = self._batch, self._relative_offset
+        while batch is not None and batch.pieces is not None:
+            for first, piece in reversed(batch.pieces):
+                if relative_offset >= first:
+                    batch, relative_offset = piece, relative_offset - first
+                    break
+        return batch, relative_offset
+
+    @property
+    def batch(self) -> ProducerBatch | None:
+        return self.locate()[0]
+
+    def _wait(self, timeout: float | None) -> tuple[ProducerBatch, int]:
+        """The record's batch once it is resolved (a split sends the wait on to the piece)."""
+        deadline = None  # read only for a wait: a send's completed future costs no clock read
+        while True:
+            batch, relative_offset = self.locate()
+            if batch.done:  # read without the Future's lock
+                return batch, relative_offset
+            if timeout is not None and deadline is None:
+                deadline = time.monotonic() + timeout
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                batch.result.result(remaining)
+            except BaseException:
+                if not batch.done:
+                    raise  # the wait timed out (a batch's error is read from ``batch.error`` above)
+
     def result(self, timeout: float | None = None) -> RecordMetadata:
-        batch = self.batch
-        if batch is not None and batch.done:  # read without the Future's lock
-            if batch.error is not None:
-                raise batch.error
-            base_offset = batch.base_offset
-        else:
-            base_offset = self._result.result(timeout)
-        return RecordMetadata(batch.topic, batch.partition,
-                              base_offset + self._relative_offset if base_offset >= 0 else -1)
+        if self._batch is None:
+            return self._result.result(timeout)
+        batch, relative_offset = self._wait(timeout)
+        if batch.error is not None:
+            raise batch.error
+        base_offset = batch.base_offset
+        return RecordMetadata(batch.topic, batch.partition, base_offset + relative_offset if base_offset >= 0 else -1)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        batch = self.batch
-        if batch is not None and batch.done:
-            return batch.error
-        return self._result.exception(timeout)
+        if self._batch is None:
+            return self._result.exception(timeout)
+        return self._wait(timeout)[0].error
 
     def done(self) -> bool:
         batch = self.batch
@@ -181,18 +265,56 @@ class FutureRecordMetadata:
     def add_done_callback(self, fn) -> None:
         """``fn(self)`` once the record's outcome is known (at once, here, if it is). The batch
         keeps the callbacks of all its sends: one list append per send, where a Future's would
-        take its lock and a wrapper."""
-        batch = self.batch
-        if batch is not None:
+        take its lock and a wrapper. A batch split meanwhile has handed its callbacks to its
+        pieces: this one goes to the record's piece too."""
+        while True:
+            batch = self.batch
+            if batch is None:
+                break
             with batch.lock:
                 if batch.callbacks is not None:
                     batch.callbacks.append((fn, self))
                     return
+                if batch.pieces is None:
+                    break  # resolved
         fn(self)
 
     def __repr__(self) -> str:
-        state = "pending" if not self._result.done() else "done"
-        return f"<FutureRecordMetadata {state} {self.batch.topic if self.batch else ''}>"
+        state = "pending" if not self.done() else "done"
+        batch = self.batch
+        return f"<FutureRecordMetadata {state} {batch.topic if batch else ''}>"
+
+
+def splittable(group: list[ProducerBatch]) -> bool:
+    """Whether MESSAGE_TOO_LARGE for ``group`` leaves something to try: it holds more than one
+    batch, or a batch of more than one record. One batch of one record fails with it, as in Kafka."""
+    return len(group) > 1 or group[0].builder.record_count > 1
+
+
+def split_refused(group: list[ProducerBatch], idempotence) -> list[ProducerBatch]:
+    """The batches to requeue after the leader refused ``group`` (one partition's batches in one
+    request) as larger than the topic's ``max.message.bytes`` (Kafka's Sender, ``completeBatch``).
+
+    The leader judges each batch but answers for the partition, so of several batches, which was
+    too large is unknown: each goes back as it is, marked ``alone``, to be sent in a request of its
+    own and judged on its own. A lone batch of several records is split (``ProducerBatch.split``)
+    and its pieces take its place at the front of the queue, in order, as in Kafka's
+    ``splitAndReenqueue``: no backoff and no retry counted, since the leader appended nothing.
+    With idempotence (``idempotence`` not None) the pieces carry the batch's identity and its
+    sequences, in order, as Kafka's ``split`` gives them, so the partition's later batches that
+    were in flight, refused as out of sequence, follow them as they follow any retried batch.
+    The caller counts the pieces as unfinished in place of the batch, which never finishes."""
+    if len(group) > 1:
+        for batch in group:
+            batch.alone = True
+        return group
+    (batch,) = group
+    pieces = batch.split()
+    if idempotence is not None:
+        idempotence.on_split(batch, pieces)
+    for piece in pieces:
+        piece.seal()  # closed to new sends' records: its sequences, if it has them, are fixed
+    return pieces
 
 
 def request_records(group: list[ProducerBatch]):
@@ -241,4 +363,4 @@ def history_text(value: bytes | bytearray | memoryview | None) -> str:
 
 __all__ = ["NO_ACKNOWLEDGEMENT", "OUTCOME_UNKNOWN_ERRORS", "ZERO_COPY_THRESHOLD_BYTES", "FutureRecordMetadata",
            "InFlightRequest", "ProducerBatch", "history_text", "record_send_outcome", "record_size_upper_bound",
-           "request_records"]
+           "request_records", "split_refused", "splittable"]

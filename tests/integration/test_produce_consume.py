@@ -105,6 +105,15 @@ def test_bad_input_gets_kafkas_error_codes_and_the_broker_keeps_serving(cluster)
     assert description.log_end_offset == 1, "no refused request appended anything"
     assert producer.send("strict", value=b"second").result(timeout=30).offset == 1
 
+    # Many small records in one batch over max.message.bytes: the producer splits the refused
+    # batch, as Kafka's does, and every record is written once, in send order.
+    batching = cluster.producer({"acks": "all", "linger.ms": "60000"})  # one batch, sent by flush
+    values = {(0, 2 + i): (None, b"small-%03d-" % i + b"x" * 90) for i in range(60)}  # about 6 KiB
+    sent = [batching.send("strict", value=value, partition=0) for _, value in values.values()]
+    batching.flush(timeout=60)
+    assert [future.result(timeout=0).offset for future in sent] == list(range(2, 62))
+    assert_read_back(cluster, "strict", 1, values)
+
 
 def test_consumer_outside_the_log_resets_or_raises_per_auto_offset_reset(cluster):
     cluster.create_topic("reset", partitions=1, replication_factor=1)

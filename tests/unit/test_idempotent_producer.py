@@ -304,3 +304,66 @@ def test_a_batch_past_a_gap_that_may_be_in_the_log_fails_rather_than_risk_a_dupl
     assert log_values(broker) == [b"a", b"b", b"e"]
     assert stamps(broker)[5:] == [(1001, 0, 0)]
     assert outcomes(history) == {"a": "ok", "b": "ok", "c": "fail", "d": "info", "e": "ok"}
+
+
+# ------------------------------------------------------------------ batches over max.message.bytes
+def consumed_values(broker) -> list[bytes]:
+    """The partition's values as a consumer reads them (the leader has no follower 1 here)."""
+    answer = broker.driver.ask("handle_fetch", fetch_request(TOPIC, 0, 0))
+    return [record.value for record in read_records(TOPIC, 0, answer.responses[0].partitions[0].records, 0)]
+
+
+SPLIT_CONFIGS = [pytest.param({"acks": "all"}, id="idempotent"),
+                 pytest.param({"acks": "all", "enable.idempotence": "false"}, id="not-idempotent"),
+                 pytest.param({"acks": "1"}, id="acks-1")]
+
+
+@pytest.mark.parametrize("config", SPLIT_CONFIGS)
+def test_a_batch_over_the_topics_max_message_bytes_is_split_and_every_record_delivered_in_order(history, config):
+    """Kafka's Sender: MESSAGE_TOO_LARGE for a batch of more than one record splits it into smaller
+    batches that go back to the front of the partition's queue, in order; each send completes once,
+    with the offset its record was written at."""
+    broker = leading_broker(config={"max.message.bytes": "700"})
+    producer = make_producer(broker, history, **config, **{"linger.ms": "60000"})  # one batch, sent by flush
+    values = [f"v{i:03d}".encode() + b"x" * 96 for i in range(40)]  # about 4 KiB together
+    futures = [producer.send(TOPIC, value=value, partition=0) for value in values]
+    producer.flush(timeout=WAIT_S)
+    assert [future.result(timeout=0).offset for future in futures] == list(range(len(values)))
+    assert consumed_values(broker) == values, "every record once, in send order"
+    sizes = [header.size_in_bytes for request in broker.produce_requests for topic in request.topic_data
+             for data in topic.partition_data for header in parse_batches(data.records)]
+    assert sizes[0] > 700 and min(sizes) < 350, "the refused batch, then pieces of at most half its size"
+    assert sorted(outcomes(history).values()) == ["ok"] * len(values)
+    if config.get("enable.idempotence") != "false" and config["acks"] == "all":
+        sequences = sorted(sequence for _, _, sequence in stamps(broker)[1:])
+        assert {producer_id for producer_id, _, _ in stamps(broker)} == {1000}, "no reset: nothing failed"
+        assert sequences[0] == 0, "the pieces carry the refused batch's sequences"
+
+
+@pytest.mark.parametrize("config", SPLIT_CONFIGS)
+def test_pipelined_batches_over_max_message_bytes_are_split_without_loss_duplicate_or_reorder(config):
+    """Several batches of the partition in flight when the first is refused as too large: the ones
+    after it are refused (out of sequence, or too large themselves) and retried after its pieces."""
+    broker = leading_broker(config={"max.message.bytes": "700"})
+    producer = make_producer(broker, None, **config, **{"batch.size": "3000", "linger.ms": "0"})
+    values = [f"v{i:03d}".encode() + b"x" * 96 for i in range(150)]
+    futures = [producer.send(TOPIC, value=value, partition=0) for value in values]
+    producer.flush(timeout=WAIT_S)
+    assert [future.result(timeout=0).offset for future in futures] == list(range(len(values)))
+    assert consumed_values(broker) == values
+
+
+@pytest.mark.parametrize("config", SPLIT_CONFIGS)
+def test_a_single_record_over_max_message_bytes_still_fails_with_message_too_large(config):
+    broker = leading_broker(config={"max.message.bytes": "700"})
+    producer = make_producer(broker, None, **config, **{"linger.ms": "60000"})
+    small = [producer.send(TOPIC, value=f"s{i}".encode(), partition=0) for i in range(3)]
+    large = producer.send(TOPIC, value=b"L" * 1000, partition=0)
+    after = producer.send(TOPIC, value=b"after", partition=0)
+    producer.flush(timeout=WAIT_S)
+    with pytest.raises(KafkaError) as caught:
+        large.result(timeout=0)
+    assert caught.value.error_code == ErrorCode.MESSAGE_TOO_LARGE
+    assert "MESSAGE_TOO_LARGE" in str(caught.value)
+    assert [future.result(timeout=0).offset for future in small + [after]] == [0, 1, 2, 3]
+    assert consumed_values(broker) == [b"s0", b"s1", b"s2", b"after"]
