@@ -11,7 +11,10 @@ import threading
 
 from actors.core.config import KafkaConfig
 from actors.core.errors import ErrorCode
-from actors.core.log.checkpoints import RECOVERY_POINT_OFFSET_CHECKPOINT, OffsetCheckpointFile
+from actors.core.log.checkpoints import (
+    RECOVERY_POINT_OFFSET_CHECKPOINT,
+    OffsetCheckpointFile,
+)
 from actors.core.log.log import Log
 from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import InMemoryStorage
@@ -20,13 +23,22 @@ from actors.core.messages.metadata import MetadataRequest, MetadataResponse
 from actors.core.messages.stop_replica import StopReplicaRequest, StopReplicaTopic
 from actors.core.replica.broker_core import BrokerCore
 from actors.core.replica.follower_messages import (
-    FollowerAppendPartition, FollowerAppendRequest, FollowerTruncatePartition, FollowerTruncateRequest,
+    FollowerAppendPartition,
+    FollowerAppendRequest,
+    FollowerTruncatePartition,
+    FollowerTruncateRequest,
     TruncationMode,
 )
 from actors.drivers.broker import BrokerDriver
 from actors.ray_seams import RayStorageWorker
+from tests.support.broker_driver_seams import WAIT_LIMIT_S, Seams, ask, wait_until
 from tests.support.core_driver import (
-    fetch_request, fetch_result, leader_and_isr_request, make_batch, produce_request, produce_result,
+    fetch_request,
+    fetch_result,
+    leader_and_isr_request,
+    make_batch,
+    produce_request,
+    produce_result,
     update_metadata_request,
 )
 
@@ -35,7 +47,6 @@ SEGMENT_BYTES = 100
 # How long a held operation waits for its release before it gives up (bounds the test if the
 # operation runs where it blocks the loop that would release it).
 HOLD_LIMIT_S = 10.0
-WAIT_LIMIT_S = 30.0
 
 
 class SlowDisk(InMemoryStorage):
@@ -66,55 +77,6 @@ class SlowDisk(InMemoryStorage):
     def delete(self, path: str, **options) -> None:
         self._maybe_wait("delete", path)
         super().delete(path, **options)
-
-
-class Seams:
-    """Transport, clock and log: a fixed clock, calls kept unanswered unless the test answers them."""
-
-    def __init__(self) -> None:
-        self.now = 0
-        self.replies: list = []
-
-    def call(self, destination, request, *, timeout_ms, on_reply):
-        self.replies.append(on_reply)
-
-    def tell(self, destination, event):
-        pass
-
-    def start(self, destination, **arguments):
-        pass
-
-    def stop(self, destination):
-        pass
-
-    def pack(self, records, *, for_replica):
-        return records
-
-    def now_ms(self):
-        return self.now
-
-    def wake_at(self, deadline_ms):
-        pass
-
-    def log(self, level, message):
-        pass
-
-    def metric(self, name, value, tags):
-        pass
-
-
-async def wait_until(condition, what: str) -> None:
-    deadline = asyncio.get_running_loop().time() + WAIT_LIMIT_S
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, f"waited {WAIT_LIMIT_S}s for {what}"
-        await asyncio.sleep(0.01)
-
-
-def ask(driver: BrokerDriver, api: str, request):
-    answers: list = []
-    driver.handle(api, request, answers.append)
-    assert answers, f"{api} was not answered at once"
-    return answers[0]
 
 
 class Broker:

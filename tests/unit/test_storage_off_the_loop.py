@@ -15,8 +15,14 @@ from actors.core.messages.metadata import MetadataRequest, MetadataResponse
 from actors.core.replica.broker_core import BrokerCore
 from actors.drivers.broker import BrokerDriver
 from actors.ray_seams import RayStorageWorker
+from tests.support.broker_driver_seams import WAIT_LIMIT_S, Seams, ask, wait_until
 from tests.support.core_driver import (
-    fetch_request, fetch_result, leader_and_isr_request, make_batch, produce_request, produce_result,
+    fetch_request,
+    fetch_result,
+    leader_and_isr_request,
+    make_batch,
+    produce_request,
+    produce_result,
     update_metadata_request,
 )
 
@@ -24,7 +30,6 @@ FLUSH_INTERVAL_MS = 1_000
 # How long a held fsync waits for its release before it gives up (bounds the test if the fsync is
 # run where it blocks the loop that would release it).
 HOLD_LIMIT_S = 10.0
-WAIT_LIMIT_S = 30.0
 
 
 class SlowDisk(InMemoryStorage):
@@ -44,55 +49,6 @@ class SlowDisk(InMemoryStorage):
             self.entered.set()
             self.released_by_limit |= not self.release.wait(HOLD_LIMIT_S)
         super().fsync(path)
-
-
-class Seams:
-    """Transport, clock and log: a fixed clock, calls kept unanswered unless the test answers them."""
-
-    def __init__(self) -> None:
-        self.now = 0
-        self.replies: list = []
-
-    def call(self, destination, request, *, timeout_ms, on_reply):
-        self.replies.append(on_reply)
-
-    def tell(self, destination, event):
-        pass
-
-    def start(self, destination, **arguments):
-        pass
-
-    def stop(self, destination):
-        pass
-
-    def pack(self, records, *, for_replica):
-        return records
-
-    def now_ms(self):
-        return self.now
-
-    def wake_at(self, deadline_ms):
-        pass
-
-    def log(self, level, message):
-        pass
-
-    def metric(self, name, value, tags):
-        pass
-
-
-async def wait_until(condition, what: str) -> None:
-    deadline = asyncio.get_running_loop().time() + WAIT_LIMIT_S
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, f"waited {WAIT_LIMIT_S}s for {what}"
-        await asyncio.sleep(0.01)
-
-
-def ask(driver: BrokerDriver, api: str, request):
-    answers: list = []
-    driver.handle(api, request, answers.append)
-    assert answers, f"{api} was not answered at once"
-    return answers[0]
 
 
 async def slow_fsync_story() -> None:
