@@ -17,12 +17,7 @@ from actors.drivers.broker import BrokerDriver
 from actors.ray_seams import RayStorageWorker
 from tests.support.broker_driver_seams import WAIT_LIMIT_S, Seams, ask, wait_until
 from tests.support.core_driver import (
-    fetch_request,
-    fetch_result,
-    leader_and_isr_request,
-    make_batch,
-    produce_request,
-    produce_result,
+    fetch_request, fetch_result, leader_and_isr_request, make_batch, produce_request, produce_result,
     update_metadata_request,
 )
 
