@@ -23,6 +23,7 @@ from ray.cluster_utils import Cluster as RayCluster
 from orchestration import Cluster
 from orchestration.admin.placement import STRICT_SPREAD
 from orchestration.admin.wait import wait_until
+from orchestration.chaos.runner import FAST_FAILOVER_CONFIG
 from tests.support.reading import read_to_high_watermark
 
 pytestmark = pytest.mark.integration
@@ -31,10 +32,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 OBJECT_STORE_BYTES = 100 * 1024 * 1024
 HEAD_RESOURCE = "raykafka-test-head"  # keeps the controller (and this driver's work) on the head
 WORKER_NODES = 2
-CONFIG = {"broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "500",
-          "replica.lag.time.max.ms": "4000", "replica.fetch.wait.max.ms": "200",
-          "auto.leader.rebalance.enable": "false", "offsets.topic.num.partitions": "3",
-          "group.initial.rebalance.delay.ms": "200"}
 WAIT_S = 120
 CLI_TIMEOUT_S = 180
 
@@ -76,7 +73,7 @@ def ray_nodes():
 @pytest.fixture(scope="module")
 def cluster(ray_nodes, tmp_path_factory):
     log_dir = tmp_path_factory.mktemp("logs") / "{node_id}"
-    started = Cluster.start(brokers=3, log_dir=str(log_dir), config=CONFIG, detached=True,
+    started = Cluster.start(brokers=3, log_dir=str(log_dir), config=FAST_FAILOVER_CONFIG, detached=True,
                             controller_resources={HEAD_RESOURCE: 0.01})
     try:
         yield started
