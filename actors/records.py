@@ -99,10 +99,6 @@ def with_producer_state(batch: bytes, producer_id: int, producer_epoch: int, bas
     return buffer if buffer is batch else bytes(buffer)
 
 
-def estimate_record_size(key: bytes | None, value: bytes | None, headers: list | None) -> int:
-    return DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, list(headers or []))
-
-
 def read_records(topic: str, partition: int, buffer, from_offset: int) -> list[ConsumerRecord]:
     """Records at or after ``from_offset`` in a buffer of whole v2 batches (bytes or uint8 array).
 
