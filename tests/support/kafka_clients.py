@@ -9,6 +9,7 @@ bounded by ``timeout_s`` and says what it waited for.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 # Plain (non-idempotent) producers here, so acks 0 and 1 can be tested as such; the idempotent
@@ -67,9 +68,15 @@ def confluent_consume(bootstrap: str, topic: str, partitions: list[int], count: 
     return found
 
 
+def _confluent_rebalanced_codes() -> frozenset:
+    from confluent_kafka import KafkaError
+    return frozenset({KafkaError.REBALANCE_IN_PROGRESS, KafkaError.ILLEGAL_GENERATION,
+                      KafkaError.UNKNOWN_MEMBER_ID, KafkaError._ASSIGNMENT_LOST})
+
+
 def confluent_group(bootstrap: str, topic: str, group_id: str, end_offsets: dict[int, int],
                     timeout_s: float = 120) -> tuple[list[set[int]], dict[int, int]]:
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
     members = [Consumer({"bootstrap.servers": bootstrap, "group.id": group_id, "auto.offset.reset": "earliest",
                          "enable.auto.commit": False, "session.timeout.ms": 10000,
                          "heartbeat.interval.ms": 1000}) for _ in range(CONSUMER_MEMBERS)]
@@ -78,14 +85,19 @@ def confluent_group(bootstrap: str, topic: str, group_id: str, end_offsets: dict
         for member in members:
             member.subscribe([topic])
         while True:
-            _check(deadline, "three members to own two partitions each and read them to the end")
+            _check(deadline, "three members to own two partitions each, read them to the end and commit")
             for member in members:
                 member.consume(num_messages=500, timeout=0.2)
             assignments = [{tp.partition for tp in member.assignment()} for member in members]
             if sorted(len(a) for a in assignments) == [2, 2, 2] and _read_to_end_confluent(members, topic, end_offsets):
-                break
-        for member in members:
-            member.commit(asynchronous=False)
+                try:
+                    for member in members:
+                        member.commit(asynchronous=False)
+                    break
+                except KafkaException as exc:
+                    if exc.args[0].code() not in _confluent_rebalanced_codes():
+                        raise
+                    # the group rebalanced after it was seen whole: read and commit again
         committed = members[0].committed([TopicPartition(topic, p) for p in end_offsets], timeout=30)
         # An empty partition has nothing to commit: librdkafka reports it as -1001, Kafka's "none".
         return assignments, {tp.partition: max(tp.offset, 0) for tp in committed}
@@ -165,28 +177,74 @@ def kafka_python_consume(bootstrap: str, topic: str, partitions: list[int], coun
 
 def kafka_python_group(bootstrap: str, topic: str, group_id: str, end_offsets: dict[int, int],
                        timeout_s: float = 120) -> tuple[list[set[int]], dict[int, int]]:
+    """Each member polls in a thread of its own, as an application's consumer thread does.
+
+    kafka-python 3.0 drops a JoinGroup/SyncGroup answer that arrives while its consumer is not
+    inside ``poll`` and joins again (``join_group_async`` starts a new join when the cached one is
+    done); a leader that rejoins makes the coordinator rebalance the whole group, as Kafka's does.
+    Three members polled in turn from one thread spend most of their time outside ``poll``, so on
+    a busy machine the group could rebalance for minutes. A thread per member keeps each inside
+    ``poll`` but for a moment between calls.
+    """
     from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import CommitFailedError, RebalanceInProgressError
     members = [KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group_id, auto_offset_reset="earliest",
                              enable_auto_commit=False, session_timeout_ms=10000, heartbeat_interval_ms=1000)
                for _ in range(CONSUMER_MEMBERS)]
     deadline = _deadline(timeout_s)
     try:
         while True:
-            _check(deadline, "three members to own two partitions each and read them to the end")
-            for member in members:
-                member.poll(timeout_ms=200)
-            assignments = [{tp.partition for tp in member.assignment()} for member in members]
-            positions = {tp.partition: member.position(tp) for member in members for tp in member.assignment()}
-            if sorted(len(a) for a in assignments) == [2, 2, 2] and all(
-                    positions.get(p, -1) >= end for p, end in end_offsets.items()):
-                break
-        for member in members:
-            member.commit()
-        committed = {p: members[0].committed(TopicPartition(topic, p)) for p in end_offsets}
-        return assignments, committed
+            assignments = _kafka_python_poll_until_read(members, end_offsets, deadline)
+            try:
+                for member in members:  # the polling threads have ended: one thread uses each member
+                    member.commit()
+            except (CommitFailedError, RebalanceInProgressError):
+                continue  # the group rebalanced after it was seen whole: read and commit again
+            committed = {p: members[0].committed(TopicPartition(topic, p)) for p in end_offsets}
+            return assignments, committed
     finally:
         for member in members:
             member.close()
+
+
+def _kafka_python_poll_until_read(members, end_offsets: dict[int, int], deadline: float) -> list[set[int]]:
+    """Poll every member in its own thread until three own two partitions each and every
+    partition is read to its end; the members' assignments then. The threads have ended when
+    this returns or raises."""
+    seen: list = [None] * len(members)  # each member's (assignment, positions), written by its thread
+    done = threading.Event()
+    failures: list[BaseException] = []
+
+    def drive(index: int, member) -> None:
+        try:
+            while not done.is_set() and time.monotonic() < deadline:
+                member.poll(timeout_ms=500)
+                assignment = member.assignment()
+                seen[index] = ({tp.partition for tp in assignment},
+                               {tp.partition: member.position(tp) for tp in assignment})
+        except BaseException as exc:  # handed to the caller, which raises it
+            failures.append(exc)
+            done.set()
+    threads = [threading.Thread(target=drive, args=(i, m), daemon=True) for i, m in enumerate(members)]
+    for thread in threads:
+        thread.start()
+    try:
+        while not done.is_set():
+            _check(deadline, "three members to own two partitions each and read them to the end")
+            snapshot = list(seen)
+            if all(snapshot):
+                positions = {p: o for _, member_positions in snapshot for p, o in member_positions.items()}
+                if sorted(len(a) for a, _ in snapshot) == [2, 2, 2] and all(
+                        positions.get(p, -1) >= end for p, end in end_offsets.items()):
+                    return [a for a, _ in snapshot]
+            done.wait(0.1)  # a bounded pause between looks at what the threads saw
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    if failures:
+        raise failures[0]
+    raise AssertionError("unreachable: the polling threads stopped without a failure")
 
 
 def kafka_python_admin(bootstrap: str, topic: str, timeout_s: float = 60) -> dict:
@@ -287,6 +345,7 @@ def aiokafka_consume(bootstrap: str, topic: str, partitions: list[int], count: i
 def aiokafka_group(bootstrap: str, topic: str, group_id: str, end_offsets: dict[int, int],
                    timeout_s: float = 120) -> tuple[list[set[int]], dict[int, int]]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka.errors import CommitFailedError, IllegalGenerationError, RebalanceInProgressError
 
     async def run():
         members = [AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group_id,
@@ -298,7 +357,7 @@ def aiokafka_group(bootstrap: str, topic: str, group_id: str, end_offsets: dict[
         deadline = _deadline(timeout_s)
         try:
             while True:
-                _check(deadline, "three members to own two partitions each and read them to the end")
+                _check(deadline, "three members to own two partitions each, read them to the end and commit")
                 await asyncio.gather(*(member.getmany(timeout_ms=200) for member in members))
                 assignments = [{tp.partition for tp in member.assignment()} for member in members]
                 positions = {}
@@ -307,9 +366,12 @@ def aiokafka_group(bootstrap: str, topic: str, group_id: str, end_offsets: dict[
                         positions[tp.partition] = await member.position(tp)
                 if sorted(len(a) for a in assignments) == [2, 2, 2] and all(
                         positions.get(p, -1) >= end for p, end in end_offsets.items()):
-                    break
-            for member in members:
-                await member.commit()
+                    try:
+                        for member in members:
+                            await member.commit()
+                        break
+                    except (CommitFailedError, IllegalGenerationError, RebalanceInProgressError):
+                        continue  # the group rebalanced after it was seen whole: read and commit again
             committed = {p: await members[0].committed(TopicPartition(topic, p)) for p in end_offsets}
             return assignments, committed
         finally:
