@@ -10,7 +10,8 @@ import functools
 
 import pytest
 
-from orchestration.simulation.random_faults import RunOptions, SeedResult, run_seed
+from orchestration.simulation.random_faults import RunOptions, SeedResult, isr_views, run_seed
+from orchestration.simulation.simulation import Simulation
 
 SEEDS = range(1, 31)
 FAULTS = ("crash", "restart", "drop", "delay")
@@ -54,3 +55,15 @@ def test_seeds_that_once_failed_with_every_fault_pass_under_leader_epochs(seed):
     outcome = run_seed(RunOptions(seed=seed, policy="leader-epoch"))
     assert outcome.passed, f"seed {seed} (once {ALL_FAULT_SEEDS[seed]}): {described(outcome)}"
     assert outcome.acknowledged > 0, f"seed {seed} acknowledged nothing, so proves nothing"
+
+
+def test_a_stall_short_of_a_full_isr_is_described_as_the_controller_and_each_replica_see_it():
+    sim = Simulation(brokers=(0, 1, 2), seed=1)
+    sim.create_topic("t", assignment=[[0, 1, 2]])
+    sim.run_until(lambda: sim.isr("t") == [0, 1, 2], what="the full ISR")
+    assert isr_views(sim, "t") == "every partition has its full ISR"
+    sim.kill(2)
+    sim.run_until(lambda: 2 not in sim.isr("t"), what="broker 2 out of the ISR")
+    described = isr_views(sim, "t")
+    assert described.startswith("t-0: controller leader 0 epoch "), described
+    assert "ISR [0, 1]" in described and "2: down" in described and "0: leader 0 epoch " in described, described
