@@ -327,9 +327,33 @@ def _run_until_healed(sim: Simulation, options: RunOptions) -> None:
     sim.run_until(lambda: all(p.status != "pending" for p in sim.produce_results), limit_ms=HEAL_LIMIT_MS,
                   what="every send answered")
     replicas = {d["partition"]: sorted(d["replicas"]) for d in sim.controller.describe_topic(TOPIC)}
-    sim.run_until(lambda: all(sorted(sim.isr(TOPIC, p)) == replicas[p] for p in replicas), limit_ms=HEAL_LIMIT_MS,
-                  what="a full ISR on every partition")
+    try:
+        sim.run_until(lambda: all(sorted(sim.isr(TOPIC, p)) == replicas[p] for p in replicas),
+                      limit_ms=HEAL_LIMIT_MS, what="a full ISR on every partition")
+    except SimulationStalled as stalled:
+        raise SimulationStalled(f"{str(stalled).splitlines()[0]}; {isr_views(sim, TOPIC)}") from None
     sim.run_until_quiet(limit_ms=HEAL_LIMIT_MS)
+
+
+def isr_views(sim: Simulation, topic: str) -> str:
+    """Each partition without its full ISR, as the controller and each live replica see it, on one
+    line: what a stalled run needs to be read."""
+    views = []
+    for described in sim.controller.describe_topic(topic):
+        if sorted(described["isr"]) == sorted(described["replicas"]):
+            continue
+        partition = described["partition"]
+        replicas = []
+        for broker_id in described["replicas"]:
+            replica = sim.replica(broker_id, topic, partition)
+            replicas.append(f"{broker_id}: down" if replica is None else (
+                f"{broker_id}: leader {replica.leader_id} epoch {replica.leader_epoch} ISR {list(replica.isr)} "
+                f"partition epoch {replica.partition_epoch} pending {replica.pending_isr} "
+                f"LEO {replica.log_end_offset} HW {replica.high_watermark}"))
+        views.append(f"{topic}-{partition}: controller leader {described['leader']} epoch "
+                     f"{described['leader_epoch']} ISR {described['isr']} partition epoch "
+                     f"{described['partition_epoch']}; replicas {'; '.join(replicas)}")
+    return " | ".join(views) or "every partition has its full ISR"
 
 
 def history_of(sim: Simulation) -> list[dict]:

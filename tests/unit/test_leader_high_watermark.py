@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from actors.core.effects import Send
 from actors.core.errors import ErrorCode
-from actors.core.messages.alter_partition import AlterPartitionRequest
+from actors.core.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from tests.support.core_driver import CoreDriver, make_batch, produce_result
 
 LAG_TIME_MAX_MS = 1000
@@ -28,9 +28,17 @@ class Leader(CoreDriver):
         return self.manager.partitions[("t", 0)]
 
     def refuse_proposals(self) -> None:
-        """The controller answers every pending proposal with an error (say, it was unreachable)."""
+        """The controller refuses every pending proposal outright (it no longer is the controller)."""
         for proposal in self.proposals:
-            self.manager.on_alter_partition_response(proposal, ErrorCode.NOT_CONTROLLER, self.now_ms)
+            self.manager.on_alter_partition_response(
+                proposal, AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER), self.now_ms)
+        self.proposals.clear()
+
+    def lose_answers(self) -> None:
+        """No answer comes to any pending proposal (a timeout, a lost connection): the controller
+        may or may not have committed it."""
+        for proposal in self.proposals:
+            self.manager.on_alter_partition_response(proposal, ErrorCode.NETWORK_EXCEPTION, self.now_ms)
         self.proposals.clear()
 
 
@@ -100,6 +108,35 @@ def test_a_caught_up_replica_whose_isr_expansion_is_pending_holds_the_high_water
     leader.advance(LAG_TIME_MAX_MS * 3)  # the pending member counts however long ago it caught up
     leader.produce("t", 0, make_batch([b"b"]))
     assert leader.partition.high_watermark == 1
+
+
+def test_an_unanswered_isr_expansion_stays_pending_and_is_sent_again_until_the_controller_answers():
+    leader = Leader()
+    leader.become("t", 0, leader=0, replicas=(0, 1), isr=(0,), leader_epoch=1)
+    leader.produce("t", 0, make_batch([b"a"]))
+    leader.fetch("t", 0, 1, replica_id=1)
+    (proposal,) = leader.proposals
+    leader.lose_answers()
+    # The controller may hold ISR {0, 1} now and elect broker 1: broker 1 keeps holding the high
+    # watermark back, however long it stays away, and nothing else is proposed in the meantime.
+    assert leader.partition.pending_isr == (0, 1)
+    produce_id = leader.produce("t", 0, make_batch([b"b"]), acks=-1)
+    leader.advance(LAG_TIME_MAX_MS * 3)
+    assert leader.partition.high_watermark == 1
+    assert produce_id not in leader.answers
+    assert leader.proposals, "the unanswered proposal was not sent again"
+    assert set(leader.proposals) == {proposal}, "anything but the unanswered proposal itself was sent"
+
+
+def test_an_unanswered_isr_proposal_is_dropped_when_the_partition_gets_a_new_leader_epoch():
+    leader = Leader()
+    leader.become("t", 0, leader=0, replicas=(0, 1), isr=(0,), leader_epoch=1)
+    leader.produce("t", 0, make_batch([b"a"]))
+    leader.fetch("t", 0, 1, replica_id=1)
+    leader.lose_answers()
+    leader.become("t", 0, leader=0, replicas=(0, 1), isr=(0, 1), leader_epoch=2)
+    leader.advance(LAG_TIME_MAX_MS // 4)
+    assert leader.partition.pending_isr is None and leader.proposals == []
 
 
 def test_a_replica_outside_the_isr_at_election_does_not_hold_the_new_leaders_high_watermark_back():

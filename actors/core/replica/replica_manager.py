@@ -115,6 +115,7 @@ class ReplicaManager:
         self.replica_lag_time_max_ms = config.get_int("replica.lag.time.max.ms", 1)
         self._next_metrics_ms = now_ms  # when the broker's gauges are set next
         self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
+        self.unanswered_isr_proposals: dict[TopicPartition, tuple[int, int]] = {}
         self.log_flusher = LogFlusher(
             broker_id, self, now_ms=now_ms,
             flush_interval_ms=config.get_int("log.flush.offset.checkpoint.interval.ms", 1),
@@ -430,6 +431,8 @@ class ReplicaManager:
         if now_ms >= self._next_isr_check_ms:  # Kafka's isr-expiration task
             self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
             effects.extend(replication.maybe_shrink_isrs(self, now_ms))
+        if self.unanswered_isr_proposals:
+            effects.extend(replication.resend_unanswered_isr_proposals(self, now_ms))
         effects.extend(self.log_flusher.tick(now_ms))  # the fsyncs run off this thread
         deadlines = [d for d in (self.produce_purgatory.next_deadline_ms(),
                                  self.fetch_purgatory.next_deadline_ms()) if d is not None]

@@ -30,6 +30,8 @@ class ReplicaManagerView(Protocol):
     produce_purgatory: Purgatory
     fetcher_manager: FetcherManager
     truncation_policy: str
+    # Proposals whose AlterPartition got no answer: (leader epoch, when to send again) by partition.
+    unanswered_isr_proposals: dict[TopicPartition, tuple[int, int]]
 
     def leader_partition(self, topic_partition: TopicPartition) -> Partition:
         """The partition if this broker leads it; else raises the Kafka error a client should see."""

@@ -14,7 +14,8 @@ Theory of operation.
 - ISR: every follower fetch may add that follower to the ISR; the expiration check (every half
   ``replica.lag.time.max.ms``) drops followers not caught up within ``replica.lag.time.max.ms``.
   Either proposes the change to the controller with AlterPartition; ``on_alter_partition_response``
-  applies the committed ISR.
+  applies the committed ISR. A proposal whose request got no answer stays pending and is sent
+  again unchanged (``resend_unanswered_isr_proposals``) until the controller answers it.
 """
 from __future__ import annotations
 
@@ -42,6 +43,8 @@ from actors.core.replica.truncation import apply_follower_truncation
 LEADER_EPOCH_POLICY = "leader-epoch"
 HIGH_WATERMARK_POLICY = "high-watermark"
 TRUNCATION_POLICIES = (LEADER_EPOCH_POLICY, HIGH_WATERMARK_POLICY)
+# How long an AlterPartition that got no answer waits before it is sent again.
+ALTER_PARTITION_RETRY_BACKOFF_MS = 100
 
 
 # ---------------------------------------------------------------------------------- follower side
@@ -155,21 +158,41 @@ def propose_isr_changes(manager: ReplicaManagerView, proposals: dict[tuple[str, 
     """Record each proposal as pending and send them to the controller in one AlterPartition."""
     if not proposals:
         return []
-    by_topic: dict[str, list[AlterPartitionPartitionData]] = {}
     effects: list[Effect] = []
     for (topic, index), new_isr in sorted(proposals.items()):
         partition = manager.partitions[(topic, index)]
         partition.propose_isr(new_isr)
-        by_topic.setdefault(topic, []).append(AlterPartitionPartitionData(
-            partition_index=index, leader_epoch=partition.leader_epoch, new_isr=new_isr,
-            partition_epoch=partition.partition_epoch))
         effects.append(LogEvent(level="info", message=(
             f"broker {manager.broker_id} proposes ISR {list(new_isr)} for {topic}-{index} "
             f"(was {list(partition.isr)})")))
-    effects.append(Send(destination="controller", message=AlterPartitionRequest(
+    return effects + [_send_pending_isrs(manager, sorted(proposals))]
+
+
+def _send_pending_isrs(manager: ReplicaManagerView, topic_partitions: list[tuple[str, int]]) -> Send:
+    """One AlterPartition carrying each partition's pending ISR, at its current partition epoch."""
+    by_topic: dict[str, list[AlterPartitionPartitionData]] = {}
+    for topic, index in topic_partitions:
+        partition = manager.partitions[(topic, index)]
+        by_topic.setdefault(topic, []).append(AlterPartitionPartitionData(
+            partition_index=index, leader_epoch=partition.leader_epoch, new_isr=partition.pending_isr,
+            partition_epoch=partition.partition_epoch))
+    return Send(destination="controller", message=AlterPartitionRequest(
         broker_id=manager.broker_id, broker_epoch=manager.broker_epoch, topics=tuple(
-            AlterPartitionTopicData(topic_name=t, partitions=tuple(ps)) for t, ps in by_topic.items()))))
-    return effects
+            AlterPartitionTopicData(topic_name=t, partitions=tuple(ps)) for t, ps in by_topic.items())))
+
+
+def resend_unanswered_isr_proposals(manager: ReplicaManagerView, now_ms: int) -> list[Effect]:
+    """Send again, once their backoff has passed, the proposals whose AlterPartition got no answer
+    and that are still pending under the leader epoch they were made in."""
+    due = [tp for tp, (_, resend_ms) in manager.unanswered_isr_proposals.items() if resend_ms <= now_ms]
+    resend = []
+    for topic_partition in due:
+        leader_epoch, _ = manager.unanswered_isr_proposals.pop(topic_partition)
+        partition = manager.partitions.get(topic_partition)
+        if (partition is not None and partition.is_leader and partition.pending_isr is not None
+                and partition.leader_epoch == leader_epoch):
+            resend.append(topic_partition)
+    return [_send_pending_isrs(manager, sorted(resend))] if resend else []
 
 
 def maybe_expand_isr(manager: ReplicaManagerView, topic_partition: tuple[str, int], replica_id: int) -> list[Effect]:
@@ -197,8 +220,11 @@ def on_alter_partition_response(manager: ReplicaManagerView, request: AlterParti
                                 now_ms: int) -> list[Effect]:
     effects: list[Effect] = []
     asked = [(t.topic_name, p.partition_index) for t in request.topics for p in t.partitions]
-    if isinstance(response, ErrorCode) or response.error_code != ErrorCode.NONE:
-        # Unreachable controller or a refused request: forget the proposals, propose again later.
+    if isinstance(response, ErrorCode):
+        return _on_alter_partition_unanswered(manager, request, now_ms)
+    if response.error_code != ErrorCode.NONE:
+        # The controller refused the whole request, committing nothing: forget the proposals and
+        # propose again from the current state later.
         for topic_partition in asked:
             partition = manager.partitions.get(topic_partition)
             if partition is not None:
@@ -223,3 +249,23 @@ def on_alter_partition_response(manager: ReplicaManagerView, request: AlterParti
                 effects.extend(manager.try_complete_delayed(topic_partition, now_ms))
             effects.extend(metrics.isr_change(manager.broker_id, isr_size_before, len(partition.isr)))
     return effects
+
+
+def _on_alter_partition_unanswered(manager: ReplicaManagerView, request: AlterPartitionRequest,
+                                   now_ms: int) -> list[Effect]:
+    """No answer came (a timeout, an unreachable controller): the controller may have committed
+    any of the proposals. Each stays pending and is sent again unchanged after a backoff, as
+    Kafka's AlterIsrManager keeps an item until the controller answers it; a copy of a committed
+    change is answered with the committed state. Forgetting the proposal instead could leave this
+    leader on an ISR the controller no longer holds: a smaller one lets the high watermark pass a
+    replica the controller may elect, and a different proposal made next at the old partition
+    epoch is refused for good, so the controller's ISR is never completed again."""
+    for topic in request.topics:
+        for asked in topic.partitions:
+            topic_partition = (topic.topic_name, asked.partition_index)
+            partition = manager.partitions.get(topic_partition)
+            if (partition is not None and partition.is_leader and partition.leader_epoch == asked.leader_epoch
+                    and partition.pending_isr == tuple(asked.new_isr)):
+                manager.unanswered_isr_proposals[topic_partition] = (
+                    asked.leader_epoch, now_ms + ALTER_PARTITION_RETRY_BACKOFF_MS)
+    return []
