@@ -14,6 +14,10 @@ from orchestration.errors import KafkaError
 
 
 class ProducerDrain:
+    """The drain's methods, mixed into ``Producer``: they use its ``_queues``, ``_in_flight``,
+    ``_directory``, ``_idempotence``, settings and ``_drain_starts`` (leader -> where that leader's
+    next drain starts)."""
+
     def _drain_ready(self, can_send: bool = True) -> tuple[list, float, list, bool]:
         """Per partition, the batches to send now; how long until the next is due; the queued
         batches older than ``delivery.timeout.ms``, which the caller fails; and whether a
@@ -105,8 +109,6 @@ class ProducerDrain:
                 group.append(head)
                 size += head.size_in_bytes()
             ready.append((leader, group))
-        else:
-            self._drain_starts[leader] = start + len(queues)
         return ready
 
     def _leader_or_none(self, topic: str, partition: int) -> int | None:
