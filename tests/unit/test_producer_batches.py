@@ -98,14 +98,24 @@ def test_a_leader_with_one_ready_batch_gets_every_partition_it_leads_in_the_same
 
 def test_a_drain_past_max_request_size_leaves_the_rest_for_the_next_request_and_starts_there():
     """At most ``max.request.size`` goes in one drain for a leader (its first batch whatever its
-    size); the partitions left out are drained first next time (Kafka's drainIndex), so none
-    starves behind the others."""
+    size); the partitions left out are drained first next time (Kafka's drainIndex), even when
+    the partitions drained before have new batches by then, so none starves. The drains are
+    stepped by hand under the producer's lock (nothing is due, so its sender stays idle) and
+    their batches handed back before the producer flushes them."""
     broker = leading_broker(partitions=4)
     producer = make_producer(broker, None, partitions=4, **{"batch.size": "100000", "linger.ms": "60000",
                                                              "max.request.size": "5000"})
     futures = [producer.send(TOPIC, value=b"x" * 2000, partition=p) for p in range(4)]
-    producer.flush(timeout=WAIT_S)
-    assert all(future.result(timeout=WAIT_S).offset == 0 for future in futures)
-    drained = [sorted(data.index for topic in request.topic_data for data in topic.partition_data)
-               for request in broker.produce_requests]
+    drained = []
+    with producer._condition:
+        producer._flushing += 1  # as flush does: every leader with data is ready
+        first, _, _, _ = producer._drain_ready()
+        futures += [producer.send(TOPIC, value=b"y" * 2000, partition=p) for p in (0, 1)]
+        second, _, _, _ = producer._drain_ready()
+        for ready in (first, second):
+            drained.append(sorted(group[0].partition for _, group in ready))
+            producer._requeue([batch for _, group in ready for batch in group])
+        producer._flushing -= 1
     assert drained == [[0, 1], [2, 3]]
+    producer.flush(timeout=WAIT_S)
+    assert [future.result(timeout=WAIT_S).offset for future in futures] == [0, 0, 0, 0, 1, 1]
