@@ -1,12 +1,12 @@
 """``Storage`` on real files under one root directory (a broker's log directory).
 
 Theory of operation. The log core calls this with '/'-joined relative paths; each becomes a path
-under ``root``. Open file descriptors are cached (LRU, ``open_files_max``, the evicted one is
-closed) so that a fetch costs one ``pread`` and an append one ``write``. Descriptors are opened
-``O_RDWR | O_APPEND`` (what Python's 'ab' mode does, plus reads) and nothing is buffered in user
-space: whatever ``append`` returned is in the kernel, so killing the actor at any moment loses
-nothing; only a machine crash can lose data that was not fsynced, which is what the log's
-recovery handles.
+under ``root``. Open file descriptors are cached (LRU, ``open_files_max``, by default half the
+process's descriptor limit; the evicted one is closed) so that a fetch costs one ``pread`` and an
+append one ``write``. Descriptors are opened ``O_RDWR | O_APPEND`` (what Python's 'ab' mode
+does, plus reads) and nothing is buffered in user space: whatever ``append`` returned is in the
+kernel, so killing the actor at any moment loses nothing; only a machine crash can lose data that
+was not fsynced, which is what the log's recovery handles.
 
 Directory entries are made durable too: a new file's directory is fsynced on the file's first
 fsync, and ``rename``, ``delete``, ``make_dir`` and ``write_file_atomically`` fsync the directory
@@ -25,18 +25,34 @@ from __future__ import annotations
 
 import collections
 import os
+import resource
 import shutil
 import threading
 
 from actors.core.log.storage import split_path
 
-OPEN_FILES_MAX_DEFAULT = 64
+OPEN_FILES_MAX_FLOOR = 64
+OPEN_FILES_MAX_CEILING = 8192
+
+
+def default_open_files_max() -> int:
+    """Half the process's descriptor limit (RLIMIT_NOFILE), within [64, 8192]: room for a log and
+    an index per partition of a broker leading hundreds of partitions, as Kafka keeps its
+    segments open (a smaller cache makes round-robin appends over many partitions close and
+    reopen two files per partition per request), while the other half stays for the Kafka
+    listener's connections and Ray's own sockets."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return OPEN_FILES_MAX_CEILING
+    return max(OPEN_FILES_MAX_FLOOR, min(OPEN_FILES_MAX_CEILING, soft // 2))
 
 
 class FileStorage:
     """``actors.core.log.storage.Storage`` over the directory ``root`` (created if missing)."""
 
-    def __init__(self, root: str, *, open_files_max: int = OPEN_FILES_MAX_DEFAULT) -> None:
+    def __init__(self, root: str, *, open_files_max: int | None = None) -> None:
+        if open_files_max is None:
+            open_files_max = default_open_files_max()
         assert open_files_max >= 1, open_files_max
         self.root = os.path.abspath(root)
         os.makedirs(self.root, exist_ok=True)

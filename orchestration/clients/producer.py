@@ -51,6 +51,7 @@ from orchestration.clients.producer_batch import (  # noqa: F401 (NO_ACKNOWLEDGE
     record_send_outcome, record_size_upper_bound, request_records, split_refused, splittable,
 )
 from orchestration.clients.producer_config import PRODUCER_DEFAULTS, parse_acks  # noqa: F401 (the producer's API)
+from orchestration.clients.producer_drain import ProducerDrain
 from orchestration.clients.records import BatchBuilder
 from orchestration.errors import KafkaError
 
@@ -63,7 +64,7 @@ _METADATA_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR
 _PROCESS_IDS = itertools.count()
 
 
-class Producer:
+class Producer(ProducerDrain):
     def __init__(self, directory: BrokerDirectory, config: dict | None = None, *,
                  history: HistoryWriter | None = None, process: str | None = None) -> None:
         """``history`` records every send under ``process`` (default: ``producer-N``, unique in
@@ -96,6 +97,7 @@ class Producer:
         self._queued_bytes = 0
         self._in_flight: dict[Future, InFlightRequest] = {}  # keyed by the answer's future
         self._batch_orders = itertools.count()  # ProducerBatch.order
+        self._drain_starts: dict[int, int] = {}  # leader -> where its next drain starts (Kafka's drainIndex)
         self._unfinished = 0  # batches queued or in flight
         self._flushing = 0
         self._closed = False
@@ -256,81 +258,6 @@ class Producer:
             for batch in batches:
                 self._fail(batch, exc)
         return False
-
-    def _drain_ready(self, can_send: bool = True) -> tuple[list, float, list, bool]:
-        """Per partition, the ready batches to send now; how long until the next is due; the
-        queued batches older than ``delivery.timeout.ms``, which the caller fails; and whether a
-        partition with queued batches has no known leader (the caller asks for metadata again).
-
-        A partition whose head batch is ready sends it together with the batches queued behind it
-        (up to ``max.request.size``): they travel as one records field, which the leader appends
-        with consecutive offsets, so a busy partition costs one Ray call per request, not per batch.
-        Expiry takes batches from the front only, so the batches that stay keep their order
-        (``expired`` holds (batch, error) pairs). An idempotent producer drains nothing before it
-        has a producer id (``can_send``), and a partition only as ``Idempotence.may_drain`` and
-        ``may_join`` allow (see there), stamping each batch it drains first; queued batches past
-        a gap are stamped afresh or failed first (``Idempotence.settle_gap``).
-        """
-        now = _now_ms()
-        hurry = self._flushing > 0 or self._closed
-        per_broker_in_flight = collections.Counter(request.broker_id for request in self._in_flight.values())
-        ready, wait_ms, expired, leaderless = [], 100.0, [], False
-        for key, queue in self._queues.items():
-            while queue and now - queue[0].created_ms >= self._delivery_timeout_ms:
-                batch = queue.popleft()
-                expired.append((batch, KafkaError(ErrorCode.REQUEST_TIMED_OUT, (
-                    f"expiring a batch of {batch.topic}-{batch.partition}: delivery.timeout.ms="
-                    f"{self._delivery_timeout_ms:.0f} has passed since it was made"))))
-            if self._idempotence is not None and can_send:
-                expired += self._idempotence.settle_gap(queue)
-            if not queue:
-                continue
-            batch = queue[0]
-            wait_ms = min(wait_ms, batch.created_ms + self._delivery_timeout_ms - now)
-            # As Kafka's accumulator: any partition with data and no known leader counts, whether
-            # or not its batch is ready yet, so that the leader is known by the time it is.
-            leader = self._leader_or_none(*key)
-            if leader is None:
-                leaderless = True
-                wait_ms = min(wait_ms, self._retry_backoff_ms)
-                continue
-            if batch.retry_after_ms > now:
-                wait_ms = min(wait_ms, batch.retry_after_ms - now)
-                continue
-            if not can_send or (self._idempotence is not None and not self._idempotence.may_drain(batch)):
-                continue
-            due = batch.created_ms + self._linger_ms
-            full = len(queue) > 1 or batch.builder.size_in_bytes() >= self._batch_size
-            if not (hurry or full or batch.payload is not None or due <= now):
-                wait_ms = min(wait_ms, due - now)
-                continue
-            if per_broker_in_flight[leader] >= self._max_in_flight:
-                wait_ms = min(wait_ms, self._retry_backoff_ms)
-                continue
-            group, size = [], 0
-            while queue and queue[0].retry_after_ms <= now:
-                head = queue[0]
-                is_open = head.payload is None and head is queue[-1]
-                if group and (size + head.size_in_bytes() > self._max_request_size or head.alone or group[0].alone
-                              or (is_open and not hurry and head.created_ms + self._linger_ms > now)):
-                    break  # (a batch ``alone`` goes in a request of its own: see ``split_refused``)
-                if self._idempotence is not None and group and not self._idempotence.may_join(group, head):
-                    break
-                queue.popleft()
-                if self._idempotence is not None:
-                    self._idempotence.stamp(head)
-                group.append(head)
-                size += head.size_in_bytes()
-            ready.append((leader, group))
-            per_broker_in_flight[leader] += 1
-        return ready, max(wait_ms, 0.0), expired, leaderless
-
-    def _leader_or_none(self, topic: str, partition: int) -> int | None:
-        try:
-            leader, _ = self._directory.leader_for(topic, partition)
-        except KafkaError:
-            return None
-        return leader if leader >= 0 else None
 
     def _send(self, ready: list) -> None:
         by_broker: dict[int, list[list[ProducerBatch]]] = collections.defaultdict(list)

@@ -170,6 +170,40 @@ def test_descriptor_cache_is_bounded_lru(tmp_path):
     storage.close()
 
 
+def test_a_broker_leading_hundreds_of_partitions_appends_without_reopening_files(tmp_path, monkeypatch):
+    """By default the cache holds a log and an index for each of hundreds of partitions, as
+    Kafka keeps its segments open: round-robin appends over them open each file once, rather
+    than closing and reopening two files per partition per produce."""
+    import resource
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (1024, 1024))  # a common default
+    storage = FileStorage(str(tmp_path))
+    paths = [f"t-{partition}/{name}" for partition in range(200) for name in ("0.log", "0.index")]
+    for partition in range(200):
+        storage.make_dir(f"t-{partition}")
+    opened = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, *args: opened.append(path) or real_open(path, *args))
+    for _ in range(3):
+        for path in paths:
+            storage.append(path, b"x")
+    assert len(opened) == len(paths), f"{len(opened)} opens for {len(paths)} files"
+    storage.close()
+
+
+def test_the_default_descriptor_cache_leaves_most_of_the_process_limit_to_sockets(monkeypatch):
+    """The default bound is a share of RLIMIT_NOFILE (the Kafka listener's connections and Ray's
+    own sockets need the rest), and never below the old fixed 64."""
+    import resource
+
+    from actors import file_storage
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (1024, 4096))
+    assert file_storage.default_open_files_max() == 512
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (100, 100))
+    assert file_storage.default_open_files_max() == 64
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    assert file_storage.default_open_files_max() == file_storage.OPEN_FILES_MAX_CEILING
+
+
 def test_a_read_is_one_pread(tmp_path, monkeypatch):
     storage = FileStorage(str(tmp_path))
     storage.append("f", b"x" * 100_000)

@@ -32,6 +32,28 @@ def test_produce_counts_bytes_and_messages_in_per_topic():
     assert last(driver.metrics, metrics.BYTES_IN, topic="t") == len(batch)
 
 
+def test_a_produce_to_many_partitions_of_a_topic_counts_once_per_topic_with_the_sums():
+    """Kafka's BrokerTopicMetrics are per topic: a request to 64 partitions of one topic and 2 of
+    another adds its sums in one increment per topic and counter, not one per partition (each
+    export is a call into the metrics library on the broker's event loop)."""
+    from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+    driver = CoreDriver(broker_id=0)
+    for partition in range(64):
+        driver.become("t", partition, leader=0)
+    for partition in range(2):
+        driver.become("u", partition, leader=0)
+    batch = make_batch([b"a", b"b"])
+    driver.metrics.clear()
+    driver.ask("handle_produce", ProduceRequest(acks=1, timeout_ms=1000, topic_data=(
+        TopicProduceData(name="t", partition_data=tuple(PartitionProduceData(index=p, records=batch)
+                                                        for p in range(64))),
+        TopicProduceData(name="u", partition_data=tuple(PartitionProduceData(index=p, records=batch)
+                                                        for p in range(2))))))
+    counted = [(m.name, dict(m.tags)["topic"], m.value) for m in driver.metrics]
+    assert sorted(counted) == sorted([(metrics.BYTES_IN, "t", 64 * len(batch)), (metrics.MESSAGES_IN, "t", 128),
+                                      (metrics.BYTES_IN, "u", 2 * len(batch)), (metrics.MESSAGES_IN, "u", 4)])
+
+
 def test_tick_sets_under_replicated_partitions_and_purgatory_sizes():
     driver = CoreDriver(broker_id=0)
     driver.become("t", 0, leader=0, replicas=(0, 1), isr=(0,))

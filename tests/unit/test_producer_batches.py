@@ -79,3 +79,43 @@ def test_every_send_callback_runs_once_even_one_that_raises_and_those_added_whil
         assert not adder.is_alive()
         assert sorted(map(id, calls)) == sorted(map(id, futures)), f"round {round_number}: a callback ran twice or never"
     assert all(f.exception() is None for f in futures)
+
+
+def test_a_leader_with_one_ready_batch_gets_every_partition_it_leads_in_the_same_request():
+    """Kafka's RecordAccumulator: once a leader has a batch ready (full, lingered, or flushed), a
+    drain takes the head batch of every partition that leader leads, lingered or not, into one
+    request, so a producer spread over many partitions sends one request per leader rather than
+    one per partition."""
+    broker = leading_broker(partitions=3)
+    producer = make_producer(broker, None, partitions=3, **{"batch.size": "1024", "linger.ms": "60000"})
+    waiting = [producer.send(TOPIC, value=b"small", partition=p) for p in (1, 2)]  # neither full nor lingered
+    full = producer.send(TOPIC, value=b"x" * 2048, partition=0)  # over batch.size: ready at once
+    assert full.result(timeout=WAIT_S).offset == 0
+    first = broker.produce_requests[0]
+    assert sorted(data.index for topic in first.topic_data for data in topic.partition_data) == [0, 1, 2]
+    assert [future.result(timeout=WAIT_S).offset for future in waiting] == [0, 0]
+
+
+def test_a_drain_past_max_request_size_leaves_the_rest_for_the_next_request_and_starts_there():
+    """At most ``max.request.size`` goes in one drain for a leader (its first batch whatever its
+    size); the partitions left out are drained first next time (Kafka's drainIndex), even when
+    the partitions drained before have new batches by then, so none starves. The drains are
+    stepped by hand under the producer's lock (nothing is due, so its sender stays idle) and
+    their batches handed back before the producer flushes them."""
+    broker = leading_broker(partitions=4)
+    producer = make_producer(broker, None, partitions=4, **{"batch.size": "100000", "linger.ms": "60000",
+                                                             "max.request.size": "5000"})
+    futures = [producer.send(TOPIC, value=b"x" * 2000, partition=p) for p in range(4)]
+    drained = []
+    with producer._condition:
+        producer._flushing += 1  # as flush does: every leader with data is ready
+        first, _, _, _ = producer._drain_ready()
+        futures += [producer.send(TOPIC, value=b"y" * 2000, partition=p) for p in (0, 1)]
+        second, _, _, _ = producer._drain_ready()
+        for ready in (first, second):
+            drained.append(sorted(group[0].partition for _, group in ready))
+            producer._requeue([batch for _, group in ready for batch in group])
+        producer._flushing -= 1
+    assert drained == [[0, 1], [2, 3]]
+    producer.flush(timeout=WAIT_S)
+    assert [future.result(timeout=WAIT_S).offset for future in futures] == [0, 0, 0, 0, 1, 1]

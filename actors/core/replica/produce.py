@@ -44,6 +44,7 @@ def handle_produce(manager: ReplicaManagerView, request_id: int, request: Produc
     results: dict[tuple[str, int], _PendingPartition] = {}
     appended = []
     for topic in request.topic_data:
+        topic_bytes = topic_records = 0  # counted once per topic: each Metric is an export call
         for data in topic.partition_data:
             topic_partition = (topic.name, data.index)
             if topic_partition in results:
@@ -62,7 +63,10 @@ def handle_produce(manager: ReplicaManagerView, request_id: int, request: Produc
                 index=data.index, base_offset=info.first_offset,
                 log_start_offset=partition.log_start_offset))
             appended.append(topic_partition)
-            effects.extend(metrics.bytes_in(manager.broker_id, topic.name, info.size_in_bytes, info.record_count))
+            topic_bytes += info.size_in_bytes
+            topic_records += info.record_count
+        if topic_bytes:
+            effects.extend(metrics.bytes_in(manager.broker_id, topic.name, topic_bytes, topic_records))
     for topic_partition in appended:
         effects.extend(manager.try_complete_delayed(topic_partition, now_ms))
 
