@@ -266,7 +266,8 @@ class Runner:
         self.row(point, {"records": figures["records"], "seconds": timed[1]}, probe, expected=catch_up.end,
                  moved_bytes=timed[0] * point.record_bytes,
                  extra={"restart_seconds": round(restart_s, 3), "seconds_from_restart": figures["seconds_total"],
-                        "timed_by": "fetchers" if figures["timed_records"] else "restart"})
+                        "timed_by": "fetchers" if figures["timed_records"] else "restart",
+                        "fetcher_windows_s": figures.get("fetcher_windows_s", [])})
         cluster.delete_topic(topic)
 
     @staticmethod
