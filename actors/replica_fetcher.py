@@ -49,8 +49,9 @@ class ReplicaFetcherActor:
         self._driver = FetcherDriver(core, RayTransport(f"fetcher {broker_id}->{leader_id}", self._invoke),
                                      RayClock(lambda: self._driver.on_wakeup(), "fetcher"), RayEventLog())
         self._inbox = OrderedInbox()  # the broker numbers its calls; apply them in that order
-        # topic -> [first Fetch naming it sent, last append carrying its records answered] (monotonic s).
-        self._topic_times: dict[str, list[float | None]] = {}
+        # topic -> [first Fetch naming it sent, last append carrying its records answered (monotonic
+        # s), Fetches naming it, appends carrying its records].
+        self._topic_times: dict[str, list] = {}
         # Ray runs an async actor's constructor inside its event loop.
         self._ticker = asyncio.get_running_loop().create_task(
             tick_forever(TICK_INTERVAL_S, self._driver.on_wakeup, f"fetcher {broker_id}->{leader_id}"))
@@ -77,13 +78,14 @@ class ReplicaFetcherActor:
     def _note_fetch(self, request: FetchRequest) -> None:
         now_s = time.monotonic()
         for fetched in request.topics:
-            self._topic_times.setdefault(fetched.topic, [now_s, None])
+            self._topic_times.setdefault(fetched.topic, [now_s, None, 0, 0])[2] += 1
 
     def _note_appended(self, request: FollowerAppendRequest) -> None:
         now_s = time.monotonic()
-        for appended in request.partitions:
-            if _carries_records(appended.records):
-                self._topic_times.setdefault(appended.topic, [None, None])[1] = now_s
+        for topic in {p.topic for p in request.partitions if _carries_records(p.records)}:
+            times = self._topic_times.setdefault(topic, [None, None, 0, 0])
+            times[1] = now_s
+            times[3] += 1
 
     # ------------------------------------------------------------------ from the owning broker
     async def add_partitions(self, sequence: int, states: list) -> None:
@@ -107,8 +109,8 @@ class ReplicaFetcherActor:
 
     async def describe(self) -> dict:
         return self._driver.describe() | {"topic_times": {
-            topic: {"first_fetch_s": first, "last_records_append_s": last}
-            for topic, (first, last) in self._topic_times.items()}}
+            topic: {"first_fetch_s": first, "last_records_append_s": last, "fetches": fetches, "appends": appends}
+            for topic, (first, last, fetches, appends) in self._topic_times.items()}}
 
 
 def _carries_records(records) -> bool:

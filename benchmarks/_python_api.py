@@ -143,9 +143,11 @@ class CatchUp:
         if progress[0] < self.end or not firsts or not lasts:
             return {"records": progress[0], "failed": self.end - progress[0], "seconds": finished - started,
                     "timed_records": 0, "timed_seconds": 0.0, "seconds_total": finished - started}
-        # Each fetcher's own window, from the first one's first Fetch: a fetcher started late
-        # (one per leader broker) shows here, and its wait counts in the figure.
-        windows = [[round(t["first_fetch_s"] - min(firsts), 4), round(t["last_records_append_s"] - min(firsts), 4)]
+        # Each fetcher's own window from the first one's first Fetch (seconds, start and end), and
+        # its Fetches and appends of the topic: a fetcher started late (one per leader broker)
+        # shows here, and its wait counts in the figure.
+        windows = [[round(t["first_fetch_s"] - min(firsts), 4), round(t["last_records_append_s"] - min(firsts), 4),
+                    t["fetches"], t["appends"]]
                    for t in times if t["first_fetch_s"] is not None and t["last_records_append_s"] is not None]
         return {"records": progress[0], "failed": 0, "seconds": finished - started,
                 "timed_records": self.end, "timed_seconds": max(lasts) - min(firsts),
