@@ -10,8 +10,8 @@ the order they were sent; they are applied strictly in that order.
 
 ``describe`` also says, per topic, when this fetcher first asked the leader for it and when the
 last append that carried its records returned (monotonic seconds, comparable between processes on
-one machine): what a catch-up is timed by, from outside (benchmarks/throughput.py), with no
-sampling error.
+one machine), and how many Fetches and such appends it made: what a catch-up is timed by, from
+outside (benchmarks/throughput.py), with no sampling error.
 """
 from __future__ import annotations
 
