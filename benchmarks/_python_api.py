@@ -104,6 +104,7 @@ class CatchUp:
         self.follower = cluster.broker_ids[-1]
         self.leaders = [b for b in cluster.broker_ids if b != self.follower]
         self.end = 0
+        self._fetchers = None  # the follower's fetchers, once they follow every partition of the topic
 
     def prepare(self, records: int, size: int) -> dict:
         """Stop the follower, produce the backlog with acks=1; returns the produce's figures."""
@@ -155,10 +156,18 @@ class CatchUp:
 
     def _fetcher_progress(self) -> tuple[int, list[dict]]:
         """(the sum of the fetch offsets of the topic's partitions over the follower's fetchers,
-        and each fetcher's times for the topic)."""
-        fetchers = ray.get(self.cluster.broker(self.follower).fetchers.remote(), timeout=30)
-        described = ray.get([entry["actor"].describe.remote() for entry in fetchers.values()], timeout=30)
+        and each fetcher's times for the topic). The follower broker is asked for its fetchers only
+        until they follow every partition of the topic: a sample then costs the measured broker
+        nothing (handing out actor handles is not cheap, and it shares two cores with the copy)."""
+        if self._fetchers is None:
+            fetchers = ray.get(self.cluster.broker(self.follower).fetchers.remote(), timeout=30)
+            handles = [entry["actor"] for entry in fetchers.values()]
+        else:
+            handles = self._fetchers
+        described = ray.get([handle.describe.remote() for handle in handles], timeout=30)
         prefix = f"{self.topic}-"
-        fetched = sum(max(0, state["fetch_offset"]) for d in described for name, state in d["partitions"].items()
-                      if name.startswith(prefix) and name[len(prefix):].isdigit())
-        return fetched, [d["topic_times"][self.topic] for d in described if self.topic in d["topic_times"]]
+        offsets = [max(0, state["fetch_offset"]) for d in described for name, state in d["partitions"].items()
+                   if name.startswith(prefix) and name[len(prefix):].isdigit()]
+        if len(offsets) == self.partitions:
+            self._fetchers = handles
+        return sum(offsets), [d["topic_times"][self.topic] for d in described if self.topic in d["topic_times"]]
