@@ -19,7 +19,8 @@ The profiles (``PROFILES``) say which points a run has and how much data each mo
   up; at 8 and 64
   partitions (1 KiB) and at 100 B and 10 KiB (1 partition), both clients produce (RF=1 acks=1, and
   RF=3 acks=all at 8 and 64 partitions) and consume, a bare fetch, and a follower catches up;
-  48 MiB per point (at most 200,000 records).
+  48 MiB per point (at most 200,000 records); a catch-up copies what the Python consume point of
+  its partitions and size reads (144 MiB at 1 partition and 1 KiB).
 - ``full``: the whole cross product: both clients x 1/8/64 partitions x 100 B/1 KiB/10 KiB x
   (acks 0/1/all at RF=1, acks 1/all at RF=3, consume; a bare fetch for the Python API), and
   catch-up for each partitions x size; 64 MiB per point (at most 400,000 records). Not timed

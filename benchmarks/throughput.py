@@ -15,8 +15,11 @@ How a point runs. Produce points of one client, partition count, record size and
 factor share a topic (acks 0, then 1, then all), and its consume point reads everything they
 wrote from the beginning, so every record produced is counted consumed. Catch-up: a topic whose
 partitions each have a follower on broker 2, which is stopped (controlled shutdown) while the
-backlog is produced with acks=1 and then started again; the rate counts what it copies after its
-first fetched batch shows up. The brokers' followers fetch with the consumer's byte limits
+backlog is produced with acks=1 and then started again. The backlog is as many records as the
+Python consume point of the same partitions and size reads (``consumed_records``), and the rate
+counts all of it over the time from the follower's first Fetch of the topic to the return of its
+last append of its records, by the fetchers' own clock, as a consume point counts from its first
+poll to its last record. The brokers' followers fetch with the consumer's byte limits
 (``CLUSTER_CONFIG``: replica.fetch.max.bytes 10 MiB, replica.fetch.response.max.bytes 50 MiB).
 Tansu runs first, a fresh one per partitions x size, before Ray.
 A bare fetch point over 64 partitions then also measures an idle fetch of them (``_idle_fetch``):
@@ -80,6 +83,15 @@ def call_bytes(point: Point, total_bytes: int) -> int:
     else:
         most = min(REPLICA_FETCH_BYTES_MAX, REPLICA_PARTITION_BYTES_MAX * point.partitions)
     return max(1, min(most, total_bytes))
+
+
+def consumed_records(profile, point: Point) -> int:
+    """How many records the Python consume point of ``point``'s partitions and record size reads:
+    what every Python RF=1 produce point of that topic wrote (at least one point's worth, the fill a
+    consume alone gets). A catch-up copies as many, so that the two compare on the same data."""
+    producers = sum(1 for p in profile.points if (p.op, p.client, p.partitions, p.record_bytes, p.replication_factor)
+                    == ("produce", "python", point.partitions, point.record_bytes, 1))
+    return records_for(profile, point.record_bytes) * max(1, producers)
 
 
 def tansu_plan(profile) -> dict[tuple[int, int], set[tuple[str, str]]]:
@@ -240,20 +252,22 @@ class Runner:
         from benchmarks import _python_api as api
         topic = f"bench-catchup-p{point.partitions}-s{point.record_bytes}"
         catch_up = api.CatchUp(cluster, topic, point.partitions)
-        records = records_for(self.profile, point.record_bytes)
+        records = consumed_records(self.profile, point)
         self.display.step(f"{point.label}: backlog")
         catch_up.prepare(records, point.record_bytes)
         restart_s = catch_up.restart()
         count = self._begin(point.label, catch_up.end)
         with self._probe(self._raykafka_pids) as probe:
             figures = catch_up.run(count)
-        # The rate counts the records copied after the first batch showed up; when that batch was
-        # the whole backlog (a small one), it counts everything from the restart's end.
+        # The fetchers time the copy themselves; when they could not (the copy never finished), the
+        # figure counts what was copied from the restart's end.
         timed = (figures["timed_records"], figures["timed_seconds"]) if figures["timed_records"] else (
             figures["records"], figures["seconds_total"])
         self.row(point, {"records": figures["records"], "seconds": timed[1]}, probe, expected=catch_up.end,
                  moved_bytes=timed[0] * point.record_bytes,
-                 extra={"restart_seconds": round(restart_s, 3), "seconds_from_restart": figures["seconds_total"]})
+                 extra={"restart_seconds": round(restart_s, 3), "seconds_from_restart": figures["seconds_total"],
+                        "timed_by": "fetchers" if figures["timed_records"] else "restart",
+                        "fetcher_windows_s": figures.get("fetcher_windows_s", [])})
         cluster.delete_topic(topic)
 
     @staticmethod

@@ -44,6 +44,11 @@ def test_smoke_profile_counts_every_record_and_reports_every_figure(ray_session,
                        and p["replication_factor"] == 1)
         consumed = [p["records"] for p in points if p["client"] == client and p["op"] == "consume"]
         assert consumed == [produced]
+        if client == "python":
+            consumed_python = consumed
+    # The catch-up copied as many records as the Python consume read, timed by the fetchers' clock.
+    catch_ups = [p for p in points if p["op"] == "catchup"]
+    assert [(p["records"], p["timed_by"]) for p in catch_ups] == [(consumed_python[0], "fetchers")], catch_ups
     assert all(entry["mb_per_s"] > 0 for entry in results["ray_ceilings"])
     assert len(results["ray_ceilings"]) == 4  # send and return, bytes and numpy, one payload size
     assert os.path.getsize(results["png"]) > 0

@@ -83,6 +83,26 @@ def test_damage_is_corrupt_message(name, data, message):
     assert message in str(raised.value)
 
 
+@pytest.mark.parametrize("name, data, message", CORRUPTIONS[1:], ids=[row[0] for row in CORRUPTIONS[1:]])
+def test_damage_after_a_good_batch_is_reported_at_its_position(name, data, message):
+    with pytest.raises(KafkaProtocolError) as raised:
+        parse_batches(np.frombuffer(_GOOD + data, dtype=np.uint8))
+    assert raised.value.error_code == ErrorCode.CORRUPT_MESSAGE
+    position = len(_GOOD) * (2 if name == "trailing bytes" else 1)  # those follow a whole good batch
+    assert message in str(raised.value) and f"position {position}" in str(raised.value)
+
+
+def test_parsed_headers_are_what_read_header_reads_at_each_batch():
+    buffer = bytearray(make_batch(1) + make_batch(4) + make_batch(2))
+    headers = parse_batches(buffer)
+    stamp_batch(buffer, headers[1], base_offset=7, partition_leader_epoch=3)
+    for header in parse_batches(buffer):
+        assert header == read_header(buffer, header.position)
+        assert type(header) is type(read_header(buffer, header.position))
+        assert header._asdict() == read_header(buffer, header.position)._asdict()
+    assert parse_batches(buffer)[1].partition_leader_epoch == 3 and parse_batches(buffer)[1].last_offset == 10
+
+
 def test_second_batch_damage_is_caught():
     data = _GOOD + patched(_GOOD, len(_GOOD) - 1, ">B", _GOOD[-1] ^ 0x10)
     with pytest.raises(KafkaProtocolError, match="position 1"):

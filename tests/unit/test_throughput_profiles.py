@@ -10,7 +10,7 @@ import pytest
 from benchmarks import _profiles as profiles
 from benchmarks import _report as report
 from benchmarks._probe import BrokerProbe
-from benchmarks.throughput import call_bytes, tansu_plan
+from benchmarks.throughput import call_bytes, consumed_records, tansu_plan
 
 
 @pytest.mark.parametrize("name", ["default", "full"])
@@ -108,3 +108,14 @@ def test_the_probe_splits_memory_into_heap_files_and_shared_memory():
     assert set(kinds) == {"anon", "file", "shmem"}
     assert kinds["anon"] > 0 and kinds["shmem"] >= 32 * 1024 * 1024
     assert sum(kinds.values()) <= probe.rss_series[-1][1] * 1.01 + 4096
+
+
+def test_a_catch_up_copies_what_the_consume_point_of_its_partitions_and_size_reads():
+    default = profiles.PROFILES["default"]
+    per_point = profiles.records_for(default, 1024)
+    # At 1 partition and 1 KiB the Python consume reads what acks 0, 1 and all wrote at RF=1.
+    assert consumed_records(default, profiles.Point("catchup", "replica", 1, 1024, "1", 2)) == 3 * per_point
+    assert consumed_records(default, profiles.Point("catchup", "replica", 8, 1024, "1", 2)) == per_point
+    # A run with no produce point fills the topic with one point's worth, and the catch-up copies as much.
+    narrowed = profiles.select(default, ops={"consume", "catchup"}, partitions={1}, sizes={1024})
+    assert consumed_records(narrowed, profiles.Point("catchup", "replica", 1, 1024, "1", 2)) == per_point

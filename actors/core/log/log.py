@@ -286,10 +286,15 @@ class Log(LogDurability):
     def _append(self, data, headers: tuple[BatchHeader, ...]) -> LogAppendInfo:
         self._maybe_roll(len(data), headers[-1].last_offset)
         # As Kafka does, the epoch cache learns of each batch's epoch before the data is written;
-        # a crash in between is undone on open (truncate_from_end at the recovered LEO).
+        # a crash in between is undone on open (truncate_from_end at the recovered LEO). Only the
+        # first batch of each run of one epoch can change it (a later one starts further on), so
+        # an append of many small batches asks once per run.
+        previous_epoch = None
         for header in headers:
-            if header.partition_leader_epoch >= 0:
-                self._leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+            epoch = header.partition_leader_epoch
+            if epoch >= 0 and epoch != previous_epoch:
+                self._leader_epoch_cache.assign(epoch, header.base_offset)
+            previous_epoch = epoch
         self._segments[-1].append(data, headers)
         for header in headers:
             self._producer_state.record(header)
