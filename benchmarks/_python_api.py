@@ -95,6 +95,15 @@ def create_topic(cluster, topic: str, partitions: int, replication_factor: int) 
                f"every partition of {topic!r} with its full ISR")
 
 
+def wait_replicated(cluster, topic: str) -> None:
+    """Wait until every partition of ``topic`` has its full ISR and its high watermark at its log
+    end, so that a point starts with nothing left to replicate: after an acks=1 or acks=0 point the
+    followers may still be copying its records, and the next point would pay for that copy."""
+    wait_until(lambda: all(len(p.isr) == len(p.replicas) and p.high_watermark == p.log_end_offset
+                           for p in cluster.describe_topic(topic)), TIMEOUT_S,
+               f"every replica of {topic!r} to hold the whole log")
+
+
 class CatchUp:
     """A topic whose every partition has a follower on the last broker, that follower stopped
     while a backlog is produced (``prepare``), then started again and timed (``run``)."""

@@ -218,6 +218,8 @@ class Runner:
                 if in_log != produced:
                     self.display.say(f"  {topic}: {produced:,} records acknowledged, {in_log:,} in the log")
                 produced = in_log
+            if point.replication_factor > 1:  # the points before this one fully replicated first
+                api.wait_replicated(cluster, topic)
             count = self._begin(point.label, records if point.op == "produce" else produced)
             with self._probe(self._raykafka_pids) as probe:
                 if point.op == "produce" and point.client == "python":

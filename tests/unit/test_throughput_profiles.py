@@ -119,3 +119,47 @@ def test_a_catch_up_copies_what_the_consume_point_of_its_partitions_and_size_rea
     # A run with no produce point fills the topic with one point's worth, and the catch-up copies as much.
     narrowed = profiles.select(default, ops={"consume", "catchup"}, partitions={1}, sizes={1024})
     assert consumed_records(narrowed, profiles.Point("catchup", "replica", 1, 1024, "1", 2)) == per_point
+
+
+def test_each_point_starts_once_the_topic_is_fully_replicated(monkeypatch):
+    """A point's clock starts only when every replica holds what the points before it wrote: an
+    acks=all point after an acks=1 one would otherwise wait for that backlog's replication and
+    report it as its own slowness (and its CPU as its own)."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from benchmarks import _python_api as api
+    from benchmarks import throughput
+
+    events: list[str] = []
+
+    class BehindCluster:
+        """The followers hold everything only from the third look on."""
+        bootstrap_servers = "unused"
+        looks = 0
+
+        def describe_topic(self, topic):
+            self.looks += 1
+            events.append("describe")
+            high_watermark = 10 if self.looks >= 3 else 5
+            return [SimpleNamespace(replicas=[0, 1, 2], isr=[0, 1, 2], high_watermark=high_watermark,
+                                    log_end_offset=10)]
+
+        def delete_topic(self, topic):
+            pass
+
+    def produce(cluster, topic, partitions, records, size, acks, progress):
+        events.append(f"produce acks={acks}")
+        return {"records": records, "failed": 0, "seconds": 1.0}
+
+    monkeypatch.setattr(api, "create_topic", lambda *args: None)
+    monkeypatch.setattr(api, "produce", produce)
+    display = SimpleNamespace(step=lambda *a: None, detail=lambda *a: None, say=lambda *a: None, done=lambda *a: None)
+    runner = throughput.Runner(profiles.PROFILES["smoke"], display, print)
+    monkeypatch.setattr(runner, "_probe", lambda pids: contextlib.nullcontext(SimpleNamespace()))
+    monkeypatch.setattr(runner, "row", lambda *args, **kwargs: None)
+    points = [profiles.Point("produce", "python", 1, 1024, acks, 3) for acks in ("1", "all")]
+    runner.run_group(BehindCluster(), points)
+    first_acks_all = events.index("produce acks=all")
+    # The third look is the first to find the followers caught up: no point may start before it.
+    assert events[:first_acks_all].count("describe") >= 3, f"acks=all started before the followers caught up: {events}"
