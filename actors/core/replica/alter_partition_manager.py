@@ -46,7 +46,6 @@ class AlterPartitionManager:
         self.broker_id = broker_id
         self.unsent: dict[TopicPartition, IsrChange] = {}
         self.in_flight: AlterPartitionRequest | None = None
-        self.requests_sent_total = 0
 
     def submit(self, changes: list[IsrChange], partitions: dict[TopicPartition, Partition],
                broker_epoch: int) -> list[Effect]:
@@ -75,7 +74,6 @@ class AlterPartitionManager:
                 new_isr=change.new_isr, partition_epoch=change.partition_epoch))
         self.in_flight = AlterPartitionRequest(broker_id=self.broker_id, broker_epoch=broker_epoch, topics=tuple(
             AlterPartitionTopicData(topic_name=topic, partitions=tuple(data)) for topic, data in by_topic.items()))
-        self.requests_sent_total += 1
         return [Send(destination="controller", message=self.in_flight)]
 
 

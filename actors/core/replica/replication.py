@@ -22,7 +22,7 @@ from __future__ import annotations
 
 
 from actors.core import metrics
-from actors.core.effects import Effect, LogEvent, Respond, Send
+from actors.core.effects import Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.record_batch import as_byte_view
 from actors.core.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
