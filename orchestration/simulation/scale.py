@@ -2,7 +2,7 @@
 
 Theory of operation. ``run_scale`` builds a ``Simulation`` of ``brokers`` brokers (no group
 coordinators) and creates one topic of ``partitions`` partitions with replication factor 3, then
-measures two stories, each as simulated time until every partition is led again, the
+measures three phases, each as simulated time until it is done, the
 wall-clock time and steps the simulation took, and the requests of ``COUNTED`` kinds sent:
 
 1. broker loss: the broker leading the most partitions dies (Ray's death notice reaches the
@@ -11,10 +11,12 @@ wall-clock time and steps the simulation took, and the requests of ``COUNTED`` k
    at the same moment; the new controller learns the death only from the missed heartbeats
    (``broker.session.timeout.ms``); done as in 1, under the new controller's epoch;
 3. both lost brokers come back: done when every partition's ISR, in the controller and on its
-   leader, is all its replicas again, with no ISR change pending. The controller took the lost
-   brokers out of the ISRs itself; bringing them back is the leaders' work, one ISR expansion
-   per partition they host, so this is where the leaders' ISR changes (AlterPartition) and the
-   controller's metadata refreshes for them show.
+   leader, is all its replicas again with no ISR change pending, and every request the
+   controller queued for a broker has been delivered (so the UpdateMetadata count is all the
+   ISR changes cost, not what the send threads delivered by then). The controller took the
+   lost brokers out of the ISRs itself; bringing them back is the leaders' work, one ISR
+   expansion per partition they host, so this is where the leaders' ISR changes
+   (AlterPartition) and the controller's metadata refreshes for them show.
 
 Each phase also reports ``isr_changes_committed``: the ISR changes the controller accepted from
 leaders in it (each bumps a partition's partition epoch and not its leader epoch).
@@ -82,6 +84,12 @@ def _isr_settled(sim: Simulation) -> bool:
                 or replica.pending_isr is not None):
             return False
     return True
+
+
+def _channels_drained(sim: Simulation) -> bool:
+    """No control request waiting in, or on its way from, any broker's send thread."""
+    return all(n.queue.queue_size == 0 and n.queue.in_flight is None
+               for name, n in sim.nodes.items() if name.startswith("channel:"))
 
 
 def _isr_changes_committed(sim: Simulation) -> int:
@@ -152,7 +160,7 @@ def run_scale(brokers: int = 100, partitions: int = 10_000, seed: int = 1,
         sim.restart(second)
     figures["lost_brokers_rejoin_isrs"] = _phase(
         sim, f"brokers {first} and {second} restart: every ISR whole again", restart_lost_brokers,
-        lambda: _isr_settled(sim), out)
+        lambda: _isr_settled(sim) and _channels_drained(sim), out)
     figures["total_steps"], figures["total_simulated_ms"] = sim.step_count, sim.now_ms
     figures["total_wall_clock_s"] = round(time.monotonic() - started_s, 2)
     return figures
