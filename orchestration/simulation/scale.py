@@ -63,7 +63,7 @@ def _run_until_led(sim: Simulation, condition: Callable[[], bool],
     started_s, started_ms = time.monotonic(), sim.now_ms
     deadline_ms, next_progress_ms = sim.now_ms + PHASE_LIMIT_MS, sim.now_ms + PROGRESS_MS
     while not condition():
-        assert sim.now_ms < deadline_ms, f"not every partition led again within {PHASE_LIMIT_MS} ms"
+        assert sim.now_ms < deadline_ms, f"the phase was not done within {PHASE_LIMIT_MS} ms"
         sim.run(POLL_MS)
         if out is not None and sim.now_ms >= next_progress_ms:
             next_progress_ms += PROGRESS_MS
