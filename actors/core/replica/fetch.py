@@ -285,6 +285,7 @@ def _update_follower_fetch_states(manager: ReplicaManagerView, request: FetchReq
     the answer carries is recorded as the one last sent to the follower."""
     served = _served(response)
     effects: list[Effect] = []
+    read: list[tuple[str, int]] = []
     for topic in request.topics:
         for asked in topic.partitions:
             partition = manager.partitions.get((topic.topic, asked.partition))
@@ -294,5 +295,6 @@ def _update_follower_fetch_states(manager: ReplicaManagerView, request: FetchReq
             if partition.update_follower_fetch_state(request.replica_id, asked.fetch_offset, now_ms,
                                                      sent_high_watermark=data.high_watermark):
                 effects.extend(manager.try_complete_delayed((topic.topic, asked.partition), now_ms))
-            effects.extend(replication.maybe_expand_isr(manager, (topic.topic, asked.partition), request.replica_id))
-    return effects
+            read.append((topic.topic, asked.partition))
+    # Every expansion this fetch allows goes to the controller in one AlterPartition.
+    return effects + replication.maybe_expand_isrs(manager, read, request.replica_id)

@@ -59,6 +59,7 @@ from actors.core.messages.stop_replica import (
 )
 from actors.core.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from actors.core.replica import fetch, produce, replication
+from actors.core.replica.alter_partition_manager import AlterPartitionManager
 from actors.core.replica.fetch_session import SESSION_CACHE_SLOTS_KEY, FetchSessionCache
 from actors.core.replica.fetcher_manager import FetcherManager
 from actors.core.replica.log_flusher import LogFlusher
@@ -112,6 +113,7 @@ class ReplicaManager:
             raise KafkaProtocolError(ErrorCode.INVALID_CONFIG, f"raykafka.truncation.policy="
                                      f"{self.truncation_policy!r}; use one of {replication.TRUNCATION_POLICIES}")
         self.fetcher_manager = FetcherManager(config.get_int("num.replica.fetchers", 1))
+        self.alter_partition_manager = AlterPartitionManager(broker_id)
         self.replica_lag_time_max_ms = config.get_int("replica.lag.time.max.ms", 1)
         self._next_metrics_ms = now_ms  # when the broker's gauges are set next
         self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2

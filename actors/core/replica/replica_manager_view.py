@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from actors.core.effects import Effect
+from actors.core.replica.alter_partition_manager import AlterPartitionManager
 from actors.core.replica.fetch_session import FetchSessionCache
 from actors.core.replica.fetcher_manager import FetcherManager
 from actors.core.replica.partition import Partition
@@ -29,6 +30,7 @@ class ReplicaManagerView(Protocol):
     fetch_sessions: FetchSessionCache
     produce_purgatory: Purgatory
     fetcher_manager: FetcherManager
+    alter_partition_manager: AlterPartitionManager
     truncation_policy: str
     # Proposals whose AlterPartition got no answer: (leader epoch, when to send again) by partition.
     unanswered_isr_proposals: dict[TopicPartition, tuple[int, int]]

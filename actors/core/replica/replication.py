@@ -13,24 +13,26 @@ Theory of operation.
 - ``handle_offset_for_leader_epoch``: a leader's answer to a follower's (or consumer's) question.
 - ISR: every follower fetch may add that follower to the ISR; the expiration check (every half
   ``replica.lag.time.max.ms``) drops followers not caught up within ``replica.lag.time.max.ms``.
-  Either proposes the change to the controller with AlterPartition; ``on_alter_partition_response``
-  applies the committed ISR. A proposal whose request got no answer stays pending and is sent
-  again unchanged (``resend_unanswered_isr_proposals``) until the controller answers it.
+  Either proposes the change to the controller with AlterPartition, through the broker's
+  AlterPartition manager (one request in flight, the changes proposed meanwhile batched into the
+  next); ``on_alter_partition_response`` applies the committed ISR and sends what waited. A
+  change refused because this leader is stale is dropped until the next LeaderAndIsr. A proposal
+  whose request got no answer stays pending and is proposed again unchanged
+  (``resend_unanswered_isr_proposals``) until the controller answers it.
 """
 from __future__ import annotations
 
 
 from actors.core import metrics
-from actors.core.effects import Effect, LogEvent, Respond, Send
+from actors.core.effects import Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.record_batch import as_byte_view
-from actors.core.messages.alter_partition import (
-    AlterPartitionPartitionData, AlterPartitionRequest, AlterPartitionResponse, AlterPartitionTopicData,
-)
+from actors.core.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from actors.core.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetForLeaderPartitionResult,
     OffsetForLeaderTopicResult,
 )
+from actors.core.replica.alter_partition_manager import IsrChange
 from actors.core.replica.follower_messages import (
     FollowerAppendRequest, FollowerAppendResponse, FollowerPartitionState, FollowerTruncateRequest,
     FollowerTruncateResponse, InitialFetchState,
@@ -155,49 +157,51 @@ def handle_offset_for_leader_epoch(manager: ReplicaManagerView, request_id: int,
 
 
 def propose_isr_changes(manager: ReplicaManagerView, proposals: dict[tuple[str, int], tuple[int, ...]]) -> list[Effect]:
-    """Record each proposal as pending and send them to the controller in one AlterPartition."""
+    """Record each proposal as pending and hand them to the AlterPartition manager, which sends
+    them in one request now, or with everything else proposed meanwhile once the request in
+    flight is answered."""
     if not proposals:
         return []
     effects: list[Effect] = []
+    changes = []
     for (topic, index), new_isr in sorted(proposals.items()):
         partition = manager.partitions[(topic, index)]
         partition.propose_isr(new_isr)
+        changes.append(IsrChange(topic_partition=(topic, index), leader_epoch=partition.leader_epoch,
+                                 partition_epoch=partition.partition_epoch, new_isr=new_isr))
         effects.append(LogEvent(level="info", message=(
             f"broker {manager.broker_id} proposes ISR {list(new_isr)} for {topic}-{index} "
             f"(was {list(partition.isr)})")))
-    return effects + [_send_pending_isrs(manager, sorted(proposals))]
-
-
-def _send_pending_isrs(manager: ReplicaManagerView, topic_partitions: list[tuple[str, int]]) -> Send:
-    """One AlterPartition carrying each partition's pending ISR, at its current partition epoch."""
-    by_topic: dict[str, list[AlterPartitionPartitionData]] = {}
-    for topic, index in topic_partitions:
-        partition = manager.partitions[(topic, index)]
-        by_topic.setdefault(topic, []).append(AlterPartitionPartitionData(
-            partition_index=index, leader_epoch=partition.leader_epoch, new_isr=partition.pending_isr,
-            partition_epoch=partition.partition_epoch))
-    return Send(destination="controller", message=AlterPartitionRequest(
-        broker_id=manager.broker_id, broker_epoch=manager.broker_epoch, topics=tuple(
-            AlterPartitionTopicData(topic_name=t, partitions=tuple(ps)) for t, ps in by_topic.items())))
+    return effects + manager.alter_partition_manager.submit(changes, manager.partitions, manager.broker_epoch)
 
 
 def resend_unanswered_isr_proposals(manager: ReplicaManagerView, now_ms: int) -> list[Effect]:
-    """Send again, once their backoff has passed, the proposals whose AlterPartition got no answer
-    and that are still pending under the leader epoch they were made in."""
+    """Propose again, once their backoff has passed, the proposals whose AlterPartition got no
+    answer and that are still pending under the leader epoch they were made in; they go through
+    the AlterPartition manager, with whatever else is waiting."""
     due = [tp for tp, (_, resend_ms) in manager.unanswered_isr_proposals.items() if resend_ms <= now_ms]
-    resend = []
+    changes = []
     for topic_partition in due:
         leader_epoch, _ = manager.unanswered_isr_proposals.pop(topic_partition)
         partition = manager.partitions.get(topic_partition)
         if (partition is not None and partition.is_leader and partition.pending_isr is not None
                 and partition.leader_epoch == leader_epoch):
-            resend.append(topic_partition)
-    return [_send_pending_isrs(manager, sorted(resend))] if resend else []
+            changes.append(IsrChange(topic_partition=topic_partition, leader_epoch=leader_epoch,
+                                     partition_epoch=partition.partition_epoch, new_isr=partition.pending_isr))
+    if not changes:
+        return []
+    return manager.alter_partition_manager.submit(changes, manager.partitions, manager.broker_epoch)
 
 
-def maybe_expand_isr(manager: ReplicaManagerView, topic_partition: tuple[str, int], replica_id: int) -> list[Effect]:
-    candidate = manager.partitions[topic_partition].isr_expansion_candidate(replica_id)
-    return propose_isr_changes(manager, {topic_partition: candidate}) if candidate else []
+def maybe_expand_isrs(manager: ReplicaManagerView, topic_partitions: list[tuple[str, int]],
+                      replica_id: int) -> list[Effect]:
+    """Kafka's ``maybeExpandIsr`` for every partition one follower fetch read, proposed together."""
+    proposals = {}
+    for topic_partition in topic_partitions:
+        candidate = manager.partitions[topic_partition].isr_expansion_candidate(replica_id)
+        if candidate:
+            proposals[topic_partition] = candidate
+    return propose_isr_changes(manager, proposals)
 
 
 def maybe_shrink_isrs(manager: ReplicaManagerView, now_ms: int) -> list[Effect]:
@@ -216,10 +220,33 @@ def maybe_shrink_isrs(manager: ReplicaManagerView, now_ms: int) -> list[Effect]:
     return effects + propose_isr_changes(manager, proposals)
 
 
+# The controller's refusals that say this leader is stale (deposed, or its topic gone). Kafka's
+# ``Partition`` gives up on such a change and keeps it pending, so the leader proposes nothing more
+# until the controller's LeaderAndIsr (or StopReplica), already on its way, resets the partition;
+# proposing again would only be refused again. A pending change counts for the high watermark
+# through the maximal ISR, which only holds it back.
+_STALE_LEADER_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH,
+                                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+
+
 def on_alter_partition_response(manager: ReplicaManagerView, request: AlterPartitionRequest, response,
                                 now_ms: int) -> list[Effect]:
+    """Apply the controller's answer, then send the changes that waited for it."""
+    manager.alter_partition_manager.on_answer(request)
+    effects = _apply_alter_partition_response(manager, request, response, now_ms)
+    return effects + manager.alter_partition_manager.send_unsent(manager.partitions, manager.broker_epoch)
+
+
+def _apply_alter_partition_response(manager: ReplicaManagerView, request: AlterPartitionRequest, response,
+                                    now_ms: int) -> list[Effect]:
     effects: list[Effect] = []
-    asked = [(t.topic_name, p.partition_index) for t in request.topics for p in t.partitions]
+    asked = {(t.topic_name, p.partition_index): p for t in request.topics for p in t.partitions}
+
+    def still_proposed(partition: Partition) -> bool:
+        # A refusal concerns the proposal it answers, not one made since under a new leadership.
+        proposal = asked[partition.topic_partition]
+        return partition.leader_epoch == proposal.leader_epoch and partition.pending_isr == tuple(proposal.new_isr)
+
     if isinstance(response, ErrorCode):
         return _on_alter_partition_unanswered(manager, request, now_ms)
     if response.error_code != ErrorCode.NONE:
@@ -227,7 +254,7 @@ def on_alter_partition_response(manager: ReplicaManagerView, request: AlterParti
         # propose again from the current state later.
         for topic_partition in asked:
             partition = manager.partitions.get(topic_partition)
-            if partition is not None:
+            if partition is not None and still_proposed(partition):
                 partition.on_isr_refused()
         return effects
     assert isinstance(response, AlterPartitionResponse)
@@ -235,13 +262,18 @@ def on_alter_partition_response(manager: ReplicaManagerView, request: AlterParti
         for answer in topic.partitions:
             topic_partition = (topic.topic_name, answer.partition_index)
             partition = manager.partitions.get(topic_partition)
-            if partition is None or not partition.is_leader:
+            if partition is None or not partition.is_leader or topic_partition not in asked:
                 continue
             if answer.error_code != ErrorCode.NONE:
-                partition.on_isr_refused()
+                if not still_proposed(partition):
+                    continue
+                stale = answer.error_code in _STALE_LEADER_ERRORS
+                if not stale:
+                    partition.on_isr_refused()
                 effects.append(LogEvent(level="info", message=(
                     f"controller refused the ISR change for {topic_partition[0]}-{topic_partition[1]}: "
-                    f"{ErrorCode(answer.error_code).name}")))
+                    f"{ErrorCode(answer.error_code).name}"
+                    + ("; dropped until the controller's next LeaderAndIsr" if stale else ""))))
                 continue
             isr_size_before = len(partition.isr)
             if partition.on_isr_committed(leader_epoch=answer.leader_epoch, isr=tuple(answer.isr),
