@@ -50,6 +50,10 @@ def test_smoke_profile_counts_every_record_and_reports_every_figure(ray_session,
     catch_ups = [p for p in points if p["op"] == "catchup"]
     assert [(p["records"], p["timed_by"]) for p in catch_ups] == [(consumed_python[0], "fetchers")], catch_ups
     assert all(entry["mb_per_s"] > 0 for entry in results["ray_ceilings"])
-    assert len(results["ray_ceilings"]) == 4  # send and return, bytes and numpy, one payload size
+    # Each (direction, payload size) the points need is measured once, as bytes and as numpy: the
+    # smoke profile's one payload size both ways, and the payload the bare fetch's calls carried.
+    needed = {("send" if p["op"] == "produce" else "return", p["call_bytes"]) for p in points}
+    assert sorted((e["direction"], e["payload_bytes"], e["kind"]) for e in results["ray_ceilings"]) == sorted(
+        (direction, size, kind) for direction, size in needed for kind in ("bytes", "numpy"))
     assert os.path.getsize(results["png"]) > 0
     assert any(point["label"] in line for point in points for line in lines)  # the table was printed

@@ -1,8 +1,10 @@
 """The throughput benchmark's profiles and filters: each profile covers what its help promises,
-filters narrow it as documented, and a result row prints as one table line (no Ray, no brokers)."""
+filters narrow it as documented, a result row prints as one table line, and a bare fetch is set
+beside Ray call for call (no Ray, no brokers)."""
 from __future__ import annotations
 
 import os
+import types
 
 import psutil
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from benchmarks import _profiles as profiles
 from benchmarks import _report as report
 from benchmarks._probe import BrokerProbe
-from benchmarks.throughput import call_bytes, consumed_records, tansu_plan
+from benchmarks.throughput import Runner, call_bytes, consumed_records, tansu_plan
 
 
 @pytest.mark.parametrize("name", ["default", "full"])
@@ -163,3 +165,30 @@ def test_each_point_starts_once_the_topic_is_fully_replicated(monkeypatch):
     first_acks_all = events.index("produce acks=all")
     # The third look is the first to find the followers caught up: no point may start before it.
     assert events[:first_acks_all].count("describe") >= 3, f"acks=all started before the followers caught up: {events}"
+
+
+class _Ceilings:
+    """Ray's ceiling as 500 MB/s at any size, remembering the sizes asked for."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+
+    def mb_per_s(self, direction: str, kind: str, size: int) -> float:
+        self.sizes.append(size)
+        return 500.0
+
+
+def test_a_bare_fetch_is_set_beside_ray_moving_the_payload_its_calls_carried():
+    # 10 calls of whole batches: 994,000 bytes each (a 1 MiB fetch filled to its last whole batch),
+    # holding 960 records of 1 KiB each, in one second.
+    runner = Runner(profiles.PROFILES["smoke"], display=types.SimpleNamespace(done=lambda line: None), out=print)
+    runner.ceilings = _Ceilings()
+    probe = types.SimpleNamespace(cpu_seconds=0.1, rss_peak_bytes=1, process_count=1)
+    point = profiles.Point("fetch", "python", 1, 1024, "-", 1)
+    row = runner.row(point, {"records": 9600, "seconds": 1.0, "bytes": 9_940_000, "calls": 10}, probe,
+                     expected=9600)
+    assert runner.ceilings.sizes == [994_000, 994_000]
+    assert row["call_bytes"] == 994_000
+    assert row["payload_mb_per_s"] == pytest.approx(9.94)
+    assert row["ratios"]["to_ray_numpy"] == pytest.approx(9.94 / 500)
+    assert row["mb_per_s"] == pytest.approx(9600 * 1024 / 1e6)  # the record values, as for every point

@@ -6,6 +6,7 @@ reads up to the high watermark, a follower up to the log end offset; the followe
 """
 from __future__ import annotations
 
+import copyreg
 from typing import Any
 
 from actors.core.errors import ErrorCode
@@ -37,6 +38,7 @@ class ForgottenTopic:
 
 @message
 class FetchRequest:
+    """Pickled flat (``__reduce__``, see the end of this module): fetches are most of a broker's calls."""
     max_wait_ms: int
     min_bytes: int
     max_bytes: int
@@ -49,6 +51,9 @@ class FetchRequest:
     session_epoch: int = -1
     forgotten_topics_data: tuple[ForgottenTopic, ...] = ()
     rack_id: str = ""
+
+    def __reduce__(self):
+        return _reduce_fetch_request(self)
 
 
 @message
@@ -84,7 +89,92 @@ class FetchableTopicResponse:
 
 @message
 class FetchResponse:
+    """Pickled flat (``__reduce__``, see the end of this module), its records out of band."""
     responses: tuple[FetchableTopicResponse, ...]
     error_code: ErrorCode = ErrorCode.NONE
     throttle_time_ms: int = 0
     session_id: int = 0  # the session the answer belongs to; 0: none (the next fetch must be full)
+
+    def __reduce__(self):
+        return _reduce_fetch_response(self)
+
+
+# Fetch requests and answers cross Ray on every fetch, and Ray pickles them. Pickled as dataclasses,
+# each nested message and each ErrorCode costs the pickler a lookup of its class, and each one its
+# field list, on both sides of the call: more than the answer's records cost when they travel out
+# of band (a numpy array). So a request or an answer of exactly the usual shape (tuples of exactly
+# these message types) is pickled as one function and a tree of tuples of plain values, and
+# rebuilt equal; any other shape (a list for a tuple, a subclass, a field of a wrong type) is
+# pickled as a dataclass, so that the broker still sees, and refuses, what the caller sent.
+
+
+def _dataclass_reduce(value):
+    return copyreg.__newobj__, (type(value),), value.__getstate__()
+
+
+def _reduce_fetch_request(request: FetchRequest):
+    topics, forgotten = request.topics, request.forgotten_topics_data
+    if not (type(topics) is tuple and type(forgotten) is tuple
+            and all(type(t) is FetchTopic and type(t.partitions) is tuple
+                    and all(type(p) is FetchPartition for p in t.partitions) for t in topics)
+            and all(type(f) is ForgottenTopic and type(f.partitions) is tuple for f in forgotten)):
+        return _dataclass_reduce(request)
+    return _fetch_request, ((
+        request.max_wait_ms, request.min_bytes, request.max_bytes,
+        tuple((t.topic, tuple((p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch,
+                               p.last_fetched_epoch, p.log_start_offset) for p in t.partitions)) for t in topics),
+        request.replica_id, request.isolation_level, request.session_id, request.session_epoch,
+        tuple((f.topic, f.partitions) for f in forgotten), request.rack_id),)
+
+
+def _fetch_request(state: tuple) -> FetchRequest:
+    (max_wait_ms, min_bytes, max_bytes, topics, replica_id, isolation_level, session_id, session_epoch, forgotten,
+     rack_id) = state
+    return FetchRequest(
+        max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
+        topics=tuple(FetchTopic(topic=topic, partitions=tuple(
+            FetchPartition(partition=p[0], fetch_offset=p[1], partition_max_bytes=p[2], current_leader_epoch=p[3],
+                           last_fetched_epoch=p[4], log_start_offset=p[5]) for p in partitions))
+            for topic, partitions in topics),
+        replica_id=replica_id, isolation_level=isolation_level, session_id=session_id, session_epoch=session_epoch,
+        forgotten_topics_data=tuple(ForgottenTopic(topic=topic, partitions=partitions) for topic, partitions in forgotten),
+        rack_id=rack_id)
+
+
+def _flat_partition_data(data: FetchPartitionData) -> tuple | None:
+    diverging, leader = data.diverging_epoch, data.current_leader
+    if (type(data) is not FetchPartitionData or type(data.error_code) is not ErrorCode
+            or not (diverging is None or type(diverging) is EpochEndOffset)
+            or not (leader is None or type(leader) is LeaderIdAndEpoch)):
+        return None
+    return (data.partition_index, int(data.error_code), data.high_watermark, data.last_stable_offset,
+            data.log_start_offset, None if diverging is None else (diverging.epoch, diverging.end_offset),
+            None if leader is None else (leader.leader_id, leader.leader_epoch), data.preferred_read_replica,
+            data.records)
+
+
+def _reduce_fetch_response(response: FetchResponse):
+    responses = response.responses
+    if not (type(responses) is tuple and type(response.error_code) is ErrorCode
+            and all(type(t) is FetchableTopicResponse and type(t.partitions) is tuple for t in responses)):
+        return _dataclass_reduce(response)
+    topics = []
+    for topic in responses:
+        partitions = tuple(_flat_partition_data(p) for p in topic.partitions)
+        if None in partitions:
+            return _dataclass_reduce(response)
+        topics.append((topic.topic, partitions))
+    return _fetch_response, ((int(response.error_code), response.throttle_time_ms, response.session_id,
+                              tuple(topics)),)
+
+
+def _fetch_response(state: tuple) -> FetchResponse:
+    error_code, throttle_time_ms, session_id, topics = state
+    return FetchResponse(
+        responses=tuple(FetchableTopicResponse(topic=topic, partitions=tuple(FetchPartitionData(
+            partition_index=p[0], error_code=ErrorCode(p[1]), high_watermark=p[2], last_stable_offset=p[3],
+            log_start_offset=p[4],
+            diverging_epoch=None if p[5] is None else EpochEndOffset(epoch=p[5][0], end_offset=p[5][1]),
+            current_leader=None if p[6] is None else LeaderIdAndEpoch(leader_id=p[6][0], leader_epoch=p[6][1]),
+            preferred_read_replica=p[7], records=p[8]) for p in partitions)) for topic, partitions in topics),
+        error_code=ErrorCode(error_code), throttle_time_ms=throttle_time_ms, session_id=session_id)
