@@ -31,7 +31,7 @@ from actors.core.replica.follower_messages import (
 )
 from actors.drivers.broker import BrokerDriver
 from actors.ray_seams import RayStorageWorker
-from tests.support.broker_driver_seams import WAIT_LIMIT_S, Seams, ask, wait_until
+from tests.support.broker_driver_seams import WAIT_LIMIT_S, Seams, SlowDisk, ask, wait_until
 from tests.support.core_driver import (
     fetch_request, fetch_result, leader_and_isr_request, make_batch, produce_request, produce_result,
     update_metadata_request,
@@ -39,39 +39,6 @@ from tests.support.core_driver import (
 
 # One batch of one small record per segment: the second append rolls.
 SEGMENT_BYTES = 100
-# How long a held operation waits for its release before it gives up (bounds the test if the
-# operation runs where it blocks the loop that would release it).
-HOLD_LIMIT_S = 10.0
-
-
-class SlowDisk(InMemoryStorage):
-    """Once ``hold`` names an operation and a path test, that operation waits for ``release``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.hold: tuple[str, object] | None = None
-        self.entered = threading.Event()
-        self.release = threading.Event()
-        self.held_threads: list[int] = []
-        self.released_by_limit = False
-
-    def _maybe_wait(self, operation: str, path: str) -> None:
-        if self.hold is not None and self.hold[0] == operation and self.hold[1](path):
-            self.held_threads.append(threading.get_ident())
-            self.entered.set()
-            self.released_by_limit |= not self.release.wait(HOLD_LIMIT_S)
-
-    def fsync(self, path: str) -> None:
-        self._maybe_wait("fsync", path)
-        super().fsync(path)
-
-    def write_file_atomically(self, path: str, data: bytes) -> None:
-        self._maybe_wait("write", path)
-        super().write_file_atomically(path, data)
-
-    def delete(self, path: str, **options) -> None:
-        self._maybe_wait("delete", path)
-        super().delete(path, **options)
 
 
 class Broker:

@@ -9,41 +9,18 @@ import threading
 
 from actors.core.config import KafkaConfig
 from actors.core.errors import ErrorCode
-from actors.core.log.storage import InMemoryStorage
 from actors.core.messages.broker_registration import BrokerRegistrationResponse
 from actors.core.messages.metadata import MetadataRequest, MetadataResponse
 from actors.core.replica.broker_core import BrokerCore
 from actors.drivers.broker import BrokerDriver
 from actors.ray_seams import RayStorageWorker
-from tests.support.broker_driver_seams import WAIT_LIMIT_S, Seams, ask, wait_until
+from tests.support.broker_driver_seams import WAIT_LIMIT_S, Seams, SlowDisk, ask, wait_until
 from tests.support.core_driver import (
     fetch_request, fetch_result, leader_and_isr_request, make_batch, produce_request, produce_result,
     update_metadata_request,
 )
 
 FLUSH_INTERVAL_MS = 1_000
-# How long a held fsync waits for its release before it gives up (bounds the test if the fsync is
-# run where it blocks the loop that would release it).
-HOLD_LIMIT_S = 10.0
-
-
-class SlowDisk(InMemoryStorage):
-    """An fsync of a segment, once ``hold`` is set, waits until ``release`` (or HOLD_LIMIT_S)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.hold = False
-        self.entered = threading.Event()
-        self.release = threading.Event()
-        self.fsync_threads: list[int] = []
-        self.released_by_limit = False
-
-    def fsync(self, path: str) -> None:
-        if self.hold and path.endswith(".log"):
-            self.fsync_threads.append(threading.get_ident())
-            self.entered.set()
-            self.released_by_limit |= not self.release.wait(HOLD_LIMIT_S)
-        super().fsync(path)
 
 
 async def slow_fsync_story() -> None:
@@ -63,7 +40,7 @@ async def slow_fsync_story() -> None:
             .error_code == ErrorCode.NONE
         log = core.replica_manager.partitions[("t", 0)].log
 
-        disk.hold = True
+        disk.hold = ("fsync", lambda path: path.endswith(".log"))  # a segment's fsync
         seams.now = FLUSH_INTERVAL_MS
         driver.on_wakeup()  # the flush falls due
         entered = await asyncio.get_running_loop().run_in_executor(None, disk.entered.wait, WAIT_LIMIT_S)
@@ -77,7 +54,7 @@ async def slow_fsync_story() -> None:
         assert fetched.error_code == ErrorCode.NONE and fetched.high_watermark == 2
         assert not disk.release.is_set() and not disk.released_by_limit, \
             "the requests were answered only after the fsync ended: it ran on the event loop"
-        assert threading.get_ident() not in disk.fsync_threads, "the fsync ran on the event loop's thread"
+        assert threading.get_ident() not in disk.held_threads, "the fsync ran on the event loop's thread"
         assert log.recovery_point == 0, "the recovery point moved before its fsync finished"
 
         disk.release.set()
