@@ -23,7 +23,13 @@ IDLE_TIMEOUT_S = 20
 # at most 5 ms, no idempotence (Tansu and raykafka's Python producer are measured without it).
 PRODUCER = {"linger.ms": 5, "batch.size": 1_000_000, "enable.idempotence": False,
             "queue.buffering.max.kbytes": 1_048_576}
-CONSUMER = {"enable.auto.commit": False, "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760}
+# The consumer's prefetch queue holds a whole point's read, as the producer's queue holds its
+# write: with librdkafka's defaults (64 MiB or 100,000 records) a broker that answers faster than
+# the application reads fills the queue, and librdkafka then stops fetching that partition for
+# ``fetch.queue.backoff.ms`` (1 s), so a point of a few hundred milliseconds measured one such pause
+# or none, by chance. Both brokers are read with the same settings.
+CONSUMER = {"enable.auto.commit": False, "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
+            "queued.max.messages.kbytes": 2_097_151, "queued.min.messages": 10_000_000}
 
 
 def produce(bootstrap: str, topic: str, partitions: int, records: int, size: int, acks: str,
