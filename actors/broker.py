@@ -34,8 +34,8 @@ from actors.file_storage import FileStorage
 from actors.kafka_listener import KafkaListener
 from actors.ray_metadata_store import active_controller
 from actors.ray_seams import RayClock, RayEventLog, RayStorageWorker, RayTransport, monotonic_ms, tick_forever
-from actors.shell_support import CallNumbers
 from actors.shared_records import ZERO_COPY_THRESHOLD_BYTES, pack_together, resolve_shared_records
+from actors.shell_support import CallNumbers
 from actors.transport import CONTROLLER_NODE, broker_node, shell_transport
 
 TICK_INTERVAL_S = 0.05
@@ -60,7 +60,9 @@ def resolve_log_dir(log_dir: str, *, node_id: str, node_ip: str) -> str:
 
 
 async def _get_object(ref):
-    return await ref
+    """The object a follower's append names; None for anything that is no object ref (bad input:
+    that partition is then answered CORRUPT_MESSAGE)."""
+    return await ref if isinstance(ref, ray.ObjectRef) else None
 
 
 class _Transport(RayTransport):

@@ -5,9 +5,9 @@ The driver's "leader" is the leader broker's actor, looked up by name (and again
 died: a leader started again under that name is a new actor), through the network-fault seam
 between the two brokers; its "local" is the owning broker's actor. A large answer's records come
 from the leader as one object (``SharedRecords`` slices of it, actors/shared_records.py), which
-this actor hands to its broker without reading it. The
-broker numbers its add/remove calls, since Ray does not promise to run an async actor's calls in
-the order they were sent; they are applied strictly in that order.
+this actor hands to its broker without reading it. The broker numbers its add/remove calls, since
+Ray does not promise to run an async actor's calls in the order they were sent; they are applied
+strictly in that order.
 
 ``describe`` also says, per topic, when this fetcher first asked the leader for it and when the
 last append that carried its records returned (monotonic seconds, comparable between processes on

@@ -330,4 +330,5 @@ def test_a_paused_follower_copies_a_backlog_of_large_answers_over_many_partition
         return (description.log_end_offset == description.high_watermark == records_per_partition
                 and len(digests) == 2 and len({tuple(d) for d in digests.values()}) == 1)
     for partition in range(partitions):
-        wait_until(lambda: copied(partition), 60, f"partition {partition}'s backlog copied whole to the follower")
+        wait_until(lambda partition=partition: copied(partition), 60,
+                   f"partition {partition}'s backlog copied whole to the follower")

@@ -20,7 +20,8 @@ from actors.core.messages.fetch import (
 )
 from actors.core.replica.fetcher import FetcherCore
 from actors.core.replica.follower_messages import (
-    FollowerAppendPartition, FollowerAppendRequest, InitialFetchState, TruncationMode,
+    FollowerAppendPartition, FollowerAppendRequest, FollowerAppendResponse, FollowerPartitionState,
+    FollowerTruncateRequest, InitialFetchState, TruncationMode,
 )
 from actors.drivers.broker import BrokerDriver
 from actors.shared_records import ZERO_COPY_THRESHOLD_BYTES, SharedRecords, pack_together, resolve_shared_records
@@ -87,7 +88,7 @@ def test_a_follower_fetch_answer_of_many_partitions_is_packed_as_one_object():
 
 def test_a_consumer_fetch_answer_is_still_packed_per_partition():
     response = fetch_answer({0: b"a" * 10, 1: b"b" * 20})
-    answered, transport = answer_through_driver(replica_id=-1, response=response)
+    _, transport = answer_through_driver(replica_id=-1, response=response)
     assert transport.packs == [("pack", b"a" * 10, False), ("pack", b"b" * 20, False)], transport.packs
 
 
@@ -137,16 +138,15 @@ def test_the_follower_resolves_each_shared_object_once():
     resolved = asyncio.run(resolve_shared_records(request, get))
     assert awaited == ["ref-1"]
     assert [bytes(p.records) for p in resolved.partitions] == [b"b" * 7, b"inline", b"a" * 5]
-    assert resolve_shared_records is not None and asyncio.run(resolve_shared_records(
-        follower_append(b"x"), get)) == follower_append(b"x")
+    assert asyncio.run(resolve_shared_records(follower_append(b"x"), get)) == follower_append(b"x")
 
 
 @pytest.mark.parametrize("shared", [SharedRecords("ref-1", 5, 5), SharedRecords("ref-1", 0, 4),
-                                    SharedRecords("ref-1", -1, 5)])
+                                    SharedRecords("ref-1", -1, 5), SharedRecords("no-object", 0, 5)])
 def test_a_slice_that_does_not_match_its_object_stays_unresolved(shared):
     """The broker core then answers that partition CORRUPT_MESSAGE (records must be bytes-like)."""
-    async def get(ref):
-        return [np.frombuffer(b"a" * 5, dtype=np.uint8)]
+    async def get(ref):  # the broker's get gives None for what is no object ref
+        return [np.frombuffer(b"a" * 5, dtype=np.uint8)] if ref == "ref-1" else None
     resolved = asyncio.run(resolve_shared_records(follower_append(shared, SharedRecords("ref-1", 0, 5)), get))
     assert resolved.partitions[0].records is shared
     assert bytes(resolved.partitions[1].records) == b"a" * 5
@@ -175,9 +175,6 @@ def test_each_partition_of_a_shared_answer_is_still_handled_on_its_own():
     states = core.partitions
     assert states[(TOPIC, 1)].state.name == "DELAYED"  # the error backs off that partition only
     # The diverging partition truncates next, by epoch, on its own.
-    from actors.core.replica.follower_messages import (
-        FollowerAppendResponse, FollowerPartitionState, FollowerTruncateRequest,
-    )
     done = FollowerAppendResponse(partitions=tuple(FollowerPartitionState(
         topic=TOPIC, partition=p, log_end_offset=4, latest_epoch=1, high_watermark=4) for p in (0, 3)))
     effects = core.on_local_response(append, done, 20)
