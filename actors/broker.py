@@ -11,7 +11,6 @@ shared memory, a periodic tick, and ``pause`` (a stop-the-world pause holds ever
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import time
 import uuid
@@ -35,12 +34,10 @@ from actors.file_storage import FileStorage
 from actors.kafka_listener import KafkaListener
 from actors.ray_metadata_store import active_controller
 from actors.ray_seams import RayClock, RayEventLog, RayStorageWorker, RayTransport, monotonic_ms, tick_forever
+from actors.shared_records import ZERO_COPY_THRESHOLD_BYTES, pack_together, resolve_shared_records
 from actors.shell_support import CallNumbers
 from actors.transport import CONTROLLER_NODE, broker_node, shell_transport
 
-# Payloads at least this large go to Ray as uint8 arrays: Ray stores them in shared memory and the
-# reader maps them without a copy (Ray inlines small objects, where a copy is cheap anyway).
-ZERO_COPY_THRESHOLD_BYTES = 100 * 1024
 TICK_INTERVAL_S = 0.05
 FETCHER_CHECK_INTERVAL_S = 1.0
 FETCHER_CHECK_TIMEOUT_S = 10.0
@@ -60,6 +57,12 @@ def resolve_log_dir(log_dir: str, *, node_id: str, node_ip: str) -> str:
     """The log directory on the node the broker runs on: ``{node_id}`` and ``{node_ip}`` in the
     configured path name that node (several Ray nodes on one machine then keep separate disks)."""
     return log_dir.replace("{node_id}", node_id).replace("{node_ip}", node_ip)
+
+
+async def _get_object(ref):
+    """The object a follower's append names; None for anything that is no object ref (bad input:
+    that partition is then answered CORRUPT_MESSAGE)."""
+    return await ref if isinstance(ref, ray.ObjectRef) else None
 
 
 class _Transport(RayTransport):
@@ -123,13 +126,16 @@ class _Transport(RayTransport):
                                                            list(event.partitions))
 
     def pack(self, records, *, for_replica: bool):
-        """Large payloads as uint8 arrays (read from shared memory without a copy); for a follower's
-        fetcher as an object ref, which it hands to its broker without ever reading the payload."""
+        """Large payloads as uint8 arrays (read from shared memory without a copy)."""
         if len(records) < ZERO_COPY_THRESHOLD_BYTES:
             # A read may be a view of the bytes the log read (no copy there); Ray pickles bytes.
             return records if isinstance(records, bytes) else bytes(records)
-        array = np.frombuffer(records, dtype=np.uint8)
-        return ray.put(array) if for_replica else array
+        return np.frombuffer(records, dtype=np.uint8)
+
+    def pack_together(self, payloads: list) -> list:
+        """A follower's answer: its payloads as one object in shared memory, which its fetcher
+        hands to its broker without ever reading it (actors/shared_records.py)."""
+        return pack_together(payloads, ray.put)
 
 
 class BrokerActor:
@@ -264,13 +270,8 @@ class BrokerActor:
 
     async def handle_follower_append(self, request: FollowerAppendRequest):
         self._driver.check_request(request, FollowerAppendRequest)  # before reading it here
-        # Large payloads arrive as object refs from the leader; map them from shared memory here.
-        refs = [p.records for p in request.partitions if isinstance(p.records, ray.ObjectRef)]
-        if refs:
-            resolved = dict(zip(refs, await asyncio.gather(*refs)))
-            request = FollowerAppendRequest(partitions=tuple(
-                dataclasses.replace(p, records=resolved[p.records]) if isinstance(p.records, ray.ObjectRef) else p
-                for p in request.partitions))
+        # Large answers arrive as one object from the leader; map it from shared memory here.
+        request = await resolve_shared_records(request, _get_object)
         return await self._call("handle_follower_append", request)
 
     async def handle_leader_and_isr(self, request):

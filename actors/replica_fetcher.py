@@ -3,10 +3,11 @@ per (follower broker, leader broker, fetcher id), owned by the follower broker.
 
 The driver's "leader" is the leader broker's actor, looked up by name (and again after Ray says it
 died: a leader started again under that name is a new actor), through the network-fault seam
-between the two brokers; its "local" is the owning broker's actor. Large record payloads come
-from the leader as object refs, which this actor hands to its broker without reading them. The
-broker numbers its add/remove calls, since Ray does not promise to run an async actor's calls in
-the order they were sent; they are applied strictly in that order.
+between the two brokers; its "local" is the owning broker's actor. A large answer's records come
+from the leader as one object (``SharedRecords`` slices of it, actors/shared_records.py), which
+this actor hands to its broker without reading it. The broker numbers its add/remove calls, since
+Ray does not promise to run an async actor's calls in the order they were sent; they are applied
+strictly in that order.
 
 ``describe`` also says, per topic, when this fetcher first asked the leader for it and when the
 last append that carried its records returned (monotonic seconds, comparable between processes on
@@ -114,8 +115,8 @@ class ReplicaFetcherActor:
 
 
 def _carries_records(records) -> bool:
-    """Whether an append's payload holds batches: an object ref (large payloads) always does."""
-    return isinstance(records, ray.ObjectRef) or (records is not None and len(records) > 0)
+    """Whether an append's payload holds batches (a ``SharedRecords`` slice's length is its size)."""
+    return records is not None and len(records) > 0
 
 
 ReplicaFetcherRemote = ray.remote(ReplicaFetcherActor)

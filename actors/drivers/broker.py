@@ -25,6 +25,9 @@ it off the driver's thread; when it is done the core commits it (``on_storage_do
 fsync never holds up a request. ``shutdown`` is a clean stop: fetchers stopped, and the logs'
 last flush and checkpoints handed to the storage worker, which the host then waits for; nothing
 is answered once it began (a work's report after it is dropped).
+
+A follower's Fetch answer is packed whole (``pack_together``): the payloads of all its partitions
+travel together, as one object, however many partitions it names (actors/shared_records.py).
 """
 from __future__ import annotations
 
@@ -170,6 +173,8 @@ class BrokerDriver(Driver):
     def _pack(self, response: Any, for_replica: bool) -> Any:
         if not isinstance(response, FetchResponse):
             return response
+        if for_replica:
+            return self._pack_together(response)
         topics, changed = [], False
         for topic in response.responses:
             partitions = []
@@ -180,3 +185,14 @@ class BrokerDriver(Driver):
                 partitions.append(partition if packed is records else dataclasses.replace(partition, records=packed))
             topics.append(dataclasses.replace(topic, partitions=tuple(partitions)))
         return dataclasses.replace(response, responses=tuple(topics)) if changed else response
+
+    def _pack_together(self, response: FetchResponse) -> FetchResponse:
+        """A follower's answer: the records of all its partitions packed together, as one object
+        (see actors/shared_records.py), not one per partition."""
+        payloads = [p.records for t in response.responses for p in t.partitions if p.records]
+        if not payloads:
+            return response
+        packed = iter(self.transport.pack_together(payloads))
+        return dataclasses.replace(response, responses=tuple(dataclasses.replace(topic, partitions=tuple(
+            dataclasses.replace(p, records=next(packed)) if p.records else p for p in topic.partitions))
+            for topic in response.responses))

@@ -14,8 +14,10 @@ Nothing here imports Ray or asyncio, so the simulator runs exactly the code that
   sends a one-way event; the events one caller tells one destination arrive in the order told.
   ``start`` and ``stop`` create and end a child actor (a broker's fetchers, a controller's send
   threads); stopping one cancels its calls and loses what was told to it and not yet taken.
-  ``pack`` gives a record payload the form it travels in (Ray: a large one as a shared-memory
-  array, or for a follower's fetcher an object ref it hands on unread; the simulator: as it is).
+  ``pack`` gives a consumer's record payload the form it travels in (Ray: a large one as a
+  shared-memory array; the simulator: as it is); ``pack_together`` the payloads of one answer to
+  a follower's fetcher, one form each (Ray: together one object, which the fetcher hands on
+  unread, each payload a ``SharedRecords`` slice of it; the simulator: as they are).
 - ``Clock``: ``now_ms`` and ``wake_at(deadline_ms)``: the host calls the driver's ``on_wakeup``
   no later than about that deadline. Every host also calls ``on_wakeup`` on a short period of its
   own, so a lost wake-up only delays.
@@ -51,6 +53,8 @@ class Transport(Protocol):
     def stop(self, destination: str) -> None: ...
 
     def pack(self, records: bytes, *, for_replica: bool) -> Any: ...
+
+    def pack_together(self, payloads: list) -> list: ...
 
 
 class Clock(Protocol):

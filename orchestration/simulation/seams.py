@@ -59,6 +59,9 @@ class SimTransport:
     def pack(self, records: Any, *, for_replica: bool) -> Any:
         return records
 
+    def pack_together(self, payloads: list) -> list:
+        return list(payloads)
+
 
 class SimClock:
     def __init__(self, sim: Any, node: Any) -> None:

@@ -305,3 +305,30 @@ def test_a_paused_broker_serves_no_log_reads_until_it_resumes(cluster):
     finally:
         ray.get(broker.resume.remote(), timeout=30)
     assert len(ray.get(reads, timeout=60)) == 2
+
+
+def test_a_paused_follower_copies_a_backlog_of_large_answers_over_many_partitions(cluster):
+    """The leader answers the follower's fetches with the records of several partitions, each
+    answer as one object in Ray's shared memory (actors/shared_records.py): the follower appends
+    every partition's share of it, and the replicas end identical."""
+    partitions, records_per_partition, value = 4, 400, b"v" * 1024  # 400 KiB a partition
+    cluster.create_topic("large-answers", assignment=[[0, 1]] * partitions, config={"min.insync.replicas": "1"})
+    wait_until(lambda: all(len(p.isr) == 2 for p in cluster.describe_topic("large-answers")), 30, "a full ISR")
+    producer = cluster.producer({"acks": "1", "linger.ms": "5", "batch.size": "1000000"})
+    follower = cluster.broker(1)
+    ray.get(follower.pause.remote(), timeout=30)
+    try:
+        for i in range(partitions * records_per_partition):
+            producer.send("large-answers", value=value, partition=i % partitions)
+        producer.flush(timeout=60)
+    finally:
+        ray.get(follower.resume.remote(), timeout=30)
+
+    def copied(partition: int) -> bool:
+        description = cluster.describe_topic("large-answers")[partition]
+        digests = cluster.replica_digests("large-answers", partition, description.log_end_offset)
+        return (description.log_end_offset == description.high_watermark == records_per_partition
+                and len(digests) == 2 and len({tuple(d) for d in digests.values()}) == 1)
+    for partition in range(partitions):
+        wait_until(lambda partition=partition: copied(partition), 60,
+                   f"partition {partition}'s backlog copied whole to the follower")

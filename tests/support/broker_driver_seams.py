@@ -69,6 +69,9 @@ class Seams:
     def pack(self, records, *, for_replica):
         return records
 
+    def pack_together(self, payloads):
+        return list(payloads)
+
     def now_ms(self):
         return self.now
 

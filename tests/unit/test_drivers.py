@@ -39,6 +39,9 @@ class Recorder:
     def pack(self, records, *, for_replica):
         return records
 
+    def pack_together(self, payloads):
+        return list(payloads)
+
     def now_ms(self):
         return 0
 

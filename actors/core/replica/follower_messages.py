@@ -83,7 +83,7 @@ class FollowerAppendPartition:
     partition: int
     current_leader_epoch: int
     fetch_offset: int  # must equal the follower's log end offset, or the append is stale
-    records: Any  # whole v2 batches as the leader sent them (bytes, uint8 array or an ObjectRef)
+    records: Any  # whole v2 batches as the leader sent them (bytes, uint8 array or a SharedRecords slice)
     leader_high_watermark: int
     leader_log_start_offset: int = -1
 
