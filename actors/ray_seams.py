@@ -28,6 +28,8 @@ from actors.core.metrics import COUNTER, HISTOGRAM, LATENCY_BOUNDARIES_MS, descr
 from actors.drivers.seams import CALL_TIMED_OUT, PEER_UNREACHABLE, Reply
 
 TIMERS_PENDING_MAX = 1_000
+# How often ``RayEventLog`` exports the counter increases it added up (see there).
+COUNTER_FLUSH_INTERVAL_S = 1.0
 _metrics: dict[str, Any] = {}
 
 
@@ -75,30 +77,74 @@ async def tick_forever(interval_s: float, tick: Callable[[], Any], what: str) ->
             logger.exception("{} tick failed", what)
 
 
+def export_to_ray(name: str, kind: str, value: float, tags: tuple[tuple[str, str], ...]) -> None:
+    """Export one metric value to Ray's metrics by its kind (actors/core/metrics.py): set a gauge,
+    increase a counter, or observe a histogram."""
+    from ray.util.metrics import Counter, Gauge, Histogram
+    if name not in _metrics:
+        keys = tuple(k for k, _ in tags)
+        description = description_of(name)
+        if kind == HISTOGRAM:
+            _metrics[name] = Histogram(name, description=description, boundaries=list(LATENCY_BOUNDARIES_MS),
+                                       tag_keys=keys)
+        else:
+            _metrics[name] = (Counter if kind == COUNTER else Gauge)(name, description=description, tag_keys=keys)
+    if kind == HISTOGRAM:
+        _metrics[name].observe(value, tags=dict(tags))
+    elif kind == COUNTER:
+        _metrics[name].inc(value, tags=dict(tags))
+    else:
+        _metrics[name].set(value, tags=dict(tags))
+
+
 class RayEventLog:
+    """Log lines to loguru; ``Metric`` effects to ``export`` (Ray's metrics).
+
+    Counters are added up per (name, tags) and exported as one increase per
+    ``counter_flush_interval_s``: every fetch and produce increases counters, and each export is a
+    call into Ray's metrics library that costs more than adding up (Ray itself reports metrics to
+    its agent only every few seconds, so a scrape sees no difference). Gauges and histograms are
+    exported as they come. Without a running event loop (no timer to flush on), counters too."""
+
+    def __init__(self, export: Callable[[str, str, float, tuple], None] = export_to_ray,
+                 counter_flush_interval_s: float = COUNTER_FLUSH_INTERVAL_S) -> None:
+        self._export = export
+        self._counter_flush_interval_s = counter_flush_interval_s
+        self._counts: dict[tuple[str, tuple], float] = {}
+        self._flush_armed = False
+
     def log(self, level: str, message: str) -> None:
         logger.log(level.upper(), message)
 
     def metric(self, name: str, value: float, tags: tuple[tuple[str, str], ...]) -> None:
-        """Export one ``Metric`` effect by its kind (actors/core/metrics.py): set a gauge, increase
-        a counter, or observe a histogram."""
-        from ray.util.metrics import Counter, Gauge, Histogram
         kind = kind_of(name)
-        if name not in _metrics:
-            keys = tuple(k for k, _ in tags)
-            description = description_of(name)
-            if kind == HISTOGRAM:
-                _metrics[name] = Histogram(name, description=description, boundaries=list(LATENCY_BOUNDARIES_MS),
-                                           tag_keys=keys)
-            else:
-                _metrics[name] = (Counter if kind == COUNTER else Gauge)(name, description=description, tag_keys=keys)
-        if kind == HISTOGRAM:
-            _metrics[name].observe(value, tags=dict(tags))
-        elif kind == COUNTER:
-            if value > 0:  # Ray's counters only go up
-                _metrics[name].inc(value, tags=dict(tags))
-        else:
-            _metrics[name].set(value, tags=dict(tags))
+        if kind != COUNTER:
+            self._export(name, kind, value, tags)
+        elif value > 0:  # Ray's counters only go up
+            key = (name, tags)
+            self._counts[key] = self._counts.get(key, 0) + value
+            self._arm_flush()
+
+    def _arm_flush(self) -> None:
+        if self._flush_armed:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop to flush on later: export now
+            self.flush()
+            return
+        self._flush_armed = True
+        loop.call_later(self._counter_flush_interval_s, self.flush)
+
+    def flush(self) -> None:
+        """Export the counter increases added up since the last flush."""
+        self._flush_armed = False
+        counts, self._counts = self._counts, {}
+        for (name, tags), value in counts.items():
+            try:
+                self._export(name, COUNTER, value, tags)
+            except Exception:
+                logger.exception("exporting {} failed", name)
 
 
 class RayTransport:

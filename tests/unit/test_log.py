@@ -556,3 +556,33 @@ def test_invalid_config(properties):
     with pytest.raises(KafkaProtocolError) as raised:
         LogConfig.from_properties(properties)
     assert raised.value.error_code == ErrorCode.INVALID_CONFIG
+
+
+class ByteCountingStorage(InMemoryStorage):
+    """In-memory storage that adds up the bytes each read of a ``.log`` file asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log_bytes_read = 0
+
+    def read(self, path: str, position: int, size: int) -> bytes:
+        self.log_bytes_read += size if path.endswith(".log") else 0
+        return super().read(path, position, size)
+
+
+@pytest.mark.parametrize("start_offset", [3, 5])
+def test_a_read_after_a_large_batch_does_not_read_that_batch(start_offset):
+    """A consumer reading large batches fetches at the base offset of the batch after the one it
+    read last; the index entry at or below that offset is the batch already read. Only that
+    batch's header is needed to step over it, not its bytes (Kafka scans batch headers only)."""
+    storage = ByteCountingStorage()
+    log = open_log(storage)
+    large = make_batch(3, value_size_bytes=100_000)  # ~300 KB: each batch gets an index entry
+    for _ in range(3):
+        log.append_as_leader(large, leader_epoch=0)
+    max_bytes = len(large) + 1000
+    before = storage.log_bytes_read
+    info = log.read(start_offset, max_bytes)
+    assert decode(info.records) == [(3, 5, 0)]
+    read_bytes = storage.log_bytes_read - before
+    assert read_bytes < max_bytes + len(large) // 2, f"read {read_bytes} bytes to return one batch of {len(large)}"

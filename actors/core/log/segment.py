@@ -37,6 +37,12 @@ _LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a batch
 RECOVERY_CHUNK_BYTES = 8 * 1024 * 1024
 # The smallest read when scanning headers for an offset (truncation), whatever the index interval.
 FIND_READ_BYTES_MIN = 64 * 1024
+# When the index leaves more than LONG_SCAN_BYTES to scan before the batch a read wants (a large
+# batch at the index entry), the read scans batch headers in reads of SCAN_READ_BYTES: stepping
+# over a batch then costs its header, not its bytes. A shorter stretch is read with the data, in
+# one storage read.
+LONG_SCAN_BYTES = 64 * 1024
+SCAN_READ_BYTES = 4096
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
@@ -332,12 +338,17 @@ class LogSegment:
 
         Batches follow while the total stays <= ``max_bytes`` (the first one is returned whatever
         its size when ``min_one_batch``); a batch whose last offset is >= ``max_offset`` ends the
-        read. Costs one storage read (two when ``min_one_batch`` returns a batch larger than
-        ``max_bytes``): the index bounds how far the batch holding ``start_offset`` can be.
+        read. The index bounds how far the batch holding ``start_offset`` can be: when that stretch
+        is short, the read costs one storage read (two when ``min_one_batch`` returns a batch
+        larger than ``max_bytes``); when it is long (``LONG_SCAN_BYTES``: a large batch before
+        ``start_offset``, as a consumer of large batches always has), the headers in it are read
+        in ``SCAN_READ_BYTES`` reads, and the data in one more read from the first batch on.
         """
         position, bound = self._lookup_range(start_offset)
+        data_read_bytes = max(max_bytes, 0) + HEADER_SIZE_BYTES
+        long_scan = bound - position > LONG_SCAN_BYTES
         window = _Window(self.storage, self.log_path, self._size_bytes,
-                         bound - position + max(max_bytes, 0) + HEADER_SIZE_BYTES)
+                         SCAN_READ_BYTES if long_scan else bound - position + data_read_bytes)
         first = None
         while position < self._size_bytes:
             header = window.header_at(position)
@@ -354,6 +365,9 @@ class LogSegment:
             return empty
         if first.size_in_bytes > max_bytes and not min_one_batch:
             return empty
+        if long_scan:  # the data from the first batch on, in one read of its own
+            window = _Window(self.storage, self.log_path, self._size_bytes, data_read_bytes)
+            window.header_at(first.position)
         window.pin(first.position)
         count = 1
         # Stop without peeking when not even a bare header would fit in max_bytes.
