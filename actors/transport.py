@@ -5,8 +5,8 @@ Theory of operation. Every call one raykafka process makes to another goes throu
 its leader, a controller send thread calling its broker. Each side of such a call is a *node*:
 ``broker-<id>`` (a broker and everything it runs: its fetchers and its group coordinator) or
 ``controller`` (the controller and its send threads), as they would be hosts in a Kafka cluster.
-The fault injector publishes ``LinkRule``s on the Ray cluster's key-value store; every shell reads
-them at most every ``RULES_REFRESH_S`` and judges each call on two legs:
+The fault injector publishes ``LinkRule``s on the Ray cluster's key-value store; every shell
+judges each call by a copy of them at most ``RULES_STALE_MAX_S`` old, on two legs:
 
 - the request leg (caller -> callee): ``cut`` and a ``drop`` that strikes mean the request never
   arrives; ``delay`` holds it back before it is sent.
@@ -23,6 +23,15 @@ partition is one rule and a full partition two. Rules name nodes or ``*``.
 
 Clients (producers, consumers) do not go through the seam: partitions here are between servers.
 The pure part (``LinkRule``, ``NetworkRules``) does no I/O; ``Transport`` reads the store.
+
+Reading the store is a blocking call to Ray's GCS. A shell that calls often (a replica fetcher,
+several calls per replicated batch) must not stall its event loop on it for every
+``RULES_REFRESH_S``, so ``Transport`` given ``run_off_loop`` (the shells: the event loop's
+executor) reads on another thread once its copy is ``RULES_REFRESH_S`` old, while calls go on
+with the copy they have; only a copy ``RULES_STALE_MAX_S`` old (a call after a quiet spell, or a
+read that has not come back) is read at once, on the calling path, as before. A copy dates from
+when its read began, so no call judges by rules older than ``RULES_STALE_MAX_S``, and the fault
+injector's wait of twice ``RULES_REFRESH_S`` still puts a fault in force everywhere.
 """
 from __future__ import annotations
 
@@ -39,6 +48,8 @@ NETWORK_RULES_KEY = "/network/rules"
 # How stale a shell's copy of the rules may be; the fault injector waits this long (twice) after
 # publishing, so a fault is in force everywhere when it returns.
 RULES_REFRESH_S = 0.1
+# The oldest copy a call is judged by: older, the call reads the store itself first.
+RULES_STALE_MAX_S = 0.15
 # How long a caller takes to notice that a cut link is down (a refused or reset connection).
 CUT_DETECT_S = 0.5
 CONTROLLER_NODE = "controller"
@@ -122,27 +133,48 @@ class NetworkRules:
 class Transport:
     """One shell's side of the seam: ``await transport.call(destination, lambda: handle.m.remote(x), timeout_s)``.
 
-    ``load_rules`` reads the published rules (the Ray store in the shells; a test passes its own)."""
+    ``load_rules`` reads the published rules (the Ray store in the shells; a test passes its own).
+    ``run_off_loop(work)``, if given, runs ``work`` on another thread and returns a future of its
+    result: refreshes then leave the calling path (see the module's docstring)."""
 
     def __init__(self, node: str, load_rules: Callable[[], NetworkRules], *,
-                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None) -> None:
+                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None,
+                 run_off_loop: Callable[[Callable[[], NetworkRules]], Any] | None = None) -> None:
         self.node = node
         self._load_rules = load_rules
         self._clock = clock
         self._rng = rng or random.Random()
+        self._run_off_loop = run_off_loop
+        self._refreshing = False  # a read off the loop is under way
         self._rules = NetworkRules()
-        self._loaded_at: float | None = None
+        self._loaded_at: float | None = None  # when the read that gave ``_rules`` began
         self.messages_lost = 0
 
     def rules(self) -> NetworkRules:
         now = self._clock()
-        if self._loaded_at is None or now - self._loaded_at >= RULES_REFRESH_S:
+        age_s = None if self._loaded_at is None else now - self._loaded_at
+        if age_s is None or age_s >= RULES_STALE_MAX_S or (age_s >= RULES_REFRESH_S and self._run_off_loop is None):
             try:
-                self._rules = self._load_rules()
+                self._loaded(now, self._load_rules())
             except Exception:
-                pass  # the store unreachable for a moment: keep the rules we had
-            self._loaded_at = now
+                self._loaded_at = now  # the store unreachable for a moment: keep the rules we had
+        elif age_s >= RULES_REFRESH_S and not self._refreshing:
+            self._refreshing = True
+            try:
+                self._run_off_loop(self._load_rules).add_done_callback(lambda done: self._refreshed(now, done))
+            except Exception:
+                self._refreshing = False  # no thread to read on: the next stale call reads itself
         return self._rules
+
+    def _loaded(self, started: float, rules: NetworkRules) -> None:
+        # A read that began before the copy we hold (a blocking one overtook it) is older news.
+        if self._loaded_at is None or started >= self._loaded_at:
+            self._rules, self._loaded_at = rules, started
+
+    def _refreshed(self, started: float, done: Any) -> None:
+        self._refreshing = False
+        if not done.cancelled() and done.exception() is None:
+            self._loaded(started, done.result())
 
     async def call(self, destination: str, send: Callable[[], Awaitable[Any]], timeout_s: float) -> Any:
         """Send one request to ``destination`` and await its answer, as the links allow.
@@ -195,5 +227,10 @@ def publish_rules(ray_namespace: str, rules: Iterable[LinkRule]) -> NetworkRules
     return published
 
 
+def _in_loop_executor(work: Callable[[], Any]) -> asyncio.Future:
+    return asyncio.get_running_loop().run_in_executor(None, work)
+
+
 def shell_transport(node: str, ray_namespace: str) -> Transport:
-    return Transport(node, store_rules_loader(ray_namespace))
+    """A shell's transport: called on its event loop, it refreshes the rules off it."""
+    return Transport(node, store_rules_loader(ray_namespace), run_off_loop=_in_loop_executor)

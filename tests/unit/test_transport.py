@@ -154,3 +154,98 @@ def test_a_cut_made_while_an_answer_is_held_back_by_a_delay_catches_it():
             await call
 
     run(scenario())
+
+
+# ------------------------------------------------------------- refreshing the rules off the loop
+EPSILON_S = 1e-6  # past a bound, whatever the float sums round to
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now_s = 100.0
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+class Store:
+    """The published rules, and every read of them: on the calling path or off it."""
+
+    def __init__(self) -> None:
+        self.current = rules(LinkRule("x", "y", "cut"))
+        self.reads = 0
+
+    def load(self) -> NetworkRules:
+        self.reads += 1
+        return self.current
+
+
+class OffLoop:
+    """``run_off_loop`` whose works run when the test says, as a thread would finish them."""
+
+    def __init__(self) -> None:
+        self.works: list[tuple] = []
+
+    def __call__(self, work):
+        import concurrent.futures
+        future = concurrent.futures.Future()
+        self.works.append((work, future))
+        return future
+
+    def finish(self) -> None:
+        works, self.works = self.works, []
+        for work, future in works:
+            future.set_result(work())
+
+
+def off_loop_transport():
+    clock, store, off_loop = Clock(), Store(), OffLoop()
+    return Transport("a", store.load, clock=clock, rng=random.Random(1), run_off_loop=off_loop), clock, store, off_loop
+
+
+def test_a_refresh_of_rules_read_recently_runs_off_the_calling_path():
+    """A fetcher calls its leader many times a second: once its copy is RULES_REFRESH_S old the
+    store is read on another thread while calls go on with the copy they have, and the calls
+    after that read came back judge by what it read."""
+    from actors.transport import RULES_REFRESH_S
+    transport, clock, store, off_loop = off_loop_transport()
+    first = transport.rules()
+    assert store.reads == 1, "the first call has no copy: it reads at once"
+    clock.now_s += RULES_REFRESH_S + EPSILON_S
+    store.current = rules(LinkRule("a", "b", "cut"))
+    assert transport.rules() is first and store.reads == 1, "the call went on with its copy"
+    assert len(off_loop.works) == 1
+    assert transport.rules() is first and len(off_loop.works) == 1, "one refresh at a time"
+    off_loop.finish()
+    assert store.reads == 2 and transport.rules() is store.current
+
+
+def test_rules_older_than_the_staleness_bound_are_read_on_the_calling_path():
+    """A call after a quiet spell, or while a refresh has not come back, never judges by rules
+    older than RULES_STALE_MAX_S: it reads them itself, as the fault injector's wait counts on."""
+    from actors.transport import RULES_REFRESH_S, RULES_STALE_MAX_S
+    assert RULES_STALE_MAX_S < 2 * RULES_REFRESH_S, "the fault injector waits twice RULES_REFRESH_S"
+    transport, clock, store, off_loop = off_loop_transport()
+    transport.rules()
+    clock.now_s += RULES_STALE_MAX_S + EPSILON_S
+    store.current = rules(LinkRule("a", "b", "cut"))
+    assert transport.rules() is store.current and store.reads == 2 and not off_loop.works
+    clock.now_s += RULES_REFRESH_S + EPSILON_S
+    transport.rules()  # starts a refresh that does not come back in time
+    clock.now_s += RULES_STALE_MAX_S - RULES_REFRESH_S
+    newest = store.current = rules(LinkRule("b", "a", "cut"))
+    assert transport.rules() is newest, "the stale copy was read again on the calling path"
+    store.current = rules()
+    off_loop.finish()  # the late refresh began before the read that overtook it: older news
+    assert transport.rules() is newest
+
+
+def test_a_cut_published_while_calls_flow_catches_them_within_the_staleness_bound():
+    from actors.transport import RULES_STALE_MAX_S
+    peer, (transport, clock, store, off_loop) = FakePeer(), off_loop_transport()
+    assert run(transport.call("b", lambda: peer.handle(1), 1.0)) == 2
+    store.current = rules(LinkRule("a", "b", "cut"))
+    clock.now_s += RULES_STALE_MAX_S + EPSILON_S
+    with pytest.raises(LinkDown):
+        run(transport.call("b", lambda: peer.handle(1), 0.01))
+    assert peer.received == 1
