@@ -31,7 +31,7 @@ executor) reads on another thread once its copy is ``RULES_REFRESH_S`` old, whil
 with the copy they have; only a copy ``RULES_STALE_MAX_S`` old (a call after a quiet spell, or a
 read that has not come back) is read at once, on the calling path, as before. A copy dates from
 when its read began, so no call judges by rules older than ``RULES_STALE_MAX_S``, and the fault
-injector's wait of twice ``RULES_REFRESH_S`` still puts a fault in force everywhere.
+injector, which waits ``RULES_IN_FORCE_S`` after publishing, returns with a fault in force everywhere.
 """
 from __future__ import annotations
 
@@ -48,8 +48,11 @@ NETWORK_RULES_KEY = "/network/rules"
 # How stale a shell's copy of the rules may be; the fault injector waits this long (twice) after
 # publishing, so a fault is in force everywhere when it returns.
 RULES_REFRESH_S = 0.1
-# The oldest copy a call is judged by: older, the call reads the store itself first.
-RULES_STALE_MAX_S = 0.15
+# The oldest copy a call is judged by: older, the call reads the store itself first. Well above
+# RULES_REFRESH_S, so that a refresh on a busy machine comes back before a call must read itself.
+RULES_STALE_MAX_S = 0.3
+# How long after publishing the fault injector waits: by then every call is judged by the new rules.
+RULES_IN_FORCE_S = RULES_STALE_MAX_S + RULES_REFRESH_S
 # How long a caller takes to notice that a cut link is down (a refused or reset connection).
 CUT_DETECT_S = 0.5
 CONTROLLER_NODE = "controller"

@@ -14,7 +14,7 @@ Each primitive names a Kafka failure:
   multi-node Ray (``orchestration.admin.ray_nodes.RayNodes``).
 Every fault is written to the history, when one is given, with its time, before it is done (so a
 checker can relate what clients saw to it). Network rules take effect everywhere within
-``actors.transport.RULES_REFRESH_S``; the network primitives wait that long before returning.
+``actors.transport.RULES_IN_FORCE_S``; the network primitives wait that long before returning.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from collections.abc import Iterable
 
 import ray
 
-from actors.transport import CONTROLLER_NODE, RULES_REFRESH_S, LinkRule, broker_node, publish_rules
+from actors.transport import CONTROLLER_NODE, RULES_IN_FORCE_S, LinkRule, broker_node, publish_rules
 from orchestration.admin.cluster import Cluster
 from orchestration.chaos.history import HistoryWriter
 
@@ -139,7 +139,7 @@ class Faults:
     def _publish(self, rules: list[LinkRule]) -> None:
         publish_rules(self.cluster.namespace, rules)
         self._links = list(rules)
-        time.sleep(2 * RULES_REFRESH_S)  # every shell has read them by now
+        time.sleep(RULES_IN_FORCE_S)  # every shell judges its calls by them by now
 
     # ---------------------------------------------------------------------------- Ray nodes
     def remove_node(self, broker_id: int) -> None:
