@@ -6,7 +6,8 @@ layer serves one: a 4-byte size is read first and a size over ``socket.request.m
 closes the connection before any body is read; then the request is decoded by kio
 (``actors.wire.frames``), translated to raykafka's message (``actors.wire.apis``), handed to its
 target, and the answer translated back and written, its records as the log stored them (no
-copy on the way: ``actors.wire.sockets``). The connection reads its next request only
+copy on the way: ``actors.wire.sockets``). Produce, which a client of many partitions sends
+many small ones of, is read and answered without kio (``actors.wire.produce_codec``). The connection reads its next request only
 after answering this one (Kafka mutes a connection while a request is in flight), so requests on
 one connection are handled and answered in order; that also gives one producer connection the
 ordering that Ray calls do not promise. A produce with acks=0 is handled and not answered.
@@ -38,8 +39,8 @@ from actors.ray_metadata_store import RayKeyValueStore, active_controller
 from actors.wire.apis import APIS, BROKER, CONTROLLER, COORDINATOR, Api, WireContext, api_versions_error_response
 from actors.wire.describe_configs import RESOURCE_TOPIC, describe_configs
 from actors.wire.frames import (
-    REQUEST_BYTES_MAX_DEFAULT, SIZE_PREFIX, InvalidFrame, UnsupportedApiVersions, check_frame_size,
-    decode_request, encode_response_segments, load_served_schemas,
+    REQUEST_BYTES_MAX_DEFAULT, SIZE_PREFIX, InvalidFrame, UnsupportedApiVersions, check_frame_size, decode_body,
+    decode_header, encode_response_body, encode_response_segments, load_served_schemas,
 )
 from actors.wire.listeners import (
     LISTENER_PORTS_FILE, LISTENERS_DEFAULT, advertised_endpoints, decode_remembered_ports, encode_remembered_ports,
@@ -190,27 +191,34 @@ class KafkaListener:
     async def _handle(self, frame, context: WireContext) -> list | None:
         """One request frame to its response frame's pieces (None for acks=0); InvalidFrame closes."""
         try:
-            decoded = decode_request(frame)
+            header = decode_header(frame)
         except UnsupportedApiVersions as exc:
             return encode_response_segments(exc.correlation_id, api_versions_error_response())
-        api = APIS[decoded.api_key]
-        context = dataclasses.replace(context, client_id=decoded.client_id or "")
-        try:
-            request = api.to_core(decoded.body, decoded.api_version, context)
-        except (TypeError, ValueError) as exc:
-            raise InvalidFrame(f"{api.name} v{decoded.api_version}: {exc}") from None
-        response = await self._route(api, request, decoded, context)
+        api = APIS[header.api_key]
+        if context.client_id != (header.client_id or ""):
+            context = dataclasses.replace(context, client_id=header.client_id or "")
+        body = None
+        if api.read is not None:
+            request = api.read(frame, header.position, header.api_version)
+        else:
+            body = decode_body(frame, header)
+            try:
+                request = api.to_core(body, header.api_version, context)
+            except (TypeError, ValueError) as exc:
+                raise InvalidFrame(f"{api.name} v{header.api_version}: {exc}") from None
+        response = await self._route(api, request, header.api_version, context)
         if isinstance(request, ProduceRequest) and request.acks == 0:
             return None
-        return encode_response_segments(decoded.correlation_id,
-                                        api.to_kio(response, decoded.api_version, decoded.body))
+        if api.write is not None:
+            return encode_response_body(header.correlation_id, api.write(response, header.api_version))
+        return encode_response_segments(header.correlation_id, api.to_kio(response, header.api_version, body))
 
-    async def _route(self, api: Api, request: Any, decoded, context: WireContext) -> Any:
+    async def _route(self, api: Api, request: Any, version: int, context: WireContext) -> Any:
         try:
             if api.route == BROKER:
                 return await getattr(self._broker, api.handler)(request)
             if api.route == COORDINATOR:
-                return await self._ask_coordinator(api, request, decoded.api_version, context)
+                return await self._ask_coordinator(api, request, version, context)
             if api.route == CONTROLLER:
                 return await self._ask_controller(api, request)
         except KafkaProtocolError as exc:
