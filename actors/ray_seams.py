@@ -3,10 +3,10 @@
 Theory of operation. ``RayClock`` reads the monotonic clock and turns ``wake_at`` into an event
 loop timer that calls the shell's wake-up (a deadline already pending is not armed twice; at most
 ``TIMERS_PENDING_MAX`` are pending, past that the shell's periodic tick stands in). ``RayEventLog``
-sends log lines to loguru and ``Metric`` effects to Ray's metrics (a gauge, or a histogram for the
-names in ``HISTOGRAMS``). ``RayTransport`` runs each call as a task on the actor's event loop:
-``invoke`` (the shell's: which actor, which method, through the network-fault seam or not) is
-awaited, and its answer, or ``REQUEST_TIMED_OUT`` / ``NETWORK_EXCEPTION`` for a call that timed
+sends log lines to loguru and ``Metric`` effects to Ray's metrics (a gauge, a counter, or a
+histogram, by name; a counter's increments summed for up to ``COUNTER_FLUSH_S``). ``RayTransport``
+runs each call as a task on the actor's event loop: ``invoke`` (the shell's: which actor, which
+method, through the network-fault seam or not) is awaited, and its answer, or ``REQUEST_TIMED_OUT`` / ``NETWORK_EXCEPTION`` for a call that timed
 out or raised, goes to the driver's ``on_reply`` on the loop, so the driver is never entered
 twice at once. Stopping the transport cancels its calls in flight. ``RayStorageWorker`` runs a
 driver's storage work (fsyncs, checkpoint writes) on one executor thread of its own, in the order
@@ -28,6 +28,8 @@ from actors.core.metrics import COUNTER, HISTOGRAM, LATENCY_BOUNDARIES_MS, descr
 from actors.drivers.seams import CALL_TIMED_OUT, PEER_UNREACHABLE, Reply
 
 TIMERS_PENDING_MAX = 1_000
+# How long a counter's increments are summed before they go to Ray's metrics (``RayEventLog``).
+COUNTER_FLUSH_S = 1.0
 _metrics: dict[str, Any] = {}
 
 
@@ -76,14 +78,51 @@ async def tick_forever(interval_s: float, tick: Callable[[], Any], what: str) ->
 
 
 class RayEventLog:
+    def __init__(self) -> None:
+        # Counter increments not yet given to Ray: (name, tags) -> their sum (see ``metric``).
+        self._pending_increments: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        self._flush_armed = False
+
     def log(self, level: str, message: str) -> None:
         logger.log(level.upper(), message)
 
     def metric(self, name: str, value: float, tags: tuple[tuple[str, str], ...]) -> None:
         """Export one ``Metric`` effect by its kind (actors/core/metrics.py): set a gauge, increase
-        a counter, or observe a histogram."""
-        from ray.util.metrics import Counter, Gauge, Histogram
+        a counter, or observe a histogram. A counter's increments on an event loop are summed per
+        tag set and handed to Ray once per ``COUNTER_FLUSH_S``: each ``inc`` goes through Ray's
+        metrics library, and a broker adds to two counters per Produce request. Ray exports its
+        metrics every few seconds anyway, so the sum shows what each increment would have."""
         kind = kind_of(name)
+        if kind == COUNTER:
+            if value <= 0:  # Ray's counters only go up
+                return
+            if self._defer_increment(name, value, tags):
+                return
+        self._record(name, kind, value, tags)
+
+    def _defer_increment(self, name: str, value: float, tags: tuple[tuple[str, str], ...]) -> bool:
+        """Add to the pending sum, arming the flush; False outside an event loop (record now)."""
+        if not self._flush_armed:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return False
+            loop.call_later(COUNTER_FLUSH_S, self.flush_counters)
+            self._flush_armed = True
+        key = (name, tags)
+        self._pending_increments[key] = self._pending_increments.get(key, 0) + value
+        return True
+
+    def flush_counters(self) -> None:
+        """Hand every pending counter sum to Ray."""
+        pending, self._pending_increments = self._pending_increments, {}
+        self._flush_armed = False
+        for (name, tags), value in pending.items():
+            self._record(name, COUNTER, value, tags)
+
+    @staticmethod
+    def _record(name: str, kind: str, value: float, tags: tuple[tuple[str, str], ...]) -> None:
+        from ray.util.metrics import Counter, Gauge, Histogram
         if name not in _metrics:
             keys = tuple(k for k, _ in tags)
             description = description_of(name)
@@ -95,8 +134,7 @@ class RayEventLog:
         if kind == HISTOGRAM:
             _metrics[name].observe(value, tags=dict(tags))
         elif kind == COUNTER:
-            if value > 0:  # Ray's counters only go up
-                _metrics[name].inc(value, tags=dict(tags))
+            _metrics[name].inc(value, tags=dict(tags))
         else:
             _metrics[name].set(value, tags=dict(tags))
 
