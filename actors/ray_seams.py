@@ -122,8 +122,8 @@ class RayEventLog:
 
     @staticmethod
     def _record(name: str, kind: str, value: float, tags: tuple[tuple[str, str], ...]) -> None:
-        from ray.util.metrics import Counter, Gauge, Histogram
         if name not in _metrics:
+            from ray.util.metrics import Counter, Gauge, Histogram
             keys = tuple(k for k, _ in tags)
             description = description_of(name)
             if kind == HISTOGRAM:
