@@ -6,12 +6,13 @@ layer serves one: a 4-byte size is read first and a size over ``socket.request.m
 closes the connection before any body is read; then the request is decoded by kio
 (``actors.wire.frames``), translated to raykafka's message (``actors.wire.apis``), handed to its
 target, and the answer translated back and written, its records as the log stored them (no
-copy on the way: ``actors.wire.sockets``). Produce, which a client of many partitions sends
-many small ones of, is read and answered without kio (``actors.wire.produce_codec``). The connection reads its next request only
-after answering this one (Kafka mutes a connection while a request is in flight), so requests on
-one connection are handled and answered in order (answers to requests a client sent back to
-back may be written together: ``actors.wire.sockets.HeldResponses``); that also gives one producer
-connection the ordering that Ray calls do not promise. A produce with acks=0 is handled and not answered.
+copy on the way: ``actors.wire.sockets``). Produce, which a client of many partitions sends many
+small ones of, is read and answered without kio (``actors.wire.produce_codec``). The connection
+reads its next request only after answering this one (Kafka mutes a connection while a request is
+in flight), so requests on one connection are handled and answered in order (answers to requests
+a client sent back to back may be written together: ``actors.wire.sockets.HeldResponses``); that
+also gives one producer connection the ordering that Ray calls do not promise. A produce with
+acks=0 is handled and not answered.
 
 Targets: data and metadata requests go to this broker actor's own handlers (in-process); group
 requests to this broker's group coordinator actor; CreateTopics and DeleteTopics to the active

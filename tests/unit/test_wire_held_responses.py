@@ -29,7 +29,8 @@ class StandInBroker:
             self.parked.set()
             await asyncio.wait_for(self.release.wait(), WAIT_S)
         return ProduceResponse(responses=tuple(TopicProduceResponse(name=t.name, partition_responses=tuple(
-            PartitionProduceResponse(index=p.index, base_offset=0) for p in t.partition_data)) for t in request.topic_data))
+            PartitionProduceResponse(index=p.index, base_offset=0) for p in t.partition_data))
+            for t in request.topic_data))
 
 
 def framed(correlation_id: int, acks: int = 1) -> bytes:
