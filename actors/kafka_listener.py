@@ -6,10 +6,13 @@ layer serves one: a 4-byte size is read first and a size over ``socket.request.m
 closes the connection before any body is read; then the request is decoded by kio
 (``actors.wire.frames``), translated to raykafka's message (``actors.wire.apis``), handed to its
 target, and the answer translated back and written, its records as the log stored them (no
-copy on the way: ``actors.wire.sockets``). The connection reads its next request only
-after answering this one (Kafka mutes a connection while a request is in flight), so requests on
-one connection are handled and answered in order; that also gives one producer connection the
-ordering that Ray calls do not promise. A produce with acks=0 is handled and not answered.
+copy on the way: ``actors.wire.sockets``). Produce, which a client of many partitions sends many
+small ones of, is read and answered without kio (``actors.wire.produce_codec``). The connection
+reads its next request only after answering this one (Kafka mutes a connection while a request is
+in flight), so requests on one connection are handled and answered in order (answers to requests
+a client sent back to back may be written together: ``actors.wire.sockets.HeldResponses``); that
+also gives one producer connection the ordering that Ray calls do not promise. A produce with
+acks=0 is handled and not answered.
 
 Targets: data and metadata requests go to this broker actor's own handlers (in-process); group
 requests to this broker's group coordinator actor; CreateTopics and DeleteTopics to the active
@@ -38,14 +41,14 @@ from actors.ray_metadata_store import RayKeyValueStore, active_controller
 from actors.wire.apis import APIS, BROKER, CONTROLLER, COORDINATOR, Api, WireContext, api_versions_error_response
 from actors.wire.describe_configs import RESOURCE_TOPIC, describe_configs
 from actors.wire.frames import (
-    REQUEST_BYTES_MAX_DEFAULT, SIZE_PREFIX, InvalidFrame, UnsupportedApiVersions, check_frame_size,
-    decode_request, encode_response_segments, load_served_schemas,
+    REQUEST_BYTES_MAX_DEFAULT, SIZE_PREFIX, InvalidFrame, UnsupportedApiVersions, check_frame_size, decode_body,
+    decode_header, encode_response_body, encode_response_segments, load_served_schemas,
 )
 from actors.wire.listeners import (
     LISTENER_PORTS_FILE, LISTENERS_DEFAULT, advertised_endpoints, decode_remembered_ports, encode_remembered_ports,
     parse_listeners, ports_to_bind,
 )
-from actors.wire.sockets import ConnectionClosed, receive_exactly, send_segments
+from actors.wire.sockets import ConnectionClosed, HeldResponses, receive_exactly
 
 # How long a restarted broker tries to bind the port it had before taking a new one: the port
 # may still be held for a moment by the process Ray is replacing.
@@ -164,53 +167,76 @@ class KafkaListener:
         peer = peer if isinstance(peer, tuple) else (str(peer), 0)
         context = WireContext(listener_name=listener_name, client_host=str(peer[0]))
         size_prefix = bytearray(SIZE_PREFIX.size)
+        held = HeldResponses(loop, connection)
         try:
             while True:
-                await receive_exactly(loop, connection, size_prefix)
+                await receive_exactly(loop, connection, size_prefix, before_wait=held.send)
                 (size,) = SIZE_PREFIX.unpack(size_prefix)
                 check_frame_size(size, self._request_bytes_max)
                 frame = bytearray(size)
-                await receive_exactly(loop, connection, frame)
+                await receive_exactly(loop, connection, frame, before_wait=held.send)
                 # kio reads only from read-only buffers; the view costs no copy.
-                response = await self._handle(memoryview(frame).toreadonly(), context)
-                if response is not None:
-                    await send_segments(loop, connection, response)
+                response = await self._handle(memoryview(frame).toreadonly(), context, held)
+                if response is not None and held.add(response):
+                    await held.send()
         except (ConnectionClosed, ConnectionError):
             pass  # the client went away
         except InvalidFrame as exc:
+            # The answers to the requests before this one go out before the connection closes.
+            await self._send_quietly(held)
             logger.info("broker {} closed a Kafka connection from {}: {}", self._broker_id, peer, exc)
         except asyncio.CancelledError:
             raise
         except Exception:
+            await self._send_quietly(held)
             logger.exception("broker {} closed a Kafka connection from {} on an unexpected error",
                              self._broker_id, peer)
         finally:
             connection.close()
 
-    async def _handle(self, frame, context: WireContext) -> list | None:
-        """One request frame to its response frame's pieces (None for acks=0); InvalidFrame closes."""
+    @staticmethod
+    async def _send_quietly(held: HeldResponses) -> None:
         try:
-            decoded = decode_request(frame)
+            await held.send()
+        except (ConnectionError, OSError):
+            pass  # the client went away meanwhile
+
+    async def _handle(self, frame, context: WireContext, held: HeldResponses | None = None) -> list | None:
+        """One request frame to its response frame's pieces (None for acks=0); InvalidFrame closes.
+        The responses ``held`` (answered, not yet written) are written first unless this request
+        is a Produce with acks 0 or 1, which the broker answers without waiting."""
+        try:
+            header = decode_header(frame)
         except UnsupportedApiVersions as exc:
             return encode_response_segments(exc.correlation_id, api_versions_error_response())
-        api = APIS[decoded.api_key]
-        context = dataclasses.replace(context, client_id=decoded.client_id or "")
-        try:
-            request = api.to_core(decoded.body, decoded.api_version, context)
-        except (TypeError, ValueError) as exc:
-            raise InvalidFrame(f"{api.name} v{decoded.api_version}: {exc}") from None
-        response = await self._route(api, request, decoded, context)
+        api = APIS[header.api_key]
+        if context.client_id != (header.client_id or ""):
+            context = dataclasses.replace(context, client_id=header.client_id or "")
+        body = None
+        if api.read is not None:
+            request = api.read(frame, header.position, header.api_version)
+        else:
+            body = decode_body(frame, header)
+            try:
+                request = api.to_core(body, header.api_version, context)
+            except (TypeError, ValueError) as exc:
+                raise InvalidFrame(f"{api.name} v{header.api_version}: {exc}") from None
+        answered_at_once = isinstance(request, ProduceRequest) and request.acks in (0, 1)
+        if held is not None and not answered_at_once:
+            await held.send()
+        response = await self._route(api, request, header.api_version, context)
         if isinstance(request, ProduceRequest) and request.acks == 0:
             return None
-        return encode_response_segments(decoded.correlation_id,
-                                        api.to_kio(response, decoded.api_version, decoded.body))
+        if api.write is not None:
+            return encode_response_body(header.correlation_id, api.write(response, header.api_version))
+        return encode_response_segments(header.correlation_id, api.to_kio(response, header.api_version, body))
 
-    async def _route(self, api: Api, request: Any, decoded, context: WireContext) -> Any:
+    async def _route(self, api: Api, request: Any, version: int, context: WireContext) -> Any:
         try:
             if api.route == BROKER:
                 return await getattr(self._broker, api.handler)(request)
             if api.route == COORDINATOR:
-                return await self._ask_coordinator(api, request, decoded.api_version, context)
+                return await self._ask_coordinator(api, request, version, context)
             if api.route == CONTROLLER:
                 return await self._ask_controller(api, request)
         except KafkaProtocolError as exc:

@@ -3,16 +3,17 @@
 Theory of operation. ``RayClock`` reads the monotonic clock and turns ``wake_at`` into an event
 loop timer that calls the shell's wake-up (a deadline already pending is not armed twice; at most
 ``TIMERS_PENDING_MAX`` are pending, past that the shell's periodic tick stands in). ``RayEventLog``
-sends log lines to loguru and ``Metric`` effects to Ray's metrics (a gauge, or a histogram for the
-names in ``HISTOGRAMS``). ``RayTransport`` runs each call as a task on the actor's event loop:
-``invoke`` (the shell's: which actor, which method, through the network-fault seam or not) is
-awaited, and its answer, or ``REQUEST_TIMED_OUT`` / ``NETWORK_EXCEPTION`` for a call that timed
-out or raised, goes to the driver's ``on_reply`` on the loop, so the driver is never entered
-twice at once. Stopping the transport cancels its calls in flight. ``RayStorageWorker`` runs a
-driver's storage work (fsyncs, checkpoint writes) on one executor thread of its own, in the order
-given, and reports each back on the event loop (after the shell's ``gate``: a paused broker hears
-nothing), so a slow disk never stalls the requests the loop serves; ``drain`` waits for the work
-already given, before a clean shutdown writes the same files.
+sends log lines to loguru and ``Metric`` effects to Ray's metrics (a gauge, a counter, or a
+histogram, by name; a counter's increases summed for up to ``COUNTER_FLUSH_INTERVAL_S``).
+``RayTransport`` runs each call as a task on the actor's event loop: ``invoke`` (the shell's: which
+actor, which method, through the network-fault seam or not) is awaited, and its answer, or
+``REQUEST_TIMED_OUT`` / ``NETWORK_EXCEPTION`` for a call that timed out or raised, goes to the
+driver's ``on_reply`` on the loop, so the driver is never entered twice at once. Stopping the
+transport cancels its calls in flight. ``RayStorageWorker`` runs a driver's storage work (fsyncs,
+checkpoint writes) on one executor thread of its own, in the order given, and reports each back on
+the event loop (after the shell's ``gate``: a paused broker hears nothing), so a slow disk never
+stalls the requests the loop serves; ``drain`` waits for the work already given, before a clean
+shutdown writes the same files.
 """
 from __future__ import annotations
 
@@ -80,8 +81,8 @@ async def tick_forever(interval_s: float, tick: Callable[[], Any], what: str) ->
 def export_to_ray(name: str, kind: str, value: float, tags: tuple[tuple[str, str], ...]) -> None:
     """Export one metric value to Ray's metrics by its kind (actors/core/metrics.py): set a gauge,
     increase a counter, or observe a histogram."""
-    from ray.util.metrics import Counter, Gauge, Histogram
     if name not in _metrics:
+        from ray.util.metrics import Counter, Gauge, Histogram
         keys = tuple(k for k, _ in tags)
         description = description_of(name)
         if kind == HISTOGRAM:

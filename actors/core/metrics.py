@@ -25,6 +25,8 @@ A rate (Kafka's ``PerSec``) is the counter's ``rate()`` in Prometheus.
 """
 from __future__ import annotations
 
+import functools
+
 from actors.core.effects import Metric
 
 GAUGE, COUNTER, HISTOGRAM = "gauge", "counter", "histogram"
@@ -105,8 +107,14 @@ def isr_change(broker_id: int, old_isr_size: int, new_isr_size: int) -> list[Met
     return []
 
 
+@functools.lru_cache(maxsize=4096)
+def _topic_tags(broker_id: int, topic: str) -> tuple[tuple[str, str], ...]:
+    """A broker's tags for one topic, made once: every Produce request asks for them."""
+    return broker_tags(broker_id, topic=topic)
+
+
 def bytes_in(broker_id: int, topic: str, size_in_bytes: int, record_count: int) -> list[Metric]:
-    tags = broker_tags(broker_id, topic=topic)
+    tags = _topic_tags(broker_id, topic)
     return [Metric(name=BYTES_IN, value=size_in_bytes, tags=tags),
             Metric(name=MESSAGES_IN, value=record_count, tags=tags)]
 

@@ -27,6 +27,7 @@ from actors.core.messages import (
 from actors.core.messages.leave_group import MemberIdentity
 from actors.wire.convert import duration_ms, from_kio, to_kio
 from actors.wire.frames import response_class
+from actors.wire.produce_codec import read_produce_request, write_produce_response
 from actors.wire.versions import SUPPORTED_VERSIONS
 
 BROKER, COORDINATOR, CONTROLLER, LOCAL = "broker", "coordinator", "controller", "local"
@@ -49,6 +50,10 @@ class Api:
     to_core: Callable[[Any, int, WireContext], Any]
     to_kio: Callable[[Any, int, Any], Any]  # (raykafka response, version, kio request) -> kio response
     error_response: Callable[[Any, ErrorCode], Any] | None = None  # (raykafka request, code)
+    # Where an API's requests are read and its responses written without kio (``produce_codec``):
+    # (frame, body position, version) -> raykafka request, and (raykafka response, version) -> body.
+    read: Callable[[Any, int, int], Any] | None = None
+    write: Callable[[Any, int], bytes] | None = None
 
 
 def _generic_to_core(message_type: type, **fixed: Any) -> Callable[[Any, int, WireContext], Any]:
@@ -188,7 +193,8 @@ def _simple_error(response_type: type) -> Callable[[Any, ErrorCode], Any]:
 
 
 APIS: dict[int, Api] = {api.key: api for api in (
-    Api(0, "produce", BROKER, "handle_produce", _produce_to_core, _generic_to_kio(0)),
+    Api(0, "produce", BROKER, "handle_produce", _produce_to_core, _generic_to_kio(0),
+        read=read_produce_request, write=write_produce_response),
     Api(1, "fetch", BROKER, "handle_fetch", _consumer_only(FetchRequest), _generic_to_kio(1)),
     Api(2, "list_offsets", BROKER, "handle_list_offsets", _consumer_only(ListOffsetsRequest), _generic_to_kio(2)),
     Api(3, "metadata", BROKER, "handle_metadata", _metadata_to_core, _metadata_to_kio),

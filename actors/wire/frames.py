@@ -2,7 +2,9 @@
 
 A frame is a 4-byte big-endian size and that many bytes. The request header starts with the API
 key and version, which say the header's own version (v2, with tagged fields, for a flexible
-request version; else v1); kio reads the header and then the body. The response header is v1
+request version; else v1). ``decode_header`` reads a v1 header itself (four fields: building
+kio's entity for them cost as much as a small request's body) and leaves a v2 one to kio;
+``decode_body`` has kio read the body. The response header is v1
 for flexible versions and v0 otherwise, except that ApiVersions always answers with v0, so that
 a client speaking a version the broker does not know can still read the answer (KIP-511).
 
@@ -16,6 +18,7 @@ What Kafka does with bad input, and what ``decode_request`` reports for it:
 """
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Any, NamedTuple
 
@@ -26,6 +29,7 @@ from kio.serial.errors import SerialError
 from actors.wire.versions import API_VERSIONS_KEY, SUPPORTED_VERSIONS
 
 SIZE_PREFIX = struct.Struct(">i")
+RESPONSE_PREFIX = struct.Struct(">ii")  # size, then response header v0: the correlation id
 API_KEY_AND_VERSION = struct.Struct(">hh")
 # socket.request.max.bytes: Kafka's default.
 REQUEST_BYTES_MAX_DEFAULT = 104857600
@@ -60,8 +64,31 @@ def check_frame_size(size: int, request_bytes_max: int) -> None:
         raise InvalidFrame(f"request size {size} outside [8, {request_bytes_max}] (socket.request.max.bytes)")
 
 
-def decode_request(frame: bytes) -> DecodedRequest:
-    """A request frame's payload (after the size) as header fields and a kio body."""
+class RequestHeader(NamedTuple):
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    position: int  # where the body starts
+
+
+_HEADER_V1 = struct.Struct(">hhih")  # api key, api version, correlation id, client id's length
+
+
+@functools.cache
+def request_schema(api_key: int, api_version: int) -> type:
+    """kio's request class (kio resolves it by importing its module path on every call)."""
+    return load_request_schema(api_key, api_version)
+
+
+@functools.cache
+def response_class(api_key: int, api_version: int) -> type:
+    """kio's response class, resolved once per version (see ``request_schema``)."""
+    return load_response_schema(api_key, api_version)
+
+
+def decode_header(frame) -> RequestHeader:
+    """A request frame's header (after the size), checked against the served versions."""
     if len(frame) < API_KEY_AND_VERSION.size + 4:
         raise InvalidFrame(f"a request of {len(frame)} bytes has no complete header")
     api_key, api_version = API_KEY_AND_VERSION.unpack_from(frame, 0)
@@ -73,19 +100,53 @@ def decode_request(frame: bytes) -> DecodedRequest:
             (correlation_id,) = struct.unpack_from(">i", frame, API_KEY_AND_VERSION.size)
             raise UnsupportedApiVersions(correlation_id)
         raise InvalidFrame(f"API key {api_key} version {api_version} is not served")
-    schema = load_request_schema(api_key, api_version)
+    schema = request_schema(api_key, api_version)
+    if not schema.__flexible__ and len(frame) >= _HEADER_V1.size:
+        # Header v1 (every non-flexible version): read here, as kio would, without an entity.
+        _, _, correlation_id, length = _HEADER_V1.unpack_from(frame, 0)
+        position = _HEADER_V1.size + max(length, 0)
+        if length < -1 or position > len(frame):
+            raise InvalidFrame(f"API key {api_key} version {api_version}: client id length {length} "
+                               f"in a frame of {len(frame)} bytes")
+        try:
+            client_id = None if length == -1 else bytes(frame[_HEADER_V1.size:position]).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidFrame(f"API key {api_key} version {api_version}: client id is no UTF-8: {exc}") from None
+        return RequestHeader(api_key, api_version, correlation_id, client_id, position)
     try:
         header, position = entity_reader(schema.__header_schema__)(frame, 0)
-        body, size = entity_reader(schema)(frame, position)
-    except (SerialError, ValueError, TypeError, KeyError, UnicodeDecodeError, OverflowError) as exc:
-        # kio raises KeyError for a tagged field its schema does not name.
-        raise InvalidFrame(f"API key {api_key} version {api_version}: {type(exc).__name__}: {exc} "
-                           f"(frame starts {bytes(frame[:48]).hex()})") from None
-    if position + size != len(frame):
-        raise InvalidFrame(f"API key {api_key} version {api_version}: "
-                           f"{len(frame) - position - size} bytes after the body")
-    return DecodedRequest(api_key=api_key, api_version=api_version, correlation_id=int(header.correlation_id),
-                          client_id=header.client_id, body=body)
+    except _KIO_READ_ERRORS as exc:
+        raise _unreadable(api_key, api_version, exc, frame) from None
+    return RequestHeader(api_key, api_version, int(header.correlation_id), header.client_id, position)
+
+
+# What kio raises on bytes it cannot read (KeyError for a tagged field its schema does not name).
+_KIO_READ_ERRORS = (SerialError, ValueError, TypeError, KeyError, UnicodeDecodeError, OverflowError)
+
+
+def _unreadable(api_key: int, api_version: int, exc: Exception, frame) -> InvalidFrame:
+    return InvalidFrame(f"API key {api_key} version {api_version}: {type(exc).__name__}: {exc} "
+                        f"(frame starts {bytes(frame[:48]).hex()})")
+
+
+def decode_request(frame: bytes) -> DecodedRequest:
+    """A request frame's payload (after the size) as header fields and a kio body."""
+    header = decode_header(frame)
+    return DecodedRequest(api_key=header.api_key, api_version=header.api_version,
+                          correlation_id=header.correlation_id, client_id=header.client_id,
+                          body=decode_body(frame, header))
+
+
+def decode_body(frame, header: RequestHeader) -> Any:
+    """The kio body of the request whose ``header`` was read from ``frame``."""
+    try:
+        body, size = entity_reader(request_schema(header.api_key, header.api_version))(frame, header.position)
+    except _KIO_READ_ERRORS as exc:
+        raise _unreadable(header.api_key, header.api_version, exc, frame) from None
+    if header.position + size != len(frame):
+        raise InvalidFrame(f"API key {header.api_key} version {header.api_version}: "
+                           f"{len(frame) - header.position - size} bytes after the body")
+    return body
 
 
 class _Segments:
@@ -127,6 +188,12 @@ def encode_response_segments(correlation_id: int, body: Any) -> list:
     return segments
 
 
+def encode_response_body(correlation_id: int, body: bytes) -> list:
+    """A whole response frame with header v0 (non-flexible versions) for a body already written
+    (``produce_codec``), as one piece."""
+    return [RESPONSE_PREFIX.pack(RESPONSE_PREFIX.size - SIZE_PREFIX.size + len(body), correlation_id) + body]
+
+
 def encode_response(correlation_id: int, body: Any) -> bytes:
     """A whole response frame (size, header, body) for the kio response entity ``body``."""
     return b"".join(encode_response_segments(correlation_id, body))
@@ -138,9 +205,7 @@ def load_served_schemas() -> None:
     a new broker does not pay for importing and building them inside the client's first request;
     lower versions, which older clients ask for, still load on first use."""
     for api_key, (_, highest) in SUPPORTED_VERSIONS.items():
-        load_request_schema(api_key, highest)
-        load_response_schema(api_key, highest)
+        request_schema(api_key, highest)
+        response_class(api_key, highest)
 
 
-def response_class(api_key: int, api_version: int) -> type:
-    return load_response_schema(api_key, api_version)

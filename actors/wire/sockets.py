@@ -8,18 +8,27 @@ request is gathered in the reader's buffer and copied out of it. Here a response
 ``sendmsg`` straight from its pieces (``frames.encode_response_segments``: a partition's records
 are a view of the log segment), as many as the socket takes per call, and a request is read into
 one buffer of its announced size.
+
+``HeldResponses`` holds a connection's answered responses while the requests after them are
+already there to be read, and writes them together: a client that sends requests back to back
+(librdkafka sends one Produce request per partition) then gets several answers per write, and
+is woken once for them rather than once each.
 """
 from __future__ import annotations
 
 import asyncio
 import os
 import socket
+from collections.abc import Awaitable, Callable
 
 # How many pieces one sendmsg takes at most (the kernel's IOV_MAX, 1024 on Linux).
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 16
 # A piece handed to sendmsg whole is at most this long, so one call never asks the kernel to
 # pin a whole 50 MB fetch response at once.
 _SEND_BYTES_MAX = 4 * 1024 * 1024
+# At most this many responses, or this many bytes of them, wait to be written together.
+HELD_RESPONSES_MAX = 64
+HELD_RESPONSE_BYTES_MAX = 1024 * 1024
 
 
 class ConnectionClosed(Exception):
@@ -41,14 +50,18 @@ async def _ready(loop: asyncio.AbstractEventLoop, sock: socket.socket, *, write:
         (loop.remove_writer if write else loop.remove_reader)(descriptor)
 
 
-async def receive_exactly(loop: asyncio.AbstractEventLoop, sock: socket.socket, buffer: bytearray) -> None:
-    """Fill ``buffer`` from ``sock``; ConnectionClosed if the peer closes first."""
+async def receive_exactly(loop: asyncio.AbstractEventLoop, sock: socket.socket, buffer: bytearray,
+                          before_wait: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Fill ``buffer`` from ``sock``; ConnectionClosed if the peer closes first. ``before_wait``,
+    if given, is awaited each time the socket has nothing to read yet, before waiting for it."""
     view = memoryview(buffer)
     received = 0
     while received < len(view):
         try:
             count = sock.recv_into(view[received:])
         except (BlockingIOError, InterruptedError):
+            if before_wait is not None:
+                await before_wait()
             await _ready(loop, sock, write=False)
             continue
         if count == 0:
@@ -85,3 +98,31 @@ async def send_segments(loop: asyncio.AbstractEventLoop, sock: socket.socket, se
             views[first] = views[first][sent:]
         while first < len(views) and not len(views[first]):
             first += 1
+
+
+class HeldResponses:
+    """A connection's responses answered but not yet written, in order. ``add`` holds one;
+    ``send`` writes all held ones (in one ``send_segments``). The listener sends them before it
+    would wait for the next request, before it handles a request that may wait (a long poll, an
+    acks=all produce), and once ``HELD_RESPONSES_MAX`` or ``HELD_RESPONSE_BYTES_MAX`` are held,
+    so no answer waits for more than the handling of requests already received."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
+        self._loop = loop
+        self._sock = sock
+        self._segments: list = []
+        self._count = 0
+        self._bytes = 0
+
+    def add(self, segments: list) -> bool:
+        """Hold a response's pieces; True when as many are held as may be (send them now)."""
+        self._segments += segments
+        self._count += 1
+        self._bytes += sum(len(segment) for segment in segments)
+        return self._count >= HELD_RESPONSES_MAX or self._bytes >= HELD_RESPONSE_BYTES_MAX
+
+    async def send(self) -> None:
+        if not self._segments:
+            return
+        segments, self._segments, self._count, self._bytes = self._segments, [], 0, 0
+        await send_segments(self._loop, self._sock, segments)
