@@ -254,8 +254,16 @@ def test_metrics_on_rays_endpoint_move_during_a_load(rk, orders):
              "raykafka_controller_epoch", "raykafka_controller_offline_partitions_count",
              "raykafka_controller_leader_elections_total", "raykafka_controller_channel_queue_size",
              "raykafka_broker_topic_bytes_out_total", "raykafka_consumer_group_lag"]
-    text = wait_for("every raykafka metric on Ray's metrics endpoint",
-                    lambda: (lambda t: t if all(f"ray_{n}{{" in t for n in names) else None)(scrape(port)))
+    missing = list(names)
+
+    def every_metric() -> str | None:
+        text = scrape(port)
+        missing[:] = [n for n in names if f"ray_{n}{{" not in text]
+        return None if missing else text
+    try:
+        text = wait_for("every raykafka metric on Ray's metrics endpoint", every_metric)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; still missing: {missing}") from None
     before = total(text, "raykafka_broker_topic_messages_in_total", topic="orders")
     bytes_out_before = total(text, "raykafka_broker_topic_bytes_out_total", topic="orders")
     lag_before = total(text, "raykafka_consumer_group_lag", group="lagging", topic="orders")
