@@ -25,12 +25,14 @@ from typing import Any
 
 from loguru import logger
 
-from actors.core.metrics import COUNTER, HISTOGRAM, LATENCY_BOUNDARIES_MS, description_of, kind_of
+from actors.core.metrics import COUNTER, GAUGE, HISTOGRAM, LATENCY_BOUNDARIES_MS, description_of, kind_of
 from actors.drivers.seams import CALL_TIMED_OUT, PEER_UNREACHABLE, Reply
 
 TIMERS_PENDING_MAX = 1_000
 # How often ``RayEventLog`` exports the counter increases it added up (see there).
 COUNTER_FLUSH_INTERVAL_S = 1.0
+# How often ``RayEventLog`` sets each gauge's last value again (see there).
+GAUGE_REFRESH_INTERVAL_S = 10.0
 _metrics: dict[str, Any] = {}
 
 
@@ -105,20 +107,32 @@ class RayEventLog:
     ``counter_flush_interval_s``: every fetch and produce increases counters, and each export is a
     call into Ray's metrics library that costs more than adding up (Ray itself reports metrics to
     its agent only every few seconds, so a scrape sees no difference). Gauges and histograms are
-    exported as they come. Without a running event loop (no timer to flush on), counters too."""
+    exported as they come. Without a running event loop (no timer to flush on), counters too.
+
+    Each gauge's last value is set again every ``gauge_refresh_interval_s``: Ray's metrics agent
+    stops exporting a process's metrics once that process has reported nothing new for a while
+    (a controller's gauges, set at its first events and then steady, were gone from the endpoint
+    within 40 s), while a Kafka gauge is there whenever it is scraped."""
 
     def __init__(self, export: Callable[[str, str, float, tuple], None] = export_to_ray,
-                 counter_flush_interval_s: float = COUNTER_FLUSH_INTERVAL_S) -> None:
+                 counter_flush_interval_s: float = COUNTER_FLUSH_INTERVAL_S,
+                 gauge_refresh_interval_s: float = GAUGE_REFRESH_INTERVAL_S) -> None:
         self._export = export
         self._counter_flush_interval_s = counter_flush_interval_s
+        self._gauge_refresh_interval_s = gauge_refresh_interval_s
         self._counts: dict[tuple[str, tuple], float] = {}
+        self._gauges: dict[tuple[str, tuple], float] = {}  # each gauge's last value
         self._flush_armed = False
+        self._refresh_armed = False
 
     def log(self, level: str, message: str) -> None:
         logger.log(level.upper(), message)
 
     def metric(self, name: str, value: float, tags: tuple[tuple[str, str], ...]) -> None:
         kind = kind_of(name)
+        if kind == GAUGE:
+            self._gauges[(name, tags)] = value
+            self._arm_refresh()
         if kind != COUNTER:
             self._export(name, kind, value, tags)
         elif value > 0:  # Ray's counters only go up
@@ -136,6 +150,26 @@ class RayEventLog:
             return
         self._flush_armed = True
         loop.call_later(self._counter_flush_interval_s, self.flush)
+
+    def _arm_refresh(self) -> None:
+        if self._refresh_armed:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop to refresh on: the gauge stays as Ray keeps it
+            return
+        self._refresh_armed = True
+        loop.call_later(self._gauge_refresh_interval_s, self.refresh_gauges)
+
+    def refresh_gauges(self) -> None:
+        """Set every gauge's last value again, and arm the next refresh."""
+        self._refresh_armed = False
+        for (name, tags), value in list(self._gauges.items()):
+            try:
+                self._export(name, GAUGE, value, tags)
+            except Exception:
+                logger.exception("exporting {} failed", name)
+        self._arm_refresh()
 
     def flush(self) -> None:
         """Export the counter increases added up since the last flush."""

@@ -85,3 +85,18 @@ def test_flush_exports_what_is_pending_at_once():
         log.flush()
         assert len(export.of(BYTES_OUT)) == 1, "a flush exported the same increase twice"
     asyncio.run(story())
+
+
+def test_a_gauge_is_set_again_with_its_last_value_while_it_stays_unchanged():
+    # Ray's metrics agent drops a process's metrics once it reports nothing new for a while; a
+    # gauge set once (a controller's epoch) must still be on the endpoint minutes later.
+    async def story() -> None:
+        export = RecordingExport()
+        log = RayEventLog(export=export, counter_flush_interval_s=60.0, gauge_refresh_interval_s=FLUSH_INTERVAL_S)
+        tags = broker_tags(0)
+        log.metric(PURGATORY_SIZE, 4, tags)
+        log.metric(PURGATORY_SIZE, 2, tags)
+        await wait_for("two refreshes of the purgatory gauge", lambda: len(export.of(PURGATORY_SIZE)) >= 4)
+        assert export.of(PURGATORY_SIZE)[:2] == [(4, tags), (2, tags)]
+        assert set(export.of(PURGATORY_SIZE)[2:]) == {(2, tags)}, "a refresh set something other than the last value"
+    asyncio.run(story())
