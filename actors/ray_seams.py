@@ -164,20 +164,20 @@ class RayEventLog:
     def refresh_gauges(self) -> None:
         """Set every gauge's last value again, and arm the next refresh."""
         self._refresh_armed = False
-        for (name, tags), value in list(self._gauges.items()):
-            try:
-                self._export(name, GAUGE, value, tags)
-            except Exception:
-                logger.exception("exporting {} failed", name)
+        self._export_each(GAUGE, dict(self._gauges))
         self._arm_refresh()
 
     def flush(self) -> None:
         """Export the counter increases added up since the last flush."""
         self._flush_armed = False
         counts, self._counts = self._counts, {}
-        for (name, tags), value in counts.items():
+        self._export_each(COUNTER, counts)
+
+    def _export_each(self, kind: str, values: dict[tuple[str, tuple], float]) -> None:
+        # A timer's callback: one metric Ray refuses must not stop the others, nor the timer.
+        for (name, tags), value in values.items():
             try:
-                self._export(name, COUNTER, value, tags)
+                self._export(name, kind, value, tags)
             except Exception:
                 logger.exception("exporting {} failed", name)
 
