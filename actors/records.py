@@ -135,14 +135,22 @@ def _whole_batches(buffer, from_offset: int):
         yield header, _CDefaultRecordBatch(view[header.position:end])
 
 
-def fetch_extent(buffer, from_offset: int) -> tuple[int, int]:
-    """(where a consumer fetches next, at most how many records it gets) after ``buffer``: past
-    the last whole batch that holds offsets at or after ``from_offset`` (Kafka's next fetch
-    offset; a control batch counts), else ``from_offset``; the count is the record counts of those
-    batches. Reads only batch headers."""
-    next_offset, record_count = from_offset, 0
+class FetchExtent(NamedTuple):
+    next_offset: int  # where the consumer fetches next
+    record_count: int  # at most how many records it gets
+    last_leader_epoch: int  # the partition leader epoch of the last whole batch; -1 if none
+
+
+def fetch_extent(buffer, from_offset: int) -> FetchExtent:
+    """What ``buffer`` holds for a consumer at ``from_offset``: where it fetches next (past the
+    last whole batch that holds offsets at or after ``from_offset``, Kafka's next fetch offset; a
+    control batch counts; else ``from_offset``), at most how many records (the record counts of
+    those batches), and the leader epoch of the last of them (the epoch of the record before
+    the next fetch offset, which KIP-320 validates after a leader change). Reads only batch
+    headers."""
+    next_offset, record_count, last_leader_epoch = from_offset, 0, -1
     if buffer is None or len(buffer) == 0:
-        return next_offset, record_count
+        return FetchExtent(next_offset, record_count, last_leader_epoch)
     view = as_byte_view(buffer)
     position, size = 0, len(view)
     while size - position >= HEADER_SIZE_BYTES:
@@ -151,8 +159,9 @@ def fetch_extent(buffer, from_offset: int) -> tuple[int, int]:
             break
         if header.last_offset >= from_offset:
             next_offset, record_count = max(next_offset, header.next_offset), record_count + header.records_count
+            last_leader_epoch = header.partition_leader_epoch
         position = header.end_position
-    return next_offset, record_count
+    return FetchExtent(next_offset, record_count, last_leader_epoch)
 
 
 def next_offset_after(buffer, from_offset: int) -> int:

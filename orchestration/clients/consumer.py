@@ -5,7 +5,9 @@ leader broker, in a fetch session (KIP-227), so the next batch of data travels w
 works (Kafka's consumer pipelines the same way). A position with no committed start is reset with
 ListOffsets per ``auto.offset.reset``; a fetch answered ``OFFSET_OUT_OF_RANGE`` resets the same way,
 or raises ``KafkaError(OFFSET_OUT_OF_RANGE)`` when the policy is ``none``. Leadership errors refresh
-metadata and the fetch is retried against the new leader. As in Kafka's consumer, a partition whose
+metadata and the fetch is retried against the new leader, once the position is validated against
+that leader's log (KIP-320, ``ValidatingPositions``: a truncation moves it to where the logs diverge,
+or raises ``LogTruncationError`` when the policy is ``none``). As in Kafka's consumer, a partition whose
 leader is unknown (-1 in the metadata last read) makes the consumer ask for metadata again, no more
 often than every ``retry.backoff.ms``, and ``metadata.max.age.ms`` refreshes it anyway
 (``MetadataRefresher``); ``position``, ``seek_to_beginning``, ``seek_to_end`` and ``end_offsets``
@@ -42,12 +44,13 @@ from actors.core.messages._base import NO_EPOCH
 from actors.core.replica.fetch_session_handler import FetchSessionHandler
 from actors.core.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from orchestration.chaos.history import HistoryWriter, topic_partition_key
-from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, call_with_retries
+from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error
 from orchestration.clients.consumer_coordinator import ConsumerCoordinator
 from orchestration.clients.group_member import monotonic_ms
-from orchestration.clients.list_offsets import list_offset
+from orchestration.clients.list_offsets import METADATA_ERRORS as _METADATA_ERRORS, OffsetLookups
 from orchestration.clients.batch_poll import BatchPolling
 from orchestration.clients.fetched import FetchBuffer, FetchedPartition
+from orchestration.clients.position_validation import PositionEpochs, ValidatingPositions
 from orchestration.clients.records import ConsumerRecord, fetch_extent
 from orchestration.errors import KafkaError
 
@@ -76,10 +79,6 @@ CLOSE_TIMEOUT_MS = 30000  # Kafka's KafkaConsumer.close() default
 _CLIENT_IDS = itertools.count(1)
 
 _RESET_POLICIES = ("earliest", "latest", "none")
-_METADATA_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.FENCED_LEADER_EPOCH,
-                    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NETWORK_EXCEPTION,
-                    ErrorCode.REQUEST_TIMED_OUT}
 
 
 def _topic_partition(value) -> tuple[str, int]:
@@ -87,7 +86,7 @@ def _topic_partition(value) -> tuple[str, int]:
     return str(topic), int(partition)
 
 
-class Consumer(BatchPolling):
+class Consumer(BatchPolling, ValidatingPositions, OffsetLookups):
     def __init__(self, directory: BrokerDirectory, config: dict | None = None, *,
                  coordinator_channel=None, heartbeat_thread: bool = True,
                  history: HistoryWriter | None = None, process: str | None = None) -> None:
@@ -116,6 +115,9 @@ class Consumer(BatchPolling):
         # ObjectRef, held until the answer is in, {topic_partition: fetch offset}).
         self._in_flight: dict[Future, tuple] = {}
         self._fetch_sessions: dict[int, FetchSessionHandler] = {}  # per broker id (KIP-227)
+        # KIP-320: each position's epochs, and the OffsetForLeaderEpoch requests out, as _in_flight's.
+        self._position_epochs = PositionEpochs()
+        self._validations: dict[Future, tuple] = {}
         self._backoff_until: dict[int, float] = {}
         self._closed = False
         group_id = settings["group.id"].strip()
@@ -260,15 +262,18 @@ class Consumer(BatchPolling):
             # A group member comes back to its coordinator (auto-commit) while waiting for data.
             wait_s = remaining_s if self._coordinator is None else min(
                 remaining_s, self._coordinator.time_to_next_poll_ms(monotonic_ms()) / 1000)
-            if not self._in_flight:
+            if not self._in_flight and not self._validations:
                 if remaining_s <= 0:
                     return nothing
                 time.sleep(max(0.0, min(wait_s, self._retry_backoff_ms / 1000)))
                 continue
-            done, _ = futures.wait(list(self._in_flight), timeout=max(0.0, wait_s),
+            done, _ = futures.wait([*self._in_flight, *self._validations], timeout=max(0.0, wait_s),
                                    return_when=futures.FIRST_COMPLETED)
             for answer in done:
-                self._handle_response(answer)
+                if answer in self._validations:
+                    self._handle_validation(answer)
+                else:
+                    self._handle_response(answer)
             # Checked whether or not a fetch answered: fetches answered at once with nothing
             # (fetch.max.wait.ms=0, at the log end) must not keep poll past its timeout.
             if not self._buffered and time.monotonic() >= deadline:
@@ -285,6 +290,7 @@ class Consumer(BatchPolling):
         finally:
             self._closed = True
             self._in_flight.clear()
+            self._validations.clear()
             self._buffered.clear()
 
     def __enter__(self) -> "Consumer":
@@ -296,13 +302,14 @@ class Consumer(BatchPolling):
     # ------------------------------------------------------------------------------- fetching
     def _send_fetches(self) -> None:
         self._metadata.update_if_due()
-        busy = {tp for _, _, offsets in self._in_flight.values() for tp in offsets}
+        busy = {tp for _, _, offsets in self._in_flight.values() for tp in offsets} | self._validating_partitions()
         busy_leaders = {leader for leader, _, _ in self._in_flight.values()}  # one fetch per session at a time
         buffered = self._buffered.topic_partitions()
         by_leader: dict[int, dict[tuple[str, int], tuple[int, int]]] = collections.defaultdict(dict)
+        to_validate: dict[int, dict[tuple[str, int], int]] = {}
         now = time.monotonic()
         for tp in self._positions:
-            if tp in busy or tp in buffered or tp in self._awaiting_committed:
+            if tp in busy or tp in self._awaiting_committed:
                 continue
             if self._positions[tp] is None:
                 try:
@@ -319,9 +326,15 @@ class Consumer(BatchPolling):
                 # Kafka's Fetcher: no known leader, so ask for metadata again (once the backoff allows).
                 self._metadata.request_update()
                 continue
-            if self._backoff_until.get(leader, 0) > now or leader in busy_leaders:
+            if self._backoff_until.get(leader, 0) > now:
+                continue
+            # KIP-320: a position whose leader epoch moved is validated before it is fetched.
+            if not self._fetchable_after_validation(tp, leader, epoch, buffered, to_validate):
+                continue
+            if tp in buffered or leader in busy_leaders:
                 continue
             by_leader[leader][tp] = (self._positions[tp], epoch)
+        self._send_validations(to_validate)
         for leader, wanted in by_leader.items():  # KIP-227: only partitions whose position moved are named
             request = self._fetch_sessions.setdefault(leader, FetchSessionHandler()).build_request(
                 wanted, self._partition_max_bytes, self._max_wait_ms, self._min_bytes, self._max_bytes)
@@ -366,9 +379,10 @@ class Consumer(BatchPolling):
         (Kafka's next fetch offset) and return how many records (at most) are still to be decoded."""
         code = ErrorCode(data.error_code)
         if code == ErrorCode.NONE:
-            next_offset, record_count = fetch_extent(data.records, fetched_at)
+            next_offset, record_count, last_leader_epoch = fetch_extent(data.records, fetched_at)
             if next_offset > fetched_at:
                 self._positions[tp] = next_offset
+                self._position_epochs.fetched(tp, last_leader_epoch)
                 return max(record_count, 1)
         elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
             if self._reset_policy == "none":
@@ -415,6 +429,7 @@ class Consumer(BatchPolling):
             found = committed.get(tp)
             if found is not None and tp in self._positions and self._positions[tp] is None:
                 self._positions[tp], self._consumed_epochs[tp] = found
+                self._position_epochs.restored(tp, found[1])  # KIP-320: validated before it is fetched
 
     def _set_partitions(self, partitions: list[tuple[str, int]]) -> None:
         """Own exactly ``partitions``: positions of kept ones stay, new ones start unknown (with a
@@ -425,12 +440,14 @@ class Consumer(BatchPolling):
         self._positions = {tp: self._positions.get(tp) for tp in wanted}
         self._awaiting_committed &= set(self._positions)
         self._consumed_epochs = {tp: e for tp, e in self._consumed_epochs.items() if tp in self._positions}
+        self._position_epochs.keep_only(self._positions)
         self._drop_buffered(lambda tp: tp not in self._positions)
 
     def _set_position(self, tp: tuple[str, int], offset: int) -> None:
         self._positions[tp] = offset
         self._awaiting_committed.discard(tp)
         self._consumed_epochs.pop(tp, None)
+        self._position_epochs.forget(tp)  # a seek has no epoch: Kafka does not validate it
         self._drop_buffered(lambda other: other == tp)
 
     def _consumed_positions(self) -> dict[tuple[str, int], tuple[int, int]]:
@@ -462,27 +479,6 @@ class Consumer(BatchPolling):
             except KafkaError:
                 continue
         return counts
-
-    # -------------------------------------------------------------------------------- offsets
-    def _reset(self, tp: tuple[str, int], *, waiting: bool = False) -> None:
-        """Set a position per ``auto.offset.reset``: one attempt (poll's path: a retriable error
-        leaves the position unknown for the next poll), or ``waiting`` until default.api.timeout.ms."""
-        if self._reset_policy == "none":
-            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"{tp[0]}-{tp[1]} has no position and "
-                                                             "auto.offset.reset is none")
-        timestamp = EARLIEST_TIMESTAMP if self._reset_policy == "earliest" else LATEST_TIMESTAMP
-        self._positions[tp] = (self._list_offset_waiting(tp, timestamp) if waiting
-                               else self._list_offset(tp, timestamp))
-
-    def _list_offset_waiting(self, tp: tuple[str, int], timestamp: int) -> int:
-        """ListOffsets, retrying retriable errors until ``default.api.timeout.ms``, as Kafka's
-        consumer does for position(), beginningOffsets() and endOffsets()."""
-        return call_with_retries(lambda _deadline: self._list_offset(tp, timestamp), timeout_ms=self._api_timeout_ms,
-                                 retry_backoff_ms=self._retry_backoff_ms, what=f"ListOffsets {tp[0]}-{tp[1]}")
-
-    def _list_offset(self, tp: tuple[str, int], timestamp: int) -> int:
-        return list_offset(self._directory, self._metadata, tp, timestamp,
-                           refresh_metadata=self._refresh_metadata_quietly, metadata_errors=_METADATA_ERRORS)
 
     def _assigned(self, partition) -> tuple[str, int]:
         tp = _topic_partition(partition)

@@ -39,7 +39,7 @@ def encoded_batch(values, base_offset: int, *, leader_epoch: int = 0, control: b
 
 
 def fetched(buffer: bytes, fetch_offset: int) -> FetchedPartition:
-    next_fetch_offset, record_count = fetch_extent(buffer, fetch_offset)
+    next_fetch_offset, record_count, _ = fetch_extent(buffer, fetch_offset)
     return FetchedPartition(TOPIC, 0, buffer, fetch_offset, next_fetch_offset, record_count)
 
 
