@@ -4,7 +4,8 @@ replicas agree below the high watermark; a dead follower leaves the ISR and rejo
 fetcher is replaced and catches up; an idempotent producer writes each record once across a leader
 kill; with two brokers down acks=all is refused; a producer sending one
 record at a time with acks=all and no retries keeps going across repeated leader kills; a paused
-broker serves no log reads until it resumes."""
+broker serves no log reads until it resumes; a consumer whose records an unclean election truncated
+reads the new leader's records from where the logs diverge (KIP-320)."""
 from __future__ import annotations
 
 import concurrent.futures
@@ -332,3 +333,61 @@ def test_a_paused_follower_copies_a_backlog_of_large_answers_over_many_partition
     for partition in range(partitions):
         wait_until(lambda partition=partition: copied(partition), 60,
                    f"partition {partition}'s backlog copied whole to the follower")
+
+
+def test_a_consumer_rereads_from_where_an_unclean_election_made_the_logs_diverge(cluster):
+    """KIP-320 on a real cluster: a consumer read offsets 0-9 from broker 0 while broker 1 (down)
+    had only 0-4; broker 0 dies, broker 1 comes back and is elected uncleanly, and writes 5-11
+    anew. The consumer validates its position (10) with the new leader and reads 5-11 from it;
+    without validation it fetched on at 10 and never saw the new 5-9."""
+    topic = "diverged"
+    cluster.create_topic(topic, assignment=[[0, 1]],
+                         config={"min.insync.replicas": "1", "unclean.leader.election.enable": "true"})
+    wait_until(lambda: sorted(cluster.describe_topic(topic)[0].isr) == [0, 1], 60, f"a full ISR for {topic}")
+    producer = cluster.producer({"acks": "all"})
+    for i in range(5):
+        producer.send(topic, value=b"old-%d" % i, partition=0)
+    producer.flush(timeout=60)
+    wait_until(lambda: replica_end_offsets(cluster, topic) == {0: 5, 1: 5}, 60, "both replicas to hold 0-4")
+    cluster.kill("broker", 1, restart=False)
+    try:
+        wait_until(lambda: cluster.describe_topic(topic)[0].isr == [0], 60, f"the ISR of {topic} to shrink to broker 0")
+        for i in range(5, 10):
+            producer.send(topic, value=b"old-%d" % i, partition=0)
+        producer.flush(timeout=60)
+        consumer = cluster.consumer({"auto.offset.reset": "earliest"})
+        consumer.assign([(topic, 0)])
+        assert poll_offsets_and_values(consumer, 10) == [(i, b"old-%d" % i) for i in range(10)]
+
+        cluster.kill("broker", 0, restart=False)
+        wait_until(lambda: cluster.describe_topic(topic)[0].leader < 0, 60, f"{topic} to have no leader")
+        cluster.restart_broker(1)
+        wait_until(lambda: cluster.describe_topic(topic)[0].leader == 1, 60, f"broker 1 to lead {topic} (unclean)")
+        rewriter = cluster.producer({"acks": "1"})
+        for i in range(5, 12):
+            rewriter.send(topic, value=b"new-%d" % i, partition=0)
+        rewriter.flush(timeout=60)
+
+        assert poll_offsets_and_values(consumer, 7) == [(i, b"new-%d" % i) for i in range(5, 12)]
+    finally:
+        for broker_id in (0, 1):
+            if broker_id not in cluster.describe_cluster()["brokers"]:
+                cluster.restart_broker(broker_id)
+
+
+def replica_end_offsets(cluster, topic: str) -> dict[int, int]:
+    """Each live replica's log end offset of partition 0, as its broker reports it."""
+    ends = {}
+    for broker_id in cluster.describe_topic(topic)[0].replicas:
+        entries = ray.get(cluster.broker(broker_id).describe_partitions.remote(), timeout=10)
+        ends.update({broker_id: e["log_end_offset"] for e in entries if e["topic"] == topic})
+    return ends
+
+
+def poll_offsets_and_values(consumer, count: int, timeout_s: float = 60) -> list[tuple[int, bytes]]:
+    got: list[tuple[int, bytes]] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count and time.monotonic() < deadline:
+        got += [(r.offset, r.value) for r in consumer.poll(timeout_ms=200)]
+    assert len(got) >= count, f"waited {timeout_s} s for {count} records, got {got}"
+    return got
