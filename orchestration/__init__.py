@@ -29,6 +29,7 @@ _EXPORTS = {
     "CommitFailedError": "orchestration.clients.consumer_coordinator",
     "Consumer": "orchestration.clients.consumer",
     "KafkaError": "orchestration.errors",
+    "LogTruncationError": "orchestration.clients.position_validation",
     "Producer": "orchestration.clients.producer",
     "ConsumerRecord": "actors.records",
     "RecordMetadata": "actors.records",
