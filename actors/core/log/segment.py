@@ -103,7 +103,7 @@ class LogSegment:
         # the segment and the last offset of the first batch with it. None until known (an old
         # segment's is found on first use, from the time index and a scan of at most an index
         # interval: see _ensure_max_timestamp).
-        self._max_timestamp: int | None = NO_TIMESTAMP
+        self._max_timestamp: int | None = None
         self._offset_of_max_timestamp = base_offset
         # (leader epoch, first offset) of each run of batches of one epoch a recovery kept, for the
         # log's epoch cache (which takes and empties it).
@@ -122,7 +122,7 @@ class LogSegment:
                 storage.truncate(path, 0)
             else:
                 storage.append(path, b"")
-        segment._index_relative_offsets, segment._index_positions = array("i"), array("i")
+        segment._reset_index()
         return segment
 
     @classmethod
@@ -132,7 +132,6 @@ class LogSegment:
         segment = cls(storage, directory, base_offset, index_interval_bytes=index_interval_bytes,
                       size_bytes=0, next_offset=next_offset)
         segment._size_bytes = storage.file_size(segment.log_path)
-        segment._max_timestamp = None
         return segment
 
     @classmethod

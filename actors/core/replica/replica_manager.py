@@ -396,7 +396,10 @@ class ReplicaManager:
         else:
             # Consumers look among committed records only, as Kafka 2.4 does (read-uncommitted).
             max_offset = partition.log_end_offset if replica_id >= 0 else partition.high_watermark
-            found = offset_for_timestamp(partition.log, asked.timestamp, max_offset, self.decompress)
+            try:
+                found = offset_for_timestamp(partition.log, asked.timestamp, max_offset, self.decompress)
+            except KafkaProtocolError as exc:  # a segment that cannot be read (KAFKA_STORAGE_ERROR)
+                return error(exc.error_code)
             if found is None:  # no record that late: Kafka answers offset and timestamp -1
                 return ListOffsetsPartitionResponse(partition_index=asked.partition_index, offset=-1,
                                                     timestamp=-1, leader_epoch=partition.leader_epoch)
