@@ -85,6 +85,38 @@ def test_list_offsets_by_timestamp_agrees_between_confluent_kafka_and_the_python
         {1000: 0, 1050: 1, 1900: 9, 5000: None}
 
 
+@pytest.mark.parametrize("compression", ["gzip", "lz4"])
+def test_offsets_for_times_answers_the_exact_record_inside_a_compressed_batch(cluster, bootstrap, compression):
+    """librdkafka writes many records per compressed batch; its offsets_for_times gets the record
+    itself (Kafka's time index and record scan), not the start of the batch that holds it."""
+    import ray
+    from aiokafka.codec import has_lz4
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from actors.core.log.record_batch import parse_batches
+    if compression == "lz4" and not has_lz4():
+        pytest.skip("the brokers have no lz4 codec here (cramjam is not installed)")
+    topic = f"wire-timestamps-{compression}"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "compression.type": compression,
+                         "linger.ms": 200, "batch.num.messages": 1000, "enable.idempotence": False})
+    for index in range(3000):  # timestamps 1_000_000 + offset
+        producer.produce(topic, value=b"record-%d" % index, partition=0, timestamp=1_000_000 + index)
+    assert producer.flush(30) == 0
+    records, _, _ = ray.get(cluster.broker(0).read_log.remote(topic, 0, 0, 8 << 20), timeout=60)
+    batches = parse_batches(records, check_crc=False)
+    targets = [header.base_offset + header.records_count // 2 for header in batches if header.records_count > 10]
+    assert targets and all(header.attributes & 0x07 for header in batches), \
+        f"compressed batches of many records expected, got {[h.records_count for h in batches]}"
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"timestamps-{compression}"})
+    try:
+        asked = [TopicPartition(topic, 0, 1_000_000 + offset) for offset in targets[:5]]
+        answers = [reader.offsets_for_times([tp], timeout=30)[0] for tp in asked]
+        assert [(a.error, a.offset) for a in answers] == [(None, offset) for offset in targets[:5]]
+    finally:
+        reader.close()
+
+
 def test_an_idempotent_confluent_kafka_producer_gets_an_id_and_writes_each_record_once(cluster, bootstrap):
     """librdkafka's idempotent producer: InitProducerId is answered from the broker's producer-id
     block, every batch carries the id and its sequence, and every record is in the log once."""

@@ -107,7 +107,8 @@ def filled_log(storage, batch_count: int, *, leader_epoch: int = 0, **config) ->
 def test_open_creates_an_empty_log(storage):
     log = open_log(storage)
     assert (log.log_start_offset, log.log_end_offset, log.latest_epoch) == (0, 0, -1)
-    assert storage.list_dir(DIRECTORY) == ["00000000000000000000.index", "00000000000000000000.log"]
+    assert storage.list_dir(DIRECTORY) == ["00000000000000000000.index", "00000000000000000000.log",
+                                           "00000000000000000000.timeindex"]
     assert log.number_of_segments == 1 and log.size_in_bytes == 0
 
 

@@ -326,13 +326,13 @@ def test_list_offsets_by_timestamp_answers_the_first_record_at_or_after_it(leade
         assert (answer.error_code, answer.offset, answer.timestamp) == (ErrorCode.NONE, *expected), timestamp
 
 
-def test_list_offsets_by_timestamp_in_a_compressed_batch_answers_the_batch_start(leader):
+def test_list_offsets_by_timestamp_in_a_compressed_batch_answers_the_exact_record(leader):
     leader.produce("t", 0, _timed_batch(1000, 3))
     batch = _timed_batch(2000, 4, compression_type=1)  # gzip, offsets 3..6
     assert batch[21 + 1] & 0x07 == 1, "the batch is compressed"
     leader.produce("t", 0, batch)
     answer = leader.list_offset("t", 0, 2015)
-    assert (answer.offset, answer.timestamp) == (3, 2030), "the earliest offset that can hold it, never later"
+    assert (answer.offset, answer.timestamp) == (5, 2020), "the record itself, not its batch start"
 
 
 def test_list_offsets_by_timestamp_over_records_that_do_not_parse_answers_the_batch_start(leader):

@@ -1,7 +1,7 @@
 """A partition replica's log: segments of v2 batches, recovery, truncation and leader epochs.
 
 Theory of operation. ``Log`` owns one partition directory (``<topic>-<partition>/``): segments
-``<base_offset:020d>.log`` / ``.index`` that together hold the contiguous offsets
+``<base_offset:020d>.log`` / ``.index`` / ``.timeindex`` that together hold the contiguous offsets
 [log_start_offset, log_end_offset), and the ``leader-epoch-checkpoint`` (through its
 ``LeaderEpochCache``). It holds no lock and starts no thread; its owner (Partition/ReplicaManager)
 calls it from one thread, and every effect is a call on the injected ``Storage``.

@@ -1,4 +1,5 @@
-"""One log segment: a ``.log`` file of whole v2 batches and its sparse ``.index``, as in Kafka.
+"""One log segment: a ``.log`` file of whole v2 batches, its sparse ``.index`` and its
+``.timeindex`` (time_index.py, filled at the same points), as in Kafka.
 
 Theory of operation. A segment owns the offsets [base_offset, next_offset) of a partition's log,
 stored in ``<dir>/<base_offset:020d>.log``. Only the last segment of a log (the active one) is
@@ -23,16 +24,15 @@ from array import array
 from dataclasses import dataclass
 
 from actors.core.errors import ErrorCode, KafkaProtocolError
-from actors.core.log.record_batch import (
-    HEADER_SIZE_BYTES, LOG_OVERHEAD_BYTES, BatchHeader, read_header, scan_valid_prefix)
+from actors.core.log.record_batch import HEADER_SIZE_BYTES, BatchHeader, read_header, scan_valid_prefix
+from actors.core.log.segment_window import SegmentWindow
 from actors.core.log.storage import Storage
+from actors.core.log.time_index import NO_TIMESTAMP, TIME_INDEX_FILE_SUFFIX, TimeIndex
 
 LOG_FILE_SUFFIX = ".log"
 INDEX_FILE_SUFFIX = ".index"
 INT32_MAX = 2**31 - 1
 _INDEX_ENTRY = struct.Struct(">ii")
-_BATCH_BOUNDS = struct.Struct(">qi")  # a batch's base_offset and batch_length, at its start
-_LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a batch
 # Recovery reads the segment in chunks of this size (bigger only for a bigger batch).
 RECOVERY_CHUNK_BYTES = 8 * 1024 * 1024
 # The smallest read when scanning headers for an offset (truncation), whatever the index interval.
@@ -50,8 +50,8 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
 
 
 def parse_segment_file_name(name: str) -> tuple[int, str] | None:
-    """(base_offset, suffix) for a segment's .log or .index file name, else None."""
-    for suffix in (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX):
+    """(base_offset, suffix) for a segment's .log, .index or .timeindex file name, else None."""
+    for suffix in (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX):
         stem = name[:-len(suffix)]
         if name.endswith(suffix) and len(stem) == 20 and stem.isdigit():
             return int(stem), suffix
@@ -78,74 +78,6 @@ class FetchDataInfo:
         return len(self.records)
 
 
-class _Window:
-    """A cache of one stretch of a file, so that a read parses headers with few storage reads."""
-
-    def __init__(self, storage: Storage, path: str, end_position: int, read_size_bytes: int):
-        self._storage = storage
-        self._path = path
-        self._end_position = end_position
-        self._read_size_bytes = max(read_size_bytes, HEADER_SIZE_BYTES)
-        self._start = 0
-        self._data = b""
-        # When set, bytes from here on are kept when the window moves forward (see pin()).
-        self._pinned_position: int | None = None
-
-    def pin(self, position: int) -> None:
-        """Keeps the bytes from ``position`` on in memory: the caller will want them back."""
-        self._pinned_position = position
-
-    def _ensure(self, position: int, size: int) -> None:
-        window_end = self._start + len(self._data)
-        if self._start <= position and position + size <= window_end:
-            return
-        pinned = self._pinned_position
-        if pinned is not None and self._start <= pinned <= position <= window_end:
-            # Extend the window forward, keeping the pinned bytes: one more read, no re-read.
-            read_size = min(max(position + size - window_end, self._read_size_bytes),
-                            self._end_position - window_end)
-            more = self._storage.read(self._path, window_end, read_size)
-            self._data = self._data[pinned - self._start:] + more
-            self._start = pinned
-        else:
-            read_size = min(max(size, self._read_size_bytes), self._end_position - position)
-            self._data = self._storage.read(self._path, position, read_size)
-            self._start = position
-        if self._start + len(self._data) < position + size:
-            raise KafkaProtocolError(ErrorCode.KAFKA_STORAGE_ERROR,
-                                     f"{self._path} is shorter than expected at {position}")
-
-    def header_at(self, position: int) -> BatchHeader | None:
-        """The batch header at ``position``, or None where no whole batch fits before the end."""
-        if position + HEADER_SIZE_BYTES > self._end_position:
-            return None
-        self._ensure(position, HEADER_SIZE_BYTES)
-        header = read_header(self._data, position - self._start)._replace(position=position)
-        if header.end_position > self._end_position:
-            return None
-        return header
-
-    def next_batch_at(self, position: int) -> tuple[int, int] | None:
-        """(last offset, end position) of the batch at ``position``, or None where no whole batch
-        fits before the end. Reads only the length fields: the batches after the first of a read
-        were checked when they were appended or recovered, as Kafka's reads trust them too."""
-        if position + HEADER_SIZE_BYTES > self._end_position:
-            return None
-        self._ensure(position, HEADER_SIZE_BYTES)
-        base_offset, batch_length = _BATCH_BOUNDS.unpack_from(self._data, position - self._start)
-        (last_offset_delta,) = _LAST_OFFSET_DELTA.unpack_from(self._data, position - self._start + 23)
-        end_position = position + batch_length + LOG_OVERHEAD_BYTES
-        return None if end_position > self._end_position else (base_offset + last_offset_delta, end_position)
-
-    def bytes_at(self, position: int, size: int):
-        """The bytes at ``position``: a view of what the window read (immutable bytes), not a copy."""
-        self._ensure(position, size)
-        start = position - self._start
-        if start == 0 and size == len(self._data):
-            return self._data
-        return memoryview(self._data)[start:start + size]
-
-
 class LogSegment:
     """A segment; see the module docstring. ``next_offset`` == ``base_offset`` when empty."""
 
@@ -156,6 +88,7 @@ class LogSegment:
         self.base_offset = base_offset
         self.log_path = f"{directory}/{segment_file_name(base_offset, LOG_FILE_SUFFIX)}"
         self.index_path = f"{directory}/{segment_file_name(base_offset, INDEX_FILE_SUFFIX)}"
+        self.time_index_path = f"{directory}/{segment_file_name(base_offset, TIME_INDEX_FILE_SUFFIX)}"
         self._index_interval_bytes = index_interval_bytes
         self._size_bytes = size_bytes
         self._next_offset = next_offset
@@ -164,6 +97,14 @@ class LogSegment:
         self._index_positions: array | None = None
         # Bytes appended since the position of the last index entry (the whole size if none).
         self._bytes_since_last_index_entry = 0
+        # The time index (time_index.py), loaded with the offset index.
+        self._time_index = TimeIndex()
+        # Kafka's maxTimestampSoFar and offsetOfMaxTimestamp: the greatest batch max timestamp in
+        # the segment and the last offset of the first batch with it. None until known (an old
+        # segment's is found on first use, from the time index and a scan of at most an index
+        # interval: see _ensure_max_timestamp).
+        self._max_timestamp: int | None = None
+        self._offset_of_max_timestamp = base_offset
         # (leader epoch, first offset) of each run of batches of one epoch a recovery kept, for the
         # log's epoch cache (which takes and empties it).
         self.recovered_epoch_starts: list[tuple[int, int]] = []
@@ -176,12 +117,12 @@ class LogSegment:
         """A new, empty segment; files left over under the same name are emptied."""
         segment = cls(storage, directory, base_offset, index_interval_bytes=index_interval_bytes,
                       size_bytes=0, next_offset=base_offset)
-        for path in (segment.log_path, segment.index_path):
+        for path in (segment.log_path, segment.index_path, segment.time_index_path):
             if storage.exists(path):
                 storage.truncate(path, 0)
             else:
                 storage.append(path, b"")
-        segment._index_relative_offsets, segment._index_positions = array("i"), array("i")
+        segment._reset_index()
         return segment
 
     @classmethod
@@ -228,9 +169,15 @@ class LogSegment:
     def _reset_index(self) -> None:
         self._index_relative_offsets, self._index_positions = array("i"), array("i")
         self._bytes_since_last_index_entry = 0
+        self._time_index = TimeIndex()
+        self._max_timestamp, self._offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset
 
-    def _index_batch(self, header: BatchHeader, position: int, new_entries: bytearray) -> None:
-        """Kafka's rule: index this batch if more than index_interval_bytes came since the last entry."""
+    def _index_batch(self, header: BatchHeader, position: int, new_entries: bytearray,
+                     new_time_entries: bytearray) -> None:
+        """Kafka's rule: index this batch if more than index_interval_bytes came since the last
+        entry, in the offset index and (with the max timestamp so far) in the time index."""
+        if header.max_timestamp > self._max_timestamp:
+            self._max_timestamp, self._offset_of_max_timestamp = header.max_timestamp, header.last_offset
         if self._bytes_since_last_index_entry > self._index_interval_bytes:
             relative_offset = header.last_offset - self.base_offset
             assert 0 <= relative_offset <= INT32_MAX and position <= INT32_MAX
@@ -238,6 +185,8 @@ class LogSegment:
             self._index_relative_offsets.append(relative_offset)
             self._index_positions.append(position)
             new_entries += _INDEX_ENTRY.pack(relative_offset, position)
+            new_time_entries += self._time_index.maybe_append(
+                self._max_timestamp, self._offset_of_max_timestamp - self.base_offset)
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += header.size_in_bytes
 
@@ -250,33 +199,39 @@ class LogSegment:
             0 <= relative < self._next_offset - self.base_offset and 0 <= position < self._size_bytes
             for relative, position in entries) and all(
             a[0] < b[0] and a[1] < b[1] for a, b in zip(entries, entries[1:]))
-        if not sane:
+        time_data = (self.storage.read_file(self.time_index_path)
+                     if self.storage.exists(self.time_index_path) else None)  # none: an older raykafka's segment
+        time_index = None if time_data is None else TimeIndex.from_file_data(
+            time_data, relative_offset_end=self._next_offset - self.base_offset)
+        if not sane or time_index is None:
             self._rebuild_index()
             return
+        self._time_index = time_index
         self._index_relative_offsets = array("i", (relative for relative, _ in entries))
         self._index_positions = array("i", (position for _, position in entries))
         last_position = entries[-1][1] if entries else 0
         self._bytes_since_last_index_entry = self._size_bytes - last_position
 
     def _rebuild_index(self) -> None:
-        """Re-derives the index from batch headers (no CRC) and rewrites the index file."""
+        """Re-derives both indexes from batch headers (no CRC) and rewrites their files."""
         self._reset_index()
-        new_entries = bytearray()
-        window = _Window(self.storage, self.log_path, self._size_bytes, RECOVERY_CHUNK_BYTES)
+        new_entries, new_time_entries = bytearray(), bytearray()
+        window = SegmentWindow(self.storage, self.log_path, self._size_bytes, RECOVERY_CHUNK_BYTES)
         position = 0
         while position < self._size_bytes:
             header = window.header_at(position)
             if header is None:
                 raise KafkaProtocolError(ErrorCode.KAFKA_STORAGE_ERROR,
                                          f"{self.log_path} has a torn batch at {position}")
-            self._index_batch(header, position, new_entries)
+            self._index_batch(header, position, new_entries, new_time_entries)
             position = header.end_position
-        self._write_index_file(new_entries)
+        self._write_index_files(new_entries, new_time_entries)
 
-    def _write_index_file(self, entries: bytes) -> None:
-        if self.storage.exists(self.index_path):
-            self.storage.truncate(self.index_path, 0)
-        self.storage.append(self.index_path, entries)
+    def _write_index_files(self, entries: bytes, time_entries: bytes) -> None:
+        for path, data in ((self.index_path, entries), (self.time_index_path, time_entries)):
+            if self.storage.exists(path):
+                self.storage.truncate(path, 0)
+            self.storage.append(path, data)
 
     def _lookup_position(self, offset: int) -> int:
         """Start position of the scan for ``offset``: the greatest index entry <= it, else 0."""
@@ -300,28 +255,23 @@ class LogSegment:
         """Appends validated batches; ``headers`` positions are relative to the start of ``data``."""
         assert headers and headers[0].base_offset == self._next_offset, (headers[0], self._next_offset)
         assert headers[-1].last_offset - self.base_offset <= INT32_MAX
-        self._ensure_index()
-        new_entries = bytearray()
+        self._ensure_max_timestamp()
+        new_entries, new_time_entries = bytearray(), bytearray()
         for header in headers:
-            self._index_batch(header, self._size_bytes + header.position, new_entries)
+            self._index_batch(header, self._size_bytes + header.position, new_entries, new_time_entries)
         self.storage.append(self.log_path, data)
         if new_entries:
             self.storage.append(self.index_path, new_entries)
+        if new_time_entries:
+            self.storage.append(self.time_index_path, new_time_entries)
         self._size_bytes += len(data)
         self._next_offset = headers[-1].next_offset
 
     def find_batch(self, offset: int) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset`` (the one holding it), or None."""
-        position = self._lookup_position(offset)
-        window = _Window(self.storage, self.log_path, self._size_bytes,
-                         max(2 * self._index_interval_bytes, FIND_READ_BYTES_MIN))
-        while position < self._size_bytes:
-            header = window.header_at(position)
-            if header is None:
-                return None
+        for header in self.headers_from(self._lookup_position(offset), read_bytes_min=FIND_READ_BYTES_MIN):
             if header.last_offset >= offset:
                 return header
-            position = header.end_position
         return None
 
     def read_position(self, offset: int) -> int:
@@ -347,8 +297,8 @@ class LogSegment:
         position, bound = self._lookup_range(start_offset)
         data_read_bytes = max(max_bytes, 0) + HEADER_SIZE_BYTES
         long_scan = bound - position > LONG_SCAN_BYTES
-        window = _Window(self.storage, self.log_path, self._size_bytes,
-                         SCAN_READ_BYTES if long_scan else bound - position + data_read_bytes)
+        window = SegmentWindow(self.storage, self.log_path, self._size_bytes,
+                               SCAN_READ_BYTES if long_scan else bound - position + data_read_bytes)
         first = None
         while position < self._size_bytes:
             header = window.header_at(position)
@@ -366,7 +316,7 @@ class LogSegment:
         if first.size_in_bytes > max_bytes and not min_one_batch:
             return empty
         if long_scan:  # the data from the first batch on, in one read of its own
-            window = _Window(self.storage, self.log_path, self._size_bytes, data_read_bytes)
+            window = SegmentWindow(self.storage, self.log_path, self._size_bytes, data_read_bytes)
             window.header_at(first.position)
         window.pin(first.position)
         count = 1
@@ -383,6 +333,65 @@ class LogSegment:
                              first_offset=first.base_offset, last_offset=last_offset,
                              batch_count=count)
 
+    # -- timestamps (actors/core/log/timestamps.py searches with these) ----------------------
+
+    @property
+    def largest_timestamp(self) -> int:
+        """Kafka's ``largestTimestamp``: the greatest batch max timestamp here (-1 when none)."""
+        self._ensure_max_timestamp()
+        return self._max_timestamp
+
+    def _ensure_max_timestamp(self) -> None:
+        """Kafka's ``loadLargestTimestamp``: every batch up to the last offset index entry is
+        bounded by the time index's last entry (time_index.py), so only the batches from that
+        entry's position on are read."""
+        if self._max_timestamp is not None:
+            return
+        self._ensure_index()
+        if self._max_timestamp is not None:
+            return  # the index was rebuilt, which found it
+        index = self._time_index
+        self._max_timestamp = index.last_timestamp
+        self._offset_of_max_timestamp = self.base_offset + (index.relative_offsets[-1] if len(index) else 0)
+        for header in self.headers_from(self._index_positions[-1] if self._index_positions else 0):
+            if header.max_timestamp > self._max_timestamp:
+                self._max_timestamp, self._offset_of_max_timestamp = header.max_timestamp, header.last_offset
+
+    def timestamp_scan_start(self, target_timestamp_ms: int, starting_offset: int) -> int:
+        """Where a search for the first record at or after ``target_timestamp_ms`` (and at or after
+        ``starting_offset``) starts: no batch before this position holds it, and one within about
+        an index interval after it does when this segment has one (``largest_timestamp``).
+
+        Kafka starts at the offset index entry for the time index's last entry <= the target. When
+        that entry is below the target (or there is none), every batch up to the last offset index
+        entry before the next time index entry is below it too (time_index.py), so the scan starts
+        there: with timestamps out of order, Kafka's start can be a segment away from the answer.
+        """
+        self._ensure_index()
+        below, above = self._time_index.lookup(target_timestamp_ms)
+        start = self._lookup_position(max(starting_offset, self.base_offset + (below[1] if below else 0)))
+        if below is None or below[0] < target_timestamp_ms:
+            bound_offset = self.base_offset + above[1] - 1 if above else self._next_offset
+            slot = bisect.bisect_right(self._index_relative_offsets, bound_offset - self.base_offset)
+            start = max(start, self._index_positions[slot - 1] if slot > 0 else 0)
+        return start
+
+    def headers_from(self, position: int, *, read_bytes_min: int = SCAN_READ_BYTES):
+        """The headers of the batches from ``position`` (a batch's start) to the end, read in
+        windows of about two index intervals."""
+        window = SegmentWindow(self.storage, self.log_path, self._size_bytes,
+                               max(2 * self._index_interval_bytes, read_bytes_min))
+        while position < self._size_bytes:
+            header = window.header_at(position)
+            if header is None:
+                return
+            yield header
+            position = header.end_position
+
+    def read_batch(self, header: BatchHeader) -> bytes:
+        """The whole batch ``header`` describes (a header from ``headers_from``)."""
+        return self.storage.read(self.log_path, header.position, header.size_in_bytes)
+
     def truncate_to(self, offset: int) -> int:
         """Drops the batch holding ``offset`` and all after it; returns the bytes dropped.
 
@@ -397,6 +406,9 @@ class LogSegment:
         del self._index_positions[kept:]
         self.storage.truncate(self.log_path, header.position)
         self.storage.truncate(self.index_path, kept * _INDEX_ENTRY.size)
+        self.storage.truncate(self.time_index_path,
+                              self._time_index.truncate_to(header.base_offset - self.base_offset))
+        self._max_timestamp = None  # found again from what is left, by _ensure_max_timestamp
         self._size_bytes = header.position
         self._next_offset = header.base_offset
         last_position = self._index_positions[-1] if self._index_positions else 0
@@ -408,15 +420,15 @@ class LogSegment:
             self.storage.fsync(path)
 
     def durable_paths(self) -> tuple[str, ...]:
-        """The files a flush of this segment fsyncs: its log, and its index once it has one."""
-        if self.storage.exists(self.index_path):
-            return self.log_path, self.index_path
-        return (self.log_path,)
+        """The files a flush of this segment fsyncs: its log, and its indexes once it has them."""
+        return (self.log_path, *(path for path in (self.index_path, self.time_index_path)
+                                 if self.storage.exists(path)))
 
     def delete(self, *, sync: bool = True) -> None:
         """Deletes the files; with ``sync=False`` the directory's fsync is left to the caller."""
         self.storage.delete(self.log_path, sync=sync)
         self.storage.delete(self.index_path, sync=sync)
+        self.storage.delete(self.time_index_path, sync=sync)
 
     # -- recovery --------------------------------------------------------------------------
 
@@ -429,7 +441,7 @@ class LogSegment:
         """
         file_size = self.storage.file_size(self.log_path)
         self._reset_index()
-        new_entries = bytearray()
+        new_entries, new_time_entries = bytearray(), bytearray()
         position, expected_offset, want_bytes = 0, self.base_offset, RECOVERY_CHUNK_BYTES
         # Each pass either advances `position` or grows `want_bytes` past the chunk it had.
         while position < file_size:
@@ -438,7 +450,7 @@ class LogSegment:
             headers, consumed, why_stopped = scan_valid_prefix(
                 chunk, expected_base_offset=expected_offset)
             for header in headers:
-                self._index_batch(header, chunk_start + header.position, new_entries)
+                self._index_batch(header, chunk_start + header.position, new_entries, new_time_entries)
                 epoch = header.partition_leader_epoch
                 if epoch >= 0 and (not self.recovered_epoch_starts or self.recovered_epoch_starts[-1][0] != epoch):
                     self.recovered_epoch_starts.append((epoch, header.base_offset))
@@ -461,7 +473,7 @@ class LogSegment:
             self.storage.truncate(self.log_path, position)
         self._size_bytes = position
         self._next_offset = expected_offset
-        self._write_index_file(new_entries)
+        self._write_index_files(new_entries, new_time_entries)
         return dropped_bytes
 
     @staticmethod

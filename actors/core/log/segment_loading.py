@@ -1,8 +1,8 @@
 """Finding a log's segments on open: which to trust as they are and which to recover.
 
 Theory of operation. ``load_segments`` lists a partition directory's segment files, deletes index
-files without a log file, loads the segments wholly below the recovery point as they are (their
-data was fsynced) and recovers the rest with CRC checks, as Kafka's ``recoverLog`` does: recovery
+files (offset and time) without a log file, loads the segments wholly below the recovery point as
+they are (their data was fsynced) and recovers the rest with CRC checks, as Kafka's ``recoverLog`` does: recovery
 stops at the first segment that lost bytes or does not continue its predecessor, and every later
 segment is deleted. It is a part of ``Log.open`` (actors/core/log/log.py); all I/O goes through
 the injected ``Storage``.
@@ -11,18 +11,23 @@ from __future__ import annotations
 
 from actors.core.log.log_config import LogConfig
 from actors.core.log.segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, LogSegment, parse_segment_file_name
+from actors.core.log.time_index import TIME_INDEX_FILE_SUFFIX
 from actors.core.log.storage import Storage
 
 
 def _segment_base_offsets(storage: Storage, directory: str) -> list[int]:
     """Base offsets of the .log files, ascending; index files with no .log are deleted."""
-    log_bases, index_bases = set(), set()
+    log_bases, index_files = set(), []
     for name in storage.list_dir(directory):
         parsed = parse_segment_file_name(name)
         if parsed is not None:
-            (log_bases if parsed[1] == LOG_FILE_SUFFIX else index_bases).add(parsed[0])
-    for orphan in sorted(index_bases - log_bases):
-        storage.delete(f"{directory}/{orphan:020d}{INDEX_FILE_SUFFIX}")
+            if parsed[1] == LOG_FILE_SUFFIX:
+                log_bases.add(parsed[0])
+            else:
+                index_files.append((parsed[0], name))
+    for base_offset, name in sorted(index_files):
+        if base_offset not in log_bases:
+            storage.delete(f"{directory}/{name}")
     return sorted(log_bases)
 
 
@@ -56,5 +61,5 @@ def load_segments(storage: Storage, directory: str, config: LogConfig,
 
 def _delete_segment_files(storage: Storage, directory: str, base_offsets: list[int]) -> None:
     for base_offset in sorted(base_offsets, reverse=True):
-        for suffix in (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX):
+        for suffix in (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX):
             storage.delete(f"{directory}/{base_offset:020d}{suffix}")

@@ -1,67 +1,109 @@
-"""ListOffsets by timestamp: the first record at or after a time, found in the log's batches.
+"""ListOffsets by timestamp: the first record at or after a time, found through the time index.
 
-Kafka answers from a time index per segment; raykafka keeps none, so it walks the batch headers
-from the log start (a header's ``max_timestamp`` says whether a batch can hold the answer), which
-costs one pass over the headers below ``max_offset`` (the high watermark for consumers) and no
-record decoding but in the one batch that holds the answer. In that batch the records are read
-just far enough for their timestamp and offset deltas (the v2 record format's varints). A
-compressed batch is not decompressed: its base offset and max timestamp are answered, the
-earliest offset that can hold the record, so a consumer seeking there reads a few records more.
-A batch with LogAppendTime stamps every record with its max timestamp.
+Theory of operation (Kafka 2.4's ``Log.fetchOffsetByTimestamp`` and
+``LogSegment.findOffsetByTimestamp``). The search takes the first segment whose largest
+timestamp is at or after the target; its time index and offset index give the position to start
+from (``LogSegment.timestamp_scan_start``: no batch before it can hold the answer, and one within
+about ``index.interval.bytes`` after it does); batch headers are read from there to the first
+batch whose max timestamp reaches the target, and only that batch's records are read, for their
+timestamp and offset deltas (the v2 record format's varints), to answer the exact record's offset
+and timestamp. So one request costs an index lookup, a scan of about an index interval and one
+batch's records: never a pass over the log.
+
+A compressed batch is decompressed through the injected ``Decompress`` (codec id, compressed
+records -> records); the core's own handles gzip with the standard library, and a broker passes one
+that has every codec. A batch whose records cannot be read (a codec the decompressor lacks, or a
+client's malformed records under a valid CRC: the log checks the CRC, not the records) gets the
+answer that cannot skip a record: its first offset at or after the log start, with its max
+timestamp. A batch with LogAppendTime stamps every record with its max timestamp.
 """
 from __future__ import annotations
 
-from actors.core.log.record_batch import HEADER_SIZE_BYTES, BatchHeader, as_byte_view, read_header
+import zlib
+from typing import Callable, NamedTuple
+
+from actors.core.log.record_batch import HEADER_SIZE_BYTES, BatchHeader
 
 COMPRESSION_MASK = 0x07
 LOG_APPEND_TIME_FLAG = 0x08
-# Enough for a whole read of batches at a time; a batch bigger than this is still read whole.
-READ_BYTES_MAX = 1 << 20
+GZIP = 1  # Kafka's codec ids: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd
+
+# (codec id, compressed records) -> the records, uncompressed; raises when it cannot.
+Decompress = Callable[[int, bytes], bytes]
 
 
-def offset_for_timestamp(log, target_timestamp_ms: int, max_offset: int) -> tuple[int, int] | None:
-    """(offset, timestamp) of the first record below ``max_offset`` whose timestamp is at or
-    after ``target_timestamp_ms``, or None when there is none."""
-    offset = log.log_start_offset
-    while offset < min(max_offset, log.log_end_offset):
-        records = log.read(offset, READ_BYTES_MAX, max_offset=max_offset).records
-        if not records:
-            return None
-        view, position = as_byte_view(records), 0
-        while position < len(view):
-            header = read_header(view, position)
-            if header.last_offset >= offset and header.max_timestamp >= target_timestamp_ms:
-                try:
-                    return _first_record_at_or_after(view, header, target_timestamp_ms, offset)
-                except (IndexError, ValueError):
-                    # The log checks a batch's CRC, not its records: a client's malformed records
-                    # get the batch's start, the answer that cannot skip a record.
-                    return max(header.base_offset, offset), header.max_timestamp
-            position = header.end_position
-            offset = header.next_offset
+class TimestampAndOffset(NamedTuple):
+    """Kafka's ``TimestampAndOffset``: the record found and the leader epoch of its batch."""
+
+    timestamp: int
+    offset: int
+    leader_epoch: int  # the batch's partition leader epoch; -1 when it has none
+
+
+def decompress_gzip(codec: int, data: bytes) -> bytes:
+    """The core's decompressor: gzip, from the standard library; any other codec raises."""
+    if codec != GZIP:
+        raise ValueError(f"compression codec {codec} is not available here")
+    return zlib.decompress(data, 16 + zlib.MAX_WBITS)  # 16+: a gzip header and trailer
+
+
+def offset_for_timestamp(log, target_timestamp_ms: int, max_offset: int,
+                         decompress: Decompress = decompress_gzip) -> TimestampAndOffset | None:
+    """The first record at or after the log start whose timestamp is at or after
+    ``target_timestamp_ms``, or None when there is none or it is at or past ``max_offset`` (the
+    high watermark for consumers: Kafka answers none rather than a record they may not read)."""
+    starting_offset = log.log_start_offset
+    for segment in log.segments:
+        if segment.next_offset <= starting_offset or segment.largest_timestamp < target_timestamp_ms:
+            continue
+        found = _search_segment(segment, target_timestamp_ms, starting_offset, decompress)
+        if found is not None:
+            return found if found.offset < max_offset else None
     return None
 
 
-def _first_record_at_or_after(view: memoryview, header: BatchHeader, target_ms: int,
-                              from_offset: int) -> tuple[int, int]:
-    if header.attributes & LOG_APPEND_TIME_FLAG:
-        return max(header.base_offset, from_offset), header.max_timestamp
-    if header.attributes & COMPRESSION_MASK:
-        return max(header.base_offset, from_offset), header.max_timestamp
-    position = header.position + HEADER_SIZE_BYTES
-    for _ in range(header.records_count):
-        length, position = _read_varint(view, position)
-        record_end = position + length
-        position += 1  # the record's attributes byte, unused
-        timestamp_delta, position = _read_varint(view, position)
-        offset_delta, position = _read_varint(view, position)
-        offset, timestamp = header.base_offset + offset_delta, header.base_timestamp + timestamp_delta
-        if offset >= from_offset and timestamp >= target_ms:
-            return offset, timestamp
-        position = record_end
-    # max_timestamp promised a record at or after the target; an inconsistent batch still has
-    # to get an answer that cannot skip data.
-    return max(header.base_offset, from_offset), header.max_timestamp
+def _search_segment(segment, target_ms: int, starting_offset: int,
+                    decompress: Decompress) -> TimestampAndOffset | None:
+    for header in segment.headers_from(segment.timestamp_scan_start(target_ms, starting_offset)):
+        if header.last_offset < starting_offset or header.max_timestamp < target_ms:
+            continue
+        found = first_record_at_or_after(segment.read_batch(header), header, target_ms, starting_offset,
+                                         decompress)
+        if found is not None:
+            return found
+    return None
+
+
+def first_record_at_or_after(batch: bytes, header: BatchHeader, target_ms: int, starting_offset: int,
+                             decompress: Decompress = decompress_gzip) -> TimestampAndOffset | None:
+    """The first record of ``batch`` (whose header is ``header``) at or after both the target time
+    and ``starting_offset``; None when it has none (Kafka then goes on to the next batch)."""
+    epoch = max(header.partition_leader_epoch, -1)
+    unreadable = TimestampAndOffset(header.max_timestamp, max(header.base_offset, starting_offset), epoch)
+    records = memoryview(batch)[HEADER_SIZE_BYTES:header.size_in_bytes]
+    codec = header.attributes & COMPRESSION_MASK
+    if codec:
+        try:
+            records = memoryview(decompress(codec, bytes(records)))
+        except Exception:  # noqa: BLE001 - every codec library raises its own errors
+            return unreadable
+    log_append_time = bool(header.attributes & LOG_APPEND_TIME_FLAG)
+    position = 0
+    try:
+        for _ in range(header.records_count):
+            length, position = _read_varint(records, position)
+            record_end = position + length
+            position += 1  # the record's attributes byte, unused
+            timestamp_delta, position = _read_varint(records, position)
+            offset_delta, position = _read_varint(records, position)
+            offset = header.base_offset + offset_delta
+            timestamp = header.max_timestamp if log_append_time else header.base_timestamp + timestamp_delta
+            if offset >= starting_offset and timestamp >= target_ms:
+                return TimestampAndOffset(timestamp, offset, epoch)
+            position = record_end
+    except (IndexError, ValueError):
+        return unreadable
+    return None
 
 
 def _read_varint(view: memoryview, position: int) -> tuple[int, int]:

@@ -47,7 +47,7 @@ from actors.core.messages.fetch import FetchRequest
 from actors.core.messages.leader_and_isr import (
     LeaderAndIsrPartitionError, LeaderAndIsrRequest, LeaderAndIsrResponse,
 )
-from actors.core.log.timestamps import offset_for_timestamp
+from actors.core.log.timestamps import Decompress, decompress_gzip, offset_for_timestamp
 from actors.core.messages.list_offsets import (
     EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsPartitionResponse, ListOffsetsRequest,
     ListOffsetsResponse, ListOffsetsTopicResponse,
@@ -93,9 +93,10 @@ def log_config_for(config: KafkaConfig) -> LogConfig:
 
 class ReplicaManager:
     def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, now_ms: int,
-                 fetch_session_seed: int = 0) -> None:
+                 fetch_session_seed: int = 0, decompress: Decompress = decompress_gzip) -> None:
         self.broker_id = broker_id
         self.storage = storage
+        self.decompress = decompress  # compressed records, for ListOffsets by timestamp
         self.config = config
         self.controller_epoch = -1
         # Set by registration; control requests for an earlier incarnation of this broker are stale.
@@ -395,13 +396,16 @@ class ReplicaManager:
         else:
             # Consumers look among committed records only, as Kafka 2.4 does (read-uncommitted).
             max_offset = partition.log_end_offset if replica_id >= 0 else partition.high_watermark
-            found = offset_for_timestamp(partition.log, asked.timestamp, max_offset)
+            try:
+                found = offset_for_timestamp(partition.log, asked.timestamp, max_offset, self.decompress)
+            except KafkaProtocolError as exc:  # a segment that cannot be read (KAFKA_STORAGE_ERROR)
+                return error(exc.error_code)
             if found is None:  # no record that late: Kafka answers offset and timestamp -1
                 return ListOffsetsPartitionResponse(partition_index=asked.partition_index, offset=-1,
                                                     timestamp=-1, leader_epoch=partition.leader_epoch)
-            offset, timestamp = found
-            return ListOffsetsPartitionResponse(partition_index=asked.partition_index, offset=offset,
-                                                timestamp=timestamp, leader_epoch=partition.leader_epoch)
+            # As Kafka does, the record's own batch epoch (what KIP-320 validates a position with).
+            return ListOffsetsPartitionResponse(partition_index=asked.partition_index, offset=found.offset,
+                                                timestamp=found.timestamp, leader_epoch=found.leader_epoch)
         return ListOffsetsPartitionResponse(partition_index=asked.partition_index, offset=offset,
                                             timestamp=-1, leader_epoch=partition.leader_epoch)
 
