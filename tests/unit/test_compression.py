@@ -189,3 +189,9 @@ def test_a_broker_level_compression_type_is_every_topics_default():
     driver.become(TOPIC, 0, leader=0)
     assert produced(driver, built_batch(VALUES, 0)).error_code == ErrorCode.NONE
     assert codecs_of(stored_batches(driver)) == [1]
+
+
+def test_a_broker_with_an_unknown_compression_type_does_not_start_and_names_the_key():
+    with pytest.raises(KafkaProtocolError) as refused:
+        CoreDriver(config={"compression.type": "brotli"})
+    assert refused.value.error_code == ErrorCode.INVALID_CONFIG and "compression.type" in str(refused.value)

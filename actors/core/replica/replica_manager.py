@@ -90,7 +90,7 @@ def parse_partition_directory(name: str) -> TopicPartition | None:
 def log_config_for(config: KafkaConfig) -> LogConfig:
     return LogConfig.from_properties({key: config.get_str(key) for key in
                                       ("segment.bytes", "index.interval.bytes", "max.message.bytes",
-                                                  "compression.type")})
+                                       "compression.type")})
 
 
 class ReplicaManager:
@@ -102,6 +102,7 @@ class ReplicaManager:
         self.batch_rebuilder = batch_rebuilder
         self.storage = storage
         self.config = config
+        log_config_for(config)  # a bad log default (compression.type=brotli) stops the start, naming the key
         self.controller_epoch = -1
         # Set by registration; control requests for an earlier incarnation of this broker are stale.
         self.broker_epoch = -1
