@@ -35,6 +35,7 @@ from actors.kafka_listener import KafkaListener
 from actors.ray_metadata_store import active_controller
 from actors.record_codecs import decompress_records
 from actors.ray_seams import RayClock, RayEventLog, RayStorageWorker, RayTransport, monotonic_ms, tick_forever
+from actors.records import KafkaBatchRebuilder
 from actors.shared_records import ZERO_COPY_THRESHOLD_BYTES, pack_together, resolve_shared_records
 from actors.shell_support import CallNumbers
 from actors.transport import CONTROLLER_NODE, broker_node, shell_transport
@@ -160,7 +161,8 @@ class BrokerActor:
         core = BrokerCore(broker_id=broker_id, storage=FileStorage(log_dir), config=KafkaConfig(self.config),
                           host=broker_actor_name(broker_id), incarnation_id=self.incarnation_id,
                           cluster_id=namespace, now_ms=monotonic_ms(), coordinator_host=group_coordinator_actor_name,
-                          listeners=self._kafka_listener.bind(), decompress=decompress_records)
+                          listeners=self._kafka_listener.bind(), decompress=decompress_records,
+                          batch_rebuilder=KafkaBatchRebuilder())
         self._transport = _Transport(self)
         self._clock = RayClock(self._wakeup, f"broker {broker_id}")
         self._event_log = RayEventLog()

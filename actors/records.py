@@ -6,7 +6,10 @@ encodes every record it sends and a consumer decodes every record it reads, and 
 pure-Python builder and reader spent most of a client's time there. A fetch response holds whole
 batches and may start before the fetch offset (a fetch inside a batch returns that batch);
 ``read_records`` drops the records before it, as Kafka's consumer does, and skips control batches
-(transaction markers), which hold no application records.
+(transaction markers), which hold no application records. Every codec Kafka has (none, gzip,
+snappy, lz4, zstd) is built and read: aiokafka's codecs do gzip with zlib and the others with
+cramjam. ``rebuild_batch`` builds a batch again from its records (a leader recompressing for its
+topic's ``compression.type``, a consumer handing out part of a batch).
 """
 from __future__ import annotations
 
@@ -48,15 +51,19 @@ class RecordMetadata:
 
 
 class BatchBuilder:
-    """One open batch: records are appended until ``batch.size`` would be exceeded."""
+    """One open batch: records are appended until ``batch.size`` would be exceeded (counted
+    before compression, which ``build`` applies: ``compression_type`` is a codec id,
+    ``actors.core.log.compression.producer_codec``). Where compressing does not make the records smaller,
+    aiokafka's builder keeps them uncompressed, and the batch says so."""
 
-    __slots__ = ("_builder", "record_count")
+    __slots__ = ("_builder", "record_count", "compression_type")
 
-    def __init__(self, batch_size: int) -> None:
+    def __init__(self, batch_size: int, compression_type: int = NO_COMPRESSION) -> None:
         self._builder = DefaultRecordBatchBuilder(
-            magic=2, compression_type=NO_COMPRESSION, is_transactional=0, producer_id=-1,
+            magic=2, compression_type=compression_type, is_transactional=0, producer_id=-1,
             producer_epoch=-1, base_sequence=-1, batch_size=batch_size)
         self.record_count = 0
+        self.compression_type = compression_type
 
     def try_append(self, key: bytes | None, value: bytes | None, timestamp_ms: int | None,
                    headers: list | None) -> bool:
@@ -97,6 +104,65 @@ def with_producer_state(batch: bytes, producer_id: int, producer_epoch: int, bas
     _PRODUCER_STATE.pack_into(buffer, _PRODUCER_STATE_POSITION, producer_id, producer_epoch, base_sequence)
     struct.pack_into(">I", buffer, _CRC_POSITION, crc32c(memoryview(buffer)[_CRC_START_POSITION:]))
     return buffer if buffer is batch else bytes(buffer)
+
+
+# Header fields a rebuilt batch keeps that the builder does not write: where they sit.
+_BASE_OFFSET = struct.Struct(">q")
+_LEADER_EPOCH = struct.Struct(">i")
+_LEADER_EPOCH_POSITION = 12
+_ATTRIBUTES = struct.Struct(">h")
+_ATTRIBUTES_POSITION = 21
+_MAX_TIMESTAMP = struct.Struct(">q")
+_MAX_TIMESTAMP_POSITION = 35
+_TRANSACTIONAL_FLAG = 0x10
+_LOG_APPEND_TIME_FLAG = 0x08
+
+
+def rebuild_batch(batch, compression_type: int, from_offset: int = -1) -> bytes | None:
+    """One whole v2 data batch built again with codec ``compression_type``, from its records at or
+    after ``from_offset`` (all by default), with aiokafka's C builder: the same producer id and
+    epoch (the base sequence moved with the base offset), transactional flag, leader epoch and
+    timestamps (LogAppendTime kept), CRC made anew. None when no record is left."""
+    batch = as_byte_view(batch)
+    header = read_header(batch, 0)
+    records = [r for r in _CDefaultRecordBatch(batch) if r.offset >= from_offset]
+    if not records:
+        return None
+    base_offset = records[0].offset
+    base_sequence = (header.base_sequence + (base_offset - header.base_offset)
+                     if header.base_sequence >= 0 else -1)
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=compression_type,
+        is_transactional=int(bool(header.attributes & _TRANSACTIONAL_FLAG)), producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch, base_sequence=base_sequence, batch_size=1 << 31)
+    for record in records:
+        builder.append(record.offset - base_offset, record.timestamp, record.key, record.value, list(record.headers))
+    rebuilt = builder.build()
+    _BASE_OFFSET.pack_into(rebuilt, 0, base_offset)
+    _LEADER_EPOCH.pack_into(rebuilt, _LEADER_EPOCH_POSITION, header.partition_leader_epoch)
+    if header.attributes & _LOG_APPEND_TIME_FLAG:
+        # The builder writes create time; the broker's timestamp type and time are kept, and the
+        # CRC (which covers both) made again.
+        attributes = _ATTRIBUTES.unpack_from(rebuilt, _ATTRIBUTES_POSITION)[0] | _LOG_APPEND_TIME_FLAG
+        _ATTRIBUTES.pack_into(rebuilt, _ATTRIBUTES_POSITION, attributes)
+        _MAX_TIMESTAMP.pack_into(rebuilt, _MAX_TIMESTAMP_POSITION, header.max_timestamp)
+        struct.pack_into(">I", rebuilt, _CRC_POSITION, crc32c(memoryview(rebuilt)[_CRC_START_POSITION:]))
+    return bytes(rebuilt)
+
+
+class KafkaBatchRebuilder:
+    """The leader's ``compression.BatchRebuilder``: a produced batch in its topic's codec. A batch
+    whose records are not the ones its header counts is refused (Kafka's LogValidator checks the
+    count as it reads them)."""
+
+    @staticmethod
+    def rebuild(batch: memoryview, compression_type: int) -> bytes:
+        expected = read_header(batch, 0).records_count
+        rebuilt = rebuild_batch(batch, compression_type)
+        found = 0 if rebuilt is None else read_header(rebuilt, 0).records_count
+        if found != expected:
+            raise ValueError(f"the batch's header counts {expected} records, its data holds {found}")
+        return rebuilt
 
 
 def read_records(topic: str, partition: int, buffer, from_offset: int) -> list[ConsumerRecord]:

@@ -19,6 +19,8 @@ BROKER_DEFAULTS: dict[str, str] = {
     "segment.bytes": str(1024 * 1024 * 1024),
     "index.interval.bytes": "4096",
     "max.message.bytes": "1048588",
+    # Kafka's default: a batch is stored with the codec its producer chose (no recompression).
+    "compression.type": "producer",
     # Kafka 2.4's default (2.5 raised it to 30000 with KIP-537). Tests and chaos runs that need
     # faster ISR shrinking set their own.
     "replica.lag.time.max.ms": "10000",
@@ -46,6 +48,7 @@ BROKER_DEFAULTS: dict[str, str] = {
 TOPIC_CONFIG_KEYS = frozenset({
     "segment.bytes", "index.interval.bytes", "max.message.bytes", "min.insync.replicas",
     "unclean.leader.election.enable", "retention.ms", "retention.bytes", "cleanup.policy",
+    "compression.type",
 })
 
 

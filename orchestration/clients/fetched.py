@@ -25,30 +25,12 @@ fetch positions and commits.
 from __future__ import annotations
 
 import collections
-import struct
 from typing import Callable, NamedTuple
 
-from aiokafka.record._crecords import DefaultRecordBatch as _CDefaultRecordBatch
-from aiokafka.record.default_records import DefaultRecordBatchBuilder
-from crc32c import crc32c
-
 from actors.core.log.record_batch import HEADER_SIZE_BYTES, as_byte_view, read_header
-from actors.records import ConsumerRecord, read_records
+from actors.records import NO_COMPRESSION, ConsumerRecord, read_records, rebuild_batch
 
 _CONTROL_FLAG = 0x20  # attributes: a control batch (transaction markers)
-_TRANSACTIONAL_FLAG = 0x10
-_LOG_APPEND_TIME_FLAG = 0x08
-_NO_COMPRESSION = 0
-# Header fields outside the CRC (base offset, leader epoch) and the ones a rebuilt batch keeps.
-_BASE_OFFSET = struct.Struct(">q")
-_LEADER_EPOCH = struct.Struct(">i")
-_LEADER_EPOCH_POSITION = 12
-_CRC_POSITION = 17
-_CRC_START_POSITION = 21
-_ATTRIBUTES = struct.Struct(">h")
-_ATTRIBUTES_POSITION = 21
-_MAX_TIMESTAMP = struct.Struct(">q")
-_MAX_TIMESTAMP_POSITION = 35
 
 
 class FetchedBatch(NamedTuple):
@@ -167,34 +149,11 @@ def batch_of(topic: str, partition: int, data: memoryview) -> FetchedBatch:
 
 
 def trim_batch(batch: memoryview, from_offset: int) -> memoryview | None:
-    """A v2 batch with only the records of ``batch`` at or after ``from_offset``, built again with
-    aiokafka's builder: the same producer id and epoch (the base sequence moved with the base
-    offset), transactional flag, leader epoch and timestamps (LogAppendTime kept), no compression.
-    None when no record is left."""
-    header = read_header(batch, 0)
-    records = [r for r in _CDefaultRecordBatch(batch) if r.offset >= from_offset]
-    if not records:
-        return None
-    base_offset = records[0].offset
-    base_sequence = (header.base_sequence + (base_offset - header.base_offset)
-                     if header.base_sequence >= 0 else -1)
-    builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=_NO_COMPRESSION, is_transactional=int(bool(header.attributes & _TRANSACTIONAL_FLAG)),
-        producer_id=header.producer_id, producer_epoch=header.producer_epoch, base_sequence=base_sequence,
-        batch_size=1 << 31)
-    for record in records:
-        builder.append(record.offset - base_offset, record.timestamp, record.key, record.value, list(record.headers))
-    rebuilt = bytearray(builder.build())
-    _BASE_OFFSET.pack_into(rebuilt, 0, base_offset)
-    _LEADER_EPOCH.pack_into(rebuilt, _LEADER_EPOCH_POSITION, header.partition_leader_epoch)
-    if header.attributes & _LOG_APPEND_TIME_FLAG:
-        # The builder writes create time; the broker's timestamp type and time are kept, and the
-        # CRC (which covers both) made again.
-        attributes = _ATTRIBUTES.unpack_from(rebuilt, _ATTRIBUTES_POSITION)[0] | _LOG_APPEND_TIME_FLAG
-        _ATTRIBUTES.pack_into(rebuilt, _ATTRIBUTES_POSITION, attributes)
-        _MAX_TIMESTAMP.pack_into(rebuilt, _MAX_TIMESTAMP_POSITION, header.max_timestamp)
-        struct.pack_into(">I", rebuilt, _CRC_POSITION, crc32c(bytes(rebuilt[_CRC_START_POSITION:])))
-    return memoryview(bytes(rebuilt))
+    """A v2 batch with only the records of ``batch`` at or after ``from_offset``, built again
+    (``actors.records.rebuild_batch``: producer fields, leader epoch and timestamps kept),
+    uncompressed. None when no record is left."""
+    rebuilt = rebuild_batch(batch, NO_COMPRESSION, from_offset)
+    return None if rebuilt is None else memoryview(rebuilt)
 
 
 class FetchBuffer:

@@ -40,7 +40,8 @@ from concurrent.futures import Future
 
 from ray.exceptions import ActorDiedError, RayTaskError
 
-from actors.core.errors import ErrorCode
+from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.log.compression import producer_codec
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from orchestration.chaos.history import HistoryWriter
 from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, cancel_quietly
@@ -73,6 +74,10 @@ class Producer(ProducerDrain):
         self.config = settings
         self.acks = parse_acks(settings["acks"])
         self._batch_size = int(settings["batch.size"])
+        try:
+            self._compression_type = producer_codec(settings["compression.type"])
+        except KafkaProtocolError as exc:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
         self._linger_ms = float(settings["linger.ms"])
         self._max_request_size = int(settings["max.request.size"])
         self._retries = int(settings["retries"])
@@ -188,7 +193,7 @@ class Producer(ProducerDrain):
                 batch = queue[-1] if queue and queue[-1].payload is None else None
                 appended = batch is not None and batch.builder.try_append(key, value, timestamp_ms, headers)
             if not appended:
-                batch = ProducerBatch(topic, partition, BatchBuilder(self._batch_size), _now_ms(),
+                batch = ProducerBatch(topic, partition, BatchBuilder(self._batch_size, self._compression_type), _now_ms(),
                                       order=next(self._batch_orders))
                 appended = batch.builder.try_append(key, value, timestamp_ms, headers)
                 assert appended, "the first record always fits an empty batch"

@@ -140,7 +140,7 @@ class ProducerBatch:
         for record in records:
             headers = list(record.headers)
             if builder is None or not builder.try_append(record.key, record.value, record.timestamp, headers):
-                builder = BatchBuilder(size_limit_bytes)
+                builder = BatchBuilder(size_limit_bytes, self.builder.compression_type)
                 builder.try_append(record.key, record.value, record.timestamp, headers)
                 groups.append([builder, 0])
             groups[-1][1] += record_size_upper_bound(record.key, record.value, headers)

@@ -27,6 +27,8 @@ PRODUCER_DEFAULTS = {
     "buffer.memory": "33554432",
     "max.block.ms": "60000",
     "metadata.max.age.ms": "300000",
+    # none, gzip, snappy, lz4 or zstd: the codec every batch is built with.
+    "compression.type": "none",
 }
 
 

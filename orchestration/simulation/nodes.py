@@ -47,7 +47,7 @@ from actors.drivers.fetcher import FetcherDriver
 from actors.drivers.group_coordinator import GroupCoordinatorDriver
 from actors.drivers.request_types import handler_name
 from actors.drivers.send_thread import RequestSendThreadDriver
-from actors.records import KafkaRecordCodec
+from actors.records import KafkaBatchRebuilder, KafkaRecordCodec
 from orchestration.simulation.consumer import GroupMember
 from orchestration.simulation.network import EVENT, REQUEST, RESPONSE, Message, MessageFilter
 from orchestration.simulation.seams import SimClock, SimLog, SimStorageWorker, SimTransport
@@ -265,7 +265,7 @@ class Nodes:
         node = _BrokerNode(name=name, incarnation=incarnation, broker_id=broker_id)
         core = BrokerCore(broker_id=broker_id, storage=self.storages[broker_id], config=self.kafka_config,
                           host=f"broker-{broker_id}", incarnation_id=f"broker-{broker_id}-{incarnation}",
-                          cluster_id=CLUSTER_ID, now_ms=self.now_ms)
+                          cluster_id=CLUSTER_ID, now_ms=self.now_ms, batch_rebuilder=KafkaBatchRebuilder())
         core.replica_manager.partitions = WatchedPartitions(core.replica_manager.partitions)
 
         def route(destination: str) -> tuple[str, int | None] | None:

@@ -16,6 +16,7 @@ from actors.core.messages.update_metadata import (
     UpdateMetadataBroker, UpdateMetadataPartitionState, UpdateMetadataRequest, UpdateMetadataTopicState,
 )
 from actors.core.replica.replica_manager import ReplicaManager
+from actors.records import KafkaBatchRebuilder
 from actors.drivers.broker import run_storage_work
 from actors.records import BatchBuilder
 
@@ -39,7 +40,8 @@ class CoreDriver:
         self.now_ms = now_ms
         self.config = config or {}
         self.manager = ReplicaManager(broker_id=broker_id, storage=self.storage,
-                                      config=KafkaConfig(self.config), now_ms=now_ms)
+                                      config=KafkaConfig(self.config), now_ms=now_ms,
+                                      batch_rebuilder=KafkaBatchRebuilder())
         self.answers: dict[int, object] = {}
         self.timers: list[int] = []
         self.metrics: list[Metric] = []  # every Metric effect, in order

@@ -1,8 +1,9 @@
 """The topic-level settings a partition's log obeys: Kafka's ``LogConfig``.
 
 Built from Kafka's own topic configuration keys (``segment.bytes``, ``index.interval.bytes``,
-``max.message.bytes``) with Kafka's defaults and bounds; an out-of-range or non-integer value is
-refused with ``INVALID_CONFIG``, so a bad CreateTopics config never reaches a log.
+``max.message.bytes``, ``compression.type``) with Kafka's defaults and bounds; an out-of-range or
+non-integer value, or a codec Kafka does not name, is refused with ``INVALID_CONFIG``, so a bad
+CreateTopics config never reaches a log.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.log.compression import PRODUCER, check_broker_compression_type
 from actors.core.log.segment import INT32_MAX
 
 __all__ = ["SEGMENT_BYTES_MIN", "LogConfig"]
@@ -37,6 +39,9 @@ class LogConfig:
     segment_bytes: int = 1073741824  # segment.bytes
     index_interval_bytes: int = 4096  # index.interval.bytes
     max_message_bytes: int = 1048588  # max.message.bytes: the largest batch accepted
+    # compression.type: the codec the leader stores batches with (``producer``: as sent); one of
+    # compression.BROKER_COMPRESSION_TYPES.
+    compression_type: str = PRODUCER
 
     def __post_init__(self) -> None:
         if not SEGMENT_BYTES_MIN <= self.segment_bytes <= INT32_MAX:
@@ -48,6 +53,7 @@ class LogConfig:
         if not 0 <= self.max_message_bytes <= INT32_MAX:
             raise _invalid_config(f"max.message.bytes must be in [0, {INT32_MAX}], "
                                   f"got {self.max_message_bytes}")
+        check_broker_compression_type(self.compression_type)
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str]) -> LogConfig:
@@ -63,4 +69,6 @@ class LogConfig:
                 values[field_name] = int(raw)
             except ValueError:
                 raise _invalid_config(f"{key} must be an integer, got {raw!r}") from None
+        if "compression.type" in properties:
+            values["compression_type"] = str(properties["compression.type"])
         return cls(**values)

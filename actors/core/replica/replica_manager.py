@@ -40,6 +40,7 @@ from actors.core.log.checkpoints import (
     OffsetCheckpointFile,
 )
 from actors.core.log.log import DELETED_DIRECTORY_SUFFIX, Log, LogWork
+from actors.core.log.compression import BatchRebuilder
 from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import Storage
 from actors.core.messages._base import NO_EPOCH
@@ -88,16 +89,23 @@ def parse_partition_directory(name: str) -> TopicPartition | None:
 
 def log_config_for(config: KafkaConfig) -> LogConfig:
     return LogConfig.from_properties({key: config.get_str(key) for key in
-                                      ("segment.bytes", "index.interval.bytes", "max.message.bytes")})
+                                      ("segment.bytes", "index.interval.bytes", "max.message.bytes",
+                                       "compression.type")})
 
 
 class ReplicaManager:
     def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, now_ms: int,
-                 fetch_session_seed: int = 0, decompress: Decompress = decompress_gzip) -> None:
+                 fetch_session_seed: int = 0, decompress: Decompress = decompress_gzip,
+                 batch_rebuilder: BatchRebuilder | None = None) -> None:
+        """``batch_rebuilder`` builds a produced batch again with a topic's ``compression.type``
+        (``compression.py``); without one, such a produce is UNSUPPORTED_COMPRESSION_TYPE.
+        ``decompress`` reads a compressed batch's records for ListOffsets by timestamp."""
         self.broker_id = broker_id
+        self.batch_rebuilder = batch_rebuilder
         self.storage = storage
         self.decompress = decompress  # compressed records, for ListOffsets by timestamp
         self.config = config
+        log_config_for(config)  # a bad log default (compression.type=brotli) stops the start, naming the key
         self.controller_epoch = -1
         # Set by registration; control requests for an earlier incarnation of this broker are stale.
         self.broker_epoch = -1
@@ -154,7 +162,7 @@ class ReplicaManager:
         return Partition(topic=topic, partition=index, local_broker_id=self.broker_id, log=log,
                          high_watermark=high_watermark,
                          min_insync_replicas=config.get_int("min.insync.replicas", 1),
-                         replica_lag_time_max_ms=self.replica_lag_time_max_ms)
+                         replica_lag_time_max_ms=self.replica_lag_time_max_ms, batch_rebuilder=self.batch_rebuilder)
 
     # -------------------------------------------------------------------------- control requests
     def _stale_control_request(self, request) -> ErrorCode | None:
