@@ -4,7 +4,7 @@ from __future__ import annotations
 import itertools
 
 from actors.core.config import KafkaConfig
-from actors.core.effects import ArmTimer, Metric, Respond, StorageWork
+from actors.core.effects import ArmTimer, LogDirFailure, Metric, Respond, StorageWork
 from actors.core.log.storage import InMemoryStorage
 from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from actors.core.messages.leader_and_isr import (
@@ -45,6 +45,7 @@ class CoreDriver:
         self.metrics: list[Metric] = []  # every Metric effect, in order
         self.hold_storage_work = hold_storage_work
         self.storage_works: list[StorageWork] = []
+        self.log_dir_failures: list[str] = []  # each LogDirFailure's reason (the broker would stop)
         self._ids = itertools.count()
 
     def finish_storage_work(self) -> None:
@@ -71,6 +72,8 @@ class CoreDriver:
                 self.timers.append(effect.deadline_ms)
             elif isinstance(effect, Metric):
                 self.metrics.append(effect)
+            elif isinstance(effect, LogDirFailure):
+                self.log_dir_failures.append(effect.reason)
         if not self.hold_storage_work:
             self.finish_storage_work()
 

@@ -301,12 +301,22 @@ class LogSegment:
         assert headers and headers[0].base_offset == self._next_offset, (headers[0], self._next_offset)
         assert headers[-1].last_offset - self.base_offset <= INT32_MAX
         self._ensure_index()
+        entries_before, since_before = len(self._index_positions), self._bytes_since_last_index_entry
         new_entries = bytearray()
         for header in headers:
             self._index_batch(header, self._size_bytes + header.position, new_entries)
-        self.storage.append(self.log_path, data)
-        if new_entries:
-            self.storage.append(self.index_path, new_entries)
+        try:
+            self.storage.append(self.log_path, data)
+            if new_entries:
+                self.storage.append(self.index_path, new_entries)
+        except OSError:
+            # A write that failed may have landed in part (ENOSPC): the segment keeps believing
+            # its old size and index, so no read goes past the last batch wholly written. The log
+            # directory goes offline (log_dir_failure.py); recovery cuts the torn tail on restart.
+            del self._index_relative_offsets[entries_before:]
+            del self._index_positions[entries_before:]
+            self._bytes_since_last_index_entry = since_before
+            raise
         self._size_bytes += len(data)
         self._next_offset = headers[-1].next_offset
 

@@ -40,6 +40,7 @@ from actors.core.log.checkpoints import (
     OffsetCheckpointFile,
 )
 from actors.core.log.log import DELETED_DIRECTORY_SUFFIX, Log, LogWork
+from actors.core.log.log_dir_failure import LogDirFailureChannel
 from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import Storage
 from actors.core.messages._base import NO_EPOCH
@@ -62,6 +63,7 @@ from actors.core.replica import fetch, produce, replication
 from actors.core.replica.alter_partition_manager import AlterPartitionManager
 from actors.core.replica.fetch_session import SESSION_CACHE_SLOTS_KEY, FetchSessionCache
 from actors.core.replica.fetcher_manager import FetcherManager
+from actors.core.replica.log_dir_failure_handler import storage_step
 from actors.core.replica.log_flusher import LogFlusher
 from actors.core.replica.metadata_cache import MetadataCache
 from actors.core.replica.partition import Partition
@@ -118,6 +120,8 @@ class ReplicaManager:
         self._next_metrics_ms = now_ms  # when the broker's gauges are set next
         self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
         self.unanswered_isr_proposals: dict[TopicPartition, tuple[int, int]] = {}
+        # The log directory's state; a storage error takes it offline (log_dir_failure_handler.py).
+        self.log_dir_failure_channel = LogDirFailureChannel()
         self.log_flusher = LogFlusher(
             broker_id, self, now_ms=now_ms,
             flush_interval_ms=config.get_int("log.flush.offset.checkpoint.interval.ms", 1),
@@ -141,7 +145,7 @@ class ReplicaManager:
             log = Log.open(self.storage, name, log_config_for(self.config),
                            recovery_point=recovery_points.get(topic_partition, 0),
                            log_start_offset=log_start_offsets.get(topic_partition, 0),
-                           work_queue=self.log_flusher.work_queue)
+                           work_queue=self.log_flusher.work_queue, failure_channel=self.log_dir_failure_channel)
             self.partitions[topic_partition] = self._new_partition(
                 topic_partition, log, high_watermarks.get(topic_partition, 0), self.config)
             recovered.append(topic_partition)
@@ -164,6 +168,7 @@ class ReplicaManager:
             return ErrorCode.STALE_BROKER_EPOCH
         return None
 
+    @storage_step
     def handle_leader_and_isr(self, request_id: int, request: LeaderAndIsrRequest,
                               now_ms: int) -> list[Effect]:
         stale = self._stale_control_request(request)
@@ -204,7 +209,7 @@ class ReplicaManager:
         if partition is None:
             topic, index = topic_partition
             log = Log.open(self.storage, partition_directory(topic, index), log_config_for(topic_config),
-                           work_queue=self.log_flusher.work_queue)
+                           work_queue=self.log_flusher.work_queue, failure_channel=self.log_dir_failure_channel)
             partition = self._new_partition(topic_partition, log, 0, topic_config)
             self.partitions[topic_partition] = partition
         else:
@@ -264,6 +269,7 @@ class ReplicaManager:
         return [LogEvent(level="info", message=f"broker {self.broker_id} applied config {dict(overrides)} "
                                                f"to topic {topic} ({len(hosted)} partition(s))")]
 
+    @storage_step
     def handle_stop_replica(self, request_id: int, request: StopReplicaRequest,
                             now_ms: int) -> list[Effect]:
         stale = self._stale_control_request(request)
@@ -332,33 +338,41 @@ class ReplicaManager:
                     raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             raise KafkaProtocolError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                      f"{topic_partition[0]}-{topic_partition[1]}")
+        self.log_dir_failure_channel.check()  # Kafka: an offline partition is KAFKA_STORAGE_ERROR
         if not partition.is_leader:
             raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                      f"broker {self.broker_id} does not lead "
                                      f"{topic_partition[0]}-{topic_partition[1]}")
         return partition
 
+    @storage_step
     def handle_produce(self, request_id: int, request: ProduceRequest, now_ms: int, *,
                        internal_topics_allowed: bool = False) -> list[Effect]:
         return produce.handle_produce(self, request_id, request, now_ms,
                                       internal_topics_allowed=internal_topics_allowed) + self.log_flusher.collect()
 
+    @storage_step
     def handle_fetch(self, request_id: int, request: FetchRequest, now_ms: int) -> list[Effect]:
         return fetch.handle_fetch(self, request_id, request, now_ms)
 
+    @storage_step
     def handle_offset_for_leader_epoch(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return replication.handle_offset_for_leader_epoch(self, request_id, request, now_ms)
 
+    @storage_step
     def handle_follower_truncate(self, request_id: int, request, now_ms: int) -> list[Effect]:
         # Answered once the truncation is durable: the fetcher appends nothing before its answer.
         return self.log_flusher.hold(replication.handle_follower_truncate(self, request_id, request, now_ms), request_id)
 
+    @storage_step
     def handle_follower_append(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return replication.handle_follower_append(self, request_id, request, now_ms) + self.log_flusher.collect()
 
+    @storage_step
     def on_alter_partition_response(self, request, response, now_ms: int) -> list[Effect]:
         return replication.on_alter_partition_response(self, request, response, now_ms)
 
+    @storage_step
     def handle_list_offsets(self, request_id: int, request: ListOffsetsRequest,
                             now_ms: int) -> list[Effect]:
         # Kafka answers each partition asked for more than once with INVALID_REQUEST.
@@ -419,6 +433,7 @@ class ReplicaManager:
         return [ArmTimer(deadline_ms=operation.deadline_ms)]
 
     # --------------------------------------------------------------------------------- timers
+    @storage_step
     def tick(self, now_ms: int) -> list[Effect]:
         effects: list[Effect] = []
         for operation in self.produce_purgatory.expired(now_ms):
@@ -443,6 +458,7 @@ class ReplicaManager:
         return effects
 
     # ---------------------------------------------------------------------------- checkpoints
+    @storage_step
     def on_storage_done(self, work_id: int, error: str | None, now_ms: int) -> list[Effect]:
         """The driver ran a ``StorageWork`` of this core's: commit what it made durable."""
         return self.log_flusher.on_storage_done(work_id, error)
