@@ -13,7 +13,8 @@ One channel serves all the logs of a broker (raykafka's brokers have one log dir
 manager when a storage work (fsyncs, checkpoint writes) failed on the storage worker, and from any
 step of the broker a storage call of which raised outside a log. Outputs: ``check()`` raises
 ``KAFKA_STORAGE_ERROR`` once offline; ``take_unhandled()`` hands the replica manager the failure
-exactly once, so that it stops the directory's partitions (``ReplicaManager.handle_log_dir_failure``).
+exactly once, so that it stops the directory's partitions
+(``actors/core/replica/log_dir_failure_handler.py``).
 The state only moves from online to offline: a directory comes back only with a new process that
 recovers it from what is on disk.
 """
