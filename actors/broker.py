@@ -7,6 +7,9 @@ publishes itself and called through the network-fault seam, the fetchers as acto
 (their calls numbered, since Ray may reorder an async actor's calls) and watched so that a dead
 or hung one is replaced, the group coordinator by its actor name, large payloads through Ray's
 shared memory, a periodic tick, and ``pause`` (a stop-the-world pause holds every request and timer).
+Its storage is a ``FaultyStorage`` over its files, so a chaos row can fill its disk or fail its
+writes or fsyncs (``inject_storage_fault``); when its log directory fails the driver halts it, and
+the process exits (``os._exit``, Kafka's ``Exit.halt``) for Ray to start it again with a healthy disk.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from actors.core.config import KafkaConfig
 from actors.core.effects import AddPartitionsToFetcher, CoordinatorLeadershipChange
 from actors.core.errors import ErrorCode
+from actors.core.log.storage_faults import FaultyStorage
 from actors.core.metrics import REQUEST_TOTAL_TIME, broker_tags
 from actors.core.replica.broker_core import BrokerCore
 from actors.core.replica.follower_messages import FollowerAppendRequest
@@ -33,9 +37,8 @@ from actors.drivers.request_types import handler_name
 from actors.file_storage import FileStorage
 from actors.kafka_listener import KafkaListener
 from actors.ray_metadata_store import active_controller
-from actors.record_codecs import decompress_records
+from actors.compression_codecs import KafkaCompressionCodecs
 from actors.ray_seams import RayClock, RayEventLog, RayStorageWorker, RayTransport, monotonic_ms, tick_forever
-from actors.records import KafkaBatchRebuilder
 from actors.shared_records import ZERO_COPY_THRESHOLD_BYTES, pack_together, resolve_shared_records
 from actors.shell_support import CallNumbers
 from actors.transport import CONTROLLER_NODE, broker_node, shell_transport
@@ -45,6 +48,9 @@ FETCHER_CHECK_INTERVAL_S = 1.0
 FETCHER_CHECK_TIMEOUT_S = 10.0
 # A fetcher that leaves this many checks in a row unanswered is taken for hung and replaced.
 FETCHER_UNANSWERED_CHECKS_MAX = 6
+# How long a broker whose log directory failed lives on before it exits: long enough for the
+# KAFKA_STORAGE_ERROR answers of that step to leave (nothing else is served meanwhile).
+HALT_GRACE_S = 0.5
 
 
 def broker_actor_name(broker_id: int) -> str:
@@ -158,11 +164,11 @@ class BrokerActor:
         self._kafka_listener = KafkaListener(broker=self, broker_id=broker_id, namespace=namespace,
                                              config=self.config, log_dir=log_dir,
                                              coordinator_actor_name=group_coordinator_actor_name(broker_id))
-        core = BrokerCore(broker_id=broker_id, storage=FileStorage(log_dir), config=KafkaConfig(self.config),
+        self._storage = FaultyStorage(FileStorage(log_dir))  # healthy until a fault is injected
+        core = BrokerCore(broker_id=broker_id, storage=self._storage, config=KafkaConfig(self.config),
                           host=broker_actor_name(broker_id), incarnation_id=self.incarnation_id,
                           cluster_id=namespace, now_ms=monotonic_ms(), coordinator_host=group_coordinator_actor_name,
-                          listeners=self._kafka_listener.bind(), decompress=decompress_records,
-                          batch_rebuilder=KafkaBatchRebuilder())
+                          listeners=self._kafka_listener.bind(), codecs=KafkaCompressionCodecs())
         self._transport = _Transport(self)
         self._clock = RayClock(self._wakeup, f"broker {broker_id}")
         self._event_log = RayEventLog()
@@ -170,7 +176,8 @@ class BrokerActor:
         self._running.set()
         # Fsyncs and checkpoint writes run on a thread of their own, off the event loop.
         self._storage_worker = RayStorageWorker(f"broker-{broker_id}-storage", gate=self._running.wait)
-        self._driver = BrokerDriver(core, self._transport, self._clock, self._event_log, self._storage_worker)
+        self._driver = BrokerDriver(core, self._transport, self._clock, self._event_log, self._storage_worker,
+                                    halt=self._halt)
         logger.info("broker {} started in {:.2f}s with {} recovered partitions from {}", broker_id,
                     time.monotonic() - started, core.describe_broker()["recovered_partitions"], log_dir)
         loop = asyncio.get_running_loop()
@@ -308,6 +315,18 @@ class BrokerActor:
             "actor": handle, "partitions": self._driver.core.fetcher_partitions(
                 (int(name.split(":")[1]), int(name.split(":")[2])))}
             for name, handle in self._transport.fetchers.items()}
+
+    def _halt(self, reason: str) -> None:
+        """The log directory failed (the driver stopped stepping): exit the process, uncleanly, as
+        Kafka halts; Ray starts the actor again (``max_restarts``), which recovers from the disk."""
+        logger.critical("broker {} exits in {} s: its log directory failed: {}", self.broker_id, HALT_GRACE_S, reason)
+        asyncio.get_running_loop().call_later(HALT_GRACE_S, os._exit, 1)
+
+    async def inject_storage_fault(self, fault: str, room_bytes: int = 0) -> None:
+        """Fault injection: from now on this process's disk is full, or fails writes or fsyncs
+        (actors/core/log/storage_faults.py); a restarted process has a healthy disk."""
+        self._storage.inject(fault, room_bytes=room_bytes)
+        logger.warning("broker {}: storage fault {} injected (room {} bytes)", self.broker_id, fault, room_bytes)
 
     async def pause(self) -> None:
         """Hold every request and timer until ``resume``, as a long GC pause would: no heartbeats,

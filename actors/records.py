@@ -150,21 +150,6 @@ def rebuild_batch(batch, compression_type: int, from_offset: int = -1) -> bytes 
     return bytes(rebuilt)
 
 
-class KafkaBatchRebuilder:
-    """The leader's ``compression.BatchRebuilder``: a produced batch in its topic's codec. A batch
-    whose records are not the ones its header counts is refused (Kafka's LogValidator checks the
-    count as it reads them)."""
-
-    @staticmethod
-    def rebuild(batch: memoryview, compression_type: int) -> bytes:
-        expected = read_header(batch, 0).records_count
-        rebuilt = rebuild_batch(batch, compression_type)
-        found = 0 if rebuilt is None else read_header(rebuilt, 0).records_count
-        if found != expected:
-            raise ValueError(f"the batch's header counts {expected} records, its data holds {found}")
-        return rebuilt
-
-
 def read_records(topic: str, partition: int, buffer, from_offset: int) -> list[ConsumerRecord]:
     """Records at or after ``from_offset`` in a buffer of whole v2 batches (bytes or uint8 array).
 

@@ -28,6 +28,10 @@ between, so the core's view and the world's stay in step.
   run off its event loop, one at a time in the order given; when one finished (or failed) the
   driver calls the core's ``on_storage_done(work_id, error, now_ms)``. The core commits what the
   work made durable (a log's recovery point) only then.
+- ``LogDirFailure``: the broker's log directory failed (an I/O error in a log operation or a
+  storage work: actors/core/log/log_dir_failure.py); the driver stops the broker as Kafka 2.4
+  halts a broker whose every log directory failed. Everything the core had to answer first is
+  before it in the same list.
 """
 from __future__ import annotations
 
@@ -123,4 +127,9 @@ class StorageWork:
     delete_paths: tuple[str, ...] = ()
 
 
-Effect = Union[StorageWork, CoordinatorLeadershipChange, CoordinatorMetadataUpdate, AddPartitionsToFetcher, RemovePartitionsFromFetcher, Respond, Send, ArmTimer, LogEvent, AddBrokerChannel, RemoveBrokerChannel, Metric]
+@effect
+class LogDirFailure:
+    reason: str  # the first I/O error, with the log operation or work it broke
+
+
+Effect = Union[LogDirFailure, StorageWork, CoordinatorLeadershipChange, CoordinatorMetadataUpdate, AddPartitionsToFetcher, RemovePartitionsFromFetcher, Respond, Send, ArmTimer, LogEvent, AddBrokerChannel, RemoveBrokerChannel, Metric]

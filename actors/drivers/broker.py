@@ -22,7 +22,10 @@ that travels without a copy (a shared-memory object for Ray), chosen per answer 
 core. ``StorageWork`` (every fsync, checkpoint and snapshot write and directory removal: the
 periodic flush, segment rolls, truncations, deletions) goes to the storage worker seam, which runs
 it off the driver's thread; when it is done the core commits it (``on_storage_done``), so a slow
-fsync never holds up a request. ``shutdown`` is a clean stop: fetchers stopped, and the logs'
+fsync never holds up a request. ``LogDirFailure`` (the broker's log directory failed, see
+actors/core/replica/log_dir_failure_handler.py) stops the broker: its fetchers are stopped, nothing is
+stepped any more, and the host's ``halt`` ends the process (Ray: the actor exits and Ray starts it
+again; the simulator: the node goes down and comes back), as Kafka halts. ``shutdown`` is a clean stop: fetchers stopped, and the logs'
 last flush and checkpoints handed to the storage worker, which the host then waits for; nothing
 is answered once it began (a work's report after it is dropped).
 
@@ -32,11 +35,12 @@ travel together, as one object, however many partitions it names (actors/shared_
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from actors.core.effects import (
-    AddPartitionsToFetcher, CoordinatorLeadershipChange, CoordinatorMetadataUpdate, RemovePartitionsFromFetcher,
-    Send, StorageWork,
+    AddPartitionsToFetcher, CoordinatorLeadershipChange, CoordinatorMetadataUpdate, LogDirFailure,
+    RemovePartitionsFromFetcher, Send, StorageWork,
 )
 from actors.core.errors import ErrorCode
 from actors.core.group.messages import (
@@ -66,9 +70,12 @@ def run_storage_work(storage: Storage, work: StorageWork) -> None:
 
 class BrokerDriver(Driver):
     def __init__(self, core: BrokerCore, transport: Transport, clock: Clock, log: EventLog,
-                 storage_worker: StorageWorker | None = None) -> None:
+                 storage_worker: StorageWorker | None = None, halt: Callable[[str], None] | None = None) -> None:
         super().__init__(f"broker {core.broker_id}", transport, clock, log)
         self.core = core
+        # The host's end of this process after a log directory failure (None: only stop stepping).
+        self._halt = halt
+        self.halted = False  # after a log directory failure: nothing but answers goes out
         self.storage_worker = storage_worker if storage_worker is not None else InlineStorageWorker()
         self.fetchers: set[FetcherKey] = set()  # started and not stopped (alive, as far as we know)
         self.stopped = False
@@ -130,8 +137,23 @@ class BrokerDriver(Driver):
         self.fetchers.clear()
         self.apply(self.core.shutdown())
 
+    def halt(self, reason: str) -> None:
+        """The log directory failed: stop the fetchers, step nothing more, and let the host end
+        the process (Kafka's ``Exit.halt``; no clean shutdown: nothing more is written)."""
+        if self.stopped:
+            return
+        self.stopped = self.halted = True
+        for key in sorted(self.fetchers):
+            self.transport.stop(fetcher_name(key))
+        self.fetchers.clear()
+        self.log.log("error", f"{self.name} halts: its log directory failed ({reason})")
+        if self._halt is not None:
+            self._halt(reason)
+
     # ---------------------------------------------------------------------------- effects
     def apply_own(self, effect: Any) -> None:
+        if self.halted:
+            return  # the rest of the step that failed: the process is ending
         if isinstance(effect, Send):
             assert effect.destination == "controller", effect
             request = effect.message
@@ -154,6 +176,8 @@ class BrokerDriver(Driver):
                 self.transport.tell(fetcher_name(key), effect)
         elif isinstance(effect, (CoordinatorLeadershipChange, CoordinatorMetadataUpdate)):
             self.transport.tell("coordinator", effect)
+        elif isinstance(effect, LogDirFailure):
+            self.halt(effect.reason)
         elif isinstance(effect, StorageWork):
             storage = self.core.storage
             self.storage_worker.run(lambda: run_storage_work(storage, effect),

@@ -5,6 +5,8 @@ Each primitive names a Kafka failure:
   controller request-send thread, a group coordinator), Ray restarting it or not;
 - a process restarted with its disk (``restart``) or without it (``lose_disk``), and a power loss
   that takes the unflushed tail of one log with it (``lose_unflushed_tail``);
+- a failing disk (``storage_fault``: full, failing writes or failing fsyncs) under a broker: its
+  log directory goes offline, it halts and Ray starts it again with a healthy disk;
 - a planned stop (``controlled_shutdown``);
 - a long stop-the-world pause (``pause``/``resume``: the actor holds every request and timer, so
   it misses heartbeats and fetches while Ray still calls it alive);
@@ -75,6 +77,13 @@ class Faults:
         self.cluster.truncate_replica_on_disk(broker_id, topic, partition, keep_below)
         if restart:
             self.cluster.restart_broker(broker_id)
+
+    def storage_fault(self, broker_id: int, fault: str = "disk-full", *, room_bytes: int = 0) -> None:
+        """The broker's disk fills up (``disk-full``: what fits in ``room_bytes`` of the next append
+        lands, the rest fails with ENOSPC), or fails writes (``write-error``) or fsyncs
+        (``fsync-error``) with EIO, until its process ends (actors/core/log/storage_faults.py)."""
+        self.record("storage-fault", f"broker-{broker_id}", fault=fault, room_bytes=room_bytes)
+        ray.get(self.cluster.broker(broker_id).inject_storage_fault.remote(fault, room_bytes), timeout=30)
 
     def controlled_shutdown(self, broker_id: int) -> str:
         self.record("controlled-shutdown", f"broker-{broker_id}")

@@ -15,7 +15,8 @@ matrix runs the row in (``retries-0``, ``idempotent``; see ``runner.PRODUCER_MOD
 being the default. The same seed gives the same targets and jitter.
 
 Verbs: kill (``role`` = broker, controller, replica-fetcher, request-send-thread,
-group-coordinator; ``restart``), restart, lose-disk, controlled-shutdown, pause/resume (``role``
+group-coordinator; ``restart``), restart, lose-disk, storage-fault (``fault`` = disk-full,
+write-error or fsync-error; ``room_bytes``), controlled-shutdown, pause/resume (``role``
 broker or controller), isolate (``from`` = followers or all), partition (``from`` = followers or
 all, ``one_way``), delay (``delay_ms``, ``from``), drop (``probability``, ``from``), heal, sleep
 (``seconds``).
@@ -29,7 +30,7 @@ from typing import Any
 
 from orchestration.chaos.runner import PRODUCER_MODES, RETRIES_0, Run, Scenario
 
-VERBS = ("kill", "restart", "lose-disk", "controlled-shutdown", "pause", "resume", "isolate", "partition",
+VERBS = ("kill", "restart", "lose-disk", "storage-fault", "controlled-shutdown", "pause", "resume", "isolate", "partition",
          "delay", "drop", "heal", "sleep")
 WAITS = ("new-leader", "isr-shrunk", "isr-full", "leader-led", "none")
 TRIGGER_TIMEOUT_S = 60
@@ -178,6 +179,8 @@ def _do(run: Run, topic: str, step: dict, previous: Any) -> Any:
         faults.restart(broker_id)
     elif verb == "lose-disk":
         faults.lose_disk(broker_id)
+    elif verb == "storage-fault":
+        faults.storage_fault(broker_id, str(step.get("fault", "disk-full")), room_bytes=int(step.get("room_bytes", 0)))
     elif verb == "controlled-shutdown":
         faults.controlled_shutdown(broker_id)
     elif verb == "pause":

@@ -1,9 +1,9 @@
 """The simulator's nodes: the shipped drivers (actors/drivers/) over the simulated seams.
 
-Theory of operation. ``Nodes`` is the machinery under ``orchestration.simulation.simulation.Simulation``: it holds
-the nodes (controller, brokers, their fetchers, the controller's send threads, the client), each
-running the same driver its Ray actor runs, over a ``SimTransport``, ``SimClock`` and ``SimLog``
-(orchestration/simulation/seams.py) instead of Ray. Only the hosting differs from the Ray shells:
+Theory of operation. ``Nodes`` is the machinery under ``simulation.Simulation``: it holds the
+nodes (controller, brokers, their fetchers, the controller's send threads, the client), each running
+the same driver its Ray actor runs, over a ``SimTransport``, ``SimClock`` and ``SimLog`` (seams.py)
+instead of Ray. Only the hosting differs from the Ray shells:
 
 - names: a broker's ``controller`` is the ``controller`` node, its ``fetcher:<leader>:<id>`` the
   node ``fetcher:<broker>:<leader>:<id>``; a fetcher's ``leader`` is ``broker:<leader>`` (by name,
@@ -47,7 +47,8 @@ from actors.drivers.fetcher import FetcherDriver
 from actors.drivers.group_coordinator import GroupCoordinatorDriver
 from actors.drivers.request_types import handler_name
 from actors.drivers.send_thread import RequestSendThreadDriver
-from actors.records import KafkaBatchRebuilder, KafkaRecordCodec
+from actors.compression_codecs import KafkaCompressionCodecs
+from actors.records import KafkaRecordCodec
 from orchestration.simulation.consumer import GroupMember
 from orchestration.simulation.network import EVENT, REQUEST, RESPONSE, Message, MessageFilter
 from orchestration.simulation.seams import SimClock, SimLog, SimStorageWorker, SimTransport
@@ -263,9 +264,10 @@ class Nodes:
         assert name not in self.nodes, f"{name} is already up"
         incarnation = self._next_incarnation(name)
         node = _BrokerNode(name=name, incarnation=incarnation, broker_id=broker_id)
+        self.storages[broker_id].clear()  # a storage fault belongs to the process it was injected in
         core = BrokerCore(broker_id=broker_id, storage=self.storages[broker_id], config=self.kafka_config,
                           host=f"broker-{broker_id}", incarnation_id=f"broker-{broker_id}-{incarnation}",
-                          cluster_id=CLUSTER_ID, now_ms=self.now_ms, batch_rebuilder=KafkaBatchRebuilder())
+                          cluster_id=CLUSTER_ID, now_ms=self.now_ms, codecs=KafkaCompressionCodecs())
         core.replica_manager.partitions = WatchedPartitions(core.replica_manager.partitions)
 
         def route(destination: str) -> tuple[str, int | None] | None:
@@ -280,7 +282,8 @@ class Nodes:
         node.driver = BrokerDriver(core, *self._seams(
             node, route, start=lambda destination, **args: self._start_fetcher(node, **args),
             stop=lambda destination: self._stop_fetcher(node, destination),
-            around=lambda cause, step: self._step_broker(node, cause, step)), node.storage_worker)
+            around=lambda cause, step: self._step_broker(node, cause, step)), node.storage_worker,
+            halt=lambda reason: None)  # the step's end takes the node down (_step_broker)
         self.nodes[name] = node
         self._step_broker(node, "start", node.driver.start)
 
@@ -304,8 +307,19 @@ class Nodes:
                     at_ms=self.now_ms, broker_id=node.broker_id, topic_partition=tp,
                     from_offset=log_end_offset_before, to_offset=partition.log_end_offset,
                     leader_id=partition.leader_id, leader_epoch=partition.leader_epoch, cause=cause))
-        if self.nodes.get(node.name) is node:
+        if node.driver.halted:  # its log directory failed: the process ends, Ray starts it again
+            self._restart_halted(node)
+        elif self.nodes.get(node.name) is node:
             self.check_partitions(node, before)
+
+    def _restart_halted(self, node: _BrokerNode) -> None:
+        """A broker that halted (its log directory failed) dies, and Ray starts it again at once:
+        a new process, on a disk that works again (actors/core/log/storage_faults.py)."""
+        if self.nodes.get(node.name) is not node:
+            return
+        self.record(f"broker {node.broker_id} halted: its log directory failed")
+        self.kill(node.broker_id, notify_controller=True)  # Ray's death notice reaches its send thread
+        self._start_broker(node.broker_id)
 
     # ----------------------------------------------------------------------------- fetchers
     def _start_fetcher(self, broker: _BrokerNode, *, leader_id: int, fetcher_id: int) -> None:

@@ -16,7 +16,10 @@ options allow:
 - ``lose-disk`` / ``unflushed-tail``: restart a broker with an empty disk, or cut back to its
   last fsync. Kafka 2.4 loses acknowledged data when every replica of a partition loses its disk
   or its unflushed tail (the known gap of scenario 05b), so these apply only to a broker whose
-  partitions keep two other live members of the ISR that no fault is holding.
+  partitions keep two other live members of the ISR that no fault is holding;
+- ``storage-fault``: a broker's disk fills up (what fits of the next append lands), or fails its
+  writes or fsyncs: its log directory goes offline, and it halts and restarts with a healthy disk
+  (actors/core/replica/log_dir_failure_handler.py). Like a crash, safe for any broker.
 
 Then everything heals, every broker runs, and the run goes on until every send is answered, every
 partition has its full ISR and nothing changes any more. The invariants (invariants.py) are
@@ -35,12 +38,14 @@ import itertools
 import random
 from dataclasses import dataclass, field, replace
 
+from actors.core.log.storage_faults import STORAGE_FAULTS
 from orchestration.chaos.checker import check
 from orchestration.simulation.invariants import SimulationInvariantError
 from orchestration.simulation.network import MessageFilter
 from orchestration.simulation.simulation import Simulation, SimulationStalled
 
-FAULT_KINDS = ("crash", "restart", "pause", "partition", "drop", "delay", "lose-disk", "unflushed-tail")
+FAULT_KINDS = ("crash", "restart", "pause", "partition", "drop", "delay", "lose-disk", "unflushed-tail",
+               "storage-fault")
 POLICIES = ("leader-epoch", "high-watermark")
 TOPIC, GROUP, OFFSETS_TOPIC = "t", "g", "__consumer_offsets"
 # Message kinds a drop or delay may take, as filters over (leader-ish broker b, other broker o).
@@ -58,12 +63,14 @@ FILTERS = (
 ACTIONS = (("produce", 10, None), ("run", 5, None), ("commit", 1, None), ("heal", 2, None),
            ("crash", 1, "crash"), ("restart", 1.5, "restart"), ("pause", 0.7, "pause"),
            ("partition", 0.7, "partition"), ("drop", 1, "drop"), ("delay", 1.5, "delay"),
-           ("lose-disk", 0.4, "lose-disk"), ("unflushed-tail", 0.6, "unflushed-tail"))
+           ("lose-disk", 0.4, "lose-disk"), ("unflushed-tail", 0.6, "unflushed-tail"),
+           ("storage-fault", 0.6, "storage-fault"))
 HEAL_LIMIT_MS = 180_000
 # Errors after which a send may have been appended (orchestration/clients/producer.py's rule): a
-# lost call or timeout, or the produce purgatory's answers after the leader appended.
+# lost call or timeout, or the produce purgatory's answers after the leader appended (a storage
+# error's too: a parked send, or a write that reached the disk in part or whole).
 MAYBE_APPENDED = frozenset({"REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-                            "UNKNOWN_SERVER_ERROR"})
+                            "UNKNOWN_SERVER_ERROR", "KAFKA_STORAGE_ERROR"})
 
 
 @dataclass(frozen=True)
@@ -201,6 +208,13 @@ class _Schedule:
 
     def _unflushed_tail(self, index: int, live: list[int]) -> None:
         self._disk_fault(live, "unflushed-tail", lose_unflushed=True)
+
+    def _storage_fault(self, index: int, live: list[int]) -> None:
+        candidates = [b for b in live if b not in self.paused]
+        if candidates:
+            broker, fault = self.chooser.choice(candidates), self.chooser.choice(STORAGE_FAULTS)
+            self.sim.fail_storage(broker, fault, room_bytes=self.chooser.choice((0, 40, 4000)))
+            self._note(f"storage fault {fault} on {broker}")
 
     def _others_in_isr(self, broker: int) -> bool:
         """Every partition the broker hosts (the offsets topic's too) keeps two other ISR members that

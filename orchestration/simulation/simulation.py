@@ -54,6 +54,7 @@ from actors.core.controller.controller import ControllerCore
 from actors.core.controller.metadata_store import InMemoryKeyValueStore, MetadataStore
 from actors.core.errors import ErrorCode
 from actors.core.log.storage import InMemoryStorage
+from actors.core.log.storage_faults import FaultyStorage
 from actors.core.messages import CreateTopicsRequest, ProduceRequest
 from actors.core.messages.create_topics import CreatableReplicaAssignment, CreatableTopic, CreateableTopicConfig
 from actors.core.messages.produce import PartitionProduceData, ProduceResponse, TopicProduceData
@@ -136,7 +137,7 @@ class Simulation(Invariants, Nodes):
         self.step_count = 0
         self.network = Network()
         self.broker_ids = sorted(brokers)
-        self.storages: dict[int, InMemoryStorage] = {b: InMemoryStorage() for b in self.broker_ids}
+        self.storages: dict[int, FaultyStorage] = {b: FaultyStorage(InMemoryStorage()) for b in self.broker_ids}
         self.nodes: NodeMap = NodeMap()  # name -> _Node
         self._incarnations: collections.Counter = collections.Counter()
         self.trace: collections.deque = collections.deque(maxlen=trace_max)
@@ -385,12 +386,18 @@ class Simulation(Invariants, Nodes):
         if self.is_up(broker_id):
             self.kill(broker_id, clean=clean, notify_controller=False)
         if lose_disk:
-            self.storages[broker_id] = InMemoryStorage()
+            self.storages[broker_id] = FaultyStorage(InMemoryStorage())
         elif lose_unflushed:
             self.storages[broker_id].simulate_crash()
         self.record(f"restart broker {broker_id} (lose_unflushed={lose_unflushed}, lose_disk={lose_disk})")
         self._start_broker(broker_id)
         self._check_invariants()
+
+    def fail_storage(self, broker_id: int, fault: str, *, room_bytes: int = 0) -> None:
+        """The broker's disk fills up, or fails writes or fsyncs, until its process ends: its log
+        directory goes offline at the next call the fault breaks, and it halts and restarts."""
+        self.record(f"storage fault {fault} on broker {broker_id} (room {room_bytes} bytes)")
+        self.storages[broker_id].inject(fault, room_bytes=room_bytes)
 
     def flush(self, broker_id: int) -> None:
         """Run the broker's periodic log flush now (fsync every log, checkpoint recovery points)."""

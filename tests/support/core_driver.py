@@ -4,7 +4,7 @@ from __future__ import annotations
 import itertools
 
 from actors.core.config import KafkaConfig
-from actors.core.effects import ArmTimer, Metric, Respond, StorageWork
+from actors.core.effects import ArmTimer, LogDirFailure, Metric, Respond, StorageWork
 from actors.core.log.storage import InMemoryStorage
 from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from actors.core.messages.leader_and_isr import (
@@ -16,7 +16,7 @@ from actors.core.messages.update_metadata import (
     UpdateMetadataBroker, UpdateMetadataPartitionState, UpdateMetadataRequest, UpdateMetadataTopicState,
 )
 from actors.core.replica.replica_manager import ReplicaManager
-from actors.records import KafkaBatchRebuilder
+from actors.compression_codecs import KafkaCompressionCodecs
 from actors.drivers.broker import run_storage_work
 from actors.records import BatchBuilder
 
@@ -41,12 +41,13 @@ class CoreDriver:
         self.config = config or {}
         self.manager = ReplicaManager(broker_id=broker_id, storage=self.storage,
                                       config=KafkaConfig(self.config), now_ms=now_ms,
-                                      batch_rebuilder=KafkaBatchRebuilder())
+                                      codecs=KafkaCompressionCodecs())
         self.answers: dict[int, object] = {}
         self.timers: list[int] = []
         self.metrics: list[Metric] = []  # every Metric effect, in order
         self.hold_storage_work = hold_storage_work
         self.storage_works: list[StorageWork] = []
+        self.log_dir_failures: list[str] = []  # each LogDirFailure's reason (the broker would stop)
         self._ids = itertools.count()
 
     def finish_storage_work(self) -> None:
@@ -73,6 +74,8 @@ class CoreDriver:
                 self.timers.append(effect.deadline_ms)
             elif isinstance(effect, Metric):
                 self.metrics.append(effect)
+            elif isinstance(effect, LogDirFailure):
+                self.log_dir_failures.append(effect.reason)
         if not self.hold_storage_work:
             self.finish_storage_work()
 

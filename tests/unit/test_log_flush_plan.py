@@ -109,12 +109,14 @@ def test_the_high_watermark_checkpoint_is_written_by_the_storage_work():
     assert OffsetCheckpointFile(driver.storage, REPLICATION_OFFSET_CHECKPOINT).read() == {("t", 0): 1}
 
 
-def test_a_failed_flush_commits_nothing_and_the_next_interval_tries_again():
+def test_a_failed_flush_commits_nothing_and_takes_the_log_directory_offline():
+    """As Kafka's flush on an IOException: after a failed fsync nothing more is planned or trusted."""
     driver = leader()
     driver.produce("t", 0, make_batch([b"a"]))
     driver.advance(FLUSH_INTERVAL_MS)
     driver.fail_storage_work("OSError: disk gone")
     assert driver.manager.partitions[("t", 0)].log.recovery_point == 0
+    assert driver.manager.log_dir_failure_channel.offline
     driver.advance(FLUSH_INTERVAL_MS)
-    driver.finish_storage_work()
-    assert driver.manager.partitions[("t", 0)].log.recovery_point == 1
+    assert driver.storage_works == []  # the flusher stopped: no flush or checkpoint any more
+    assert driver.manager.partitions[("t", 0)].log.recovery_point == 0

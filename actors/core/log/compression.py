@@ -7,9 +7,10 @@ topic's default) is one of uncompressed, gzip, snappy, lz4, zstd, or ``producer`
 default, which keeps what the producer sent. The leader's append (Kafka 2.4's
 ``LogValidator.validateMessagesAndAssignOffsets``) takes a batch as it is when its codec is the
 topic's target (the fast path: no per-record work, as for ``producer``), and otherwise
-decompresses it and builds it again with the target codec (the slow path). Building is a
-``BatchRebuilder``'s job: the core reads only headers, so the shell hands it one that knows the
-record format (``actors.records.KafkaBatchRebuilder``).
+decompresses it and builds it again with the target codec (the slow path). Building is the
+``CompressionCodecs``' job: the core reads only headers, so the shell hands it codecs that know the
+record format (``actors.compression_codecs.KafkaCompressionCodecs``), the same that decompress a batch's
+records for ListOffsets by timestamp (``timestamps.py``).
 
 A rebuilt batch keeps what its header says of the producer (id, epoch, base sequence,
 transactional flag) and its records' timestamps, keys, values and headers; offsets are assigned
@@ -35,7 +36,12 @@ BROKER_CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 BROKER_COMPRESSION_TYPES = (*BROKER_CODECS, PRODUCER)
 
 
-class BatchRebuilder(Protocol):
+class CompressionCodecs(Protocol):
+    """Kafka's record codecs, for the broker core, which cannot import them (they load asyncio)."""
+
+    def decompress(self, codec: int, data: bytes) -> bytes:
+        """A batch's records compressed with ``codec``, uncompressed; raises when it cannot."""
+
     def rebuild(self, batch: memoryview, compression_type: int) -> bytes:
         """``batch`` (one whole v2 data batch) built again with codec ``compression_type``: the
         same records and producer fields. Raises on a batch it cannot read."""
@@ -60,7 +66,7 @@ def check_broker_compression_type(compression_type: str) -> str:
     return compression_type
 
 
-def recompressed_for_topic(view: memoryview, compression_type: str, rebuilder: BatchRebuilder | None, *,
+def recompressed_for_topic(view: memoryview, compression_type: str, codecs: CompressionCodecs | None, *,
                            max_message_bytes: int):
     """``view`` (a producer's record set) as the topic's ``compression.type`` wants it stored:
     ``view`` itself when nothing differs (always for ``producer``), else new bytes with every
@@ -75,7 +81,7 @@ def recompressed_for_topic(view: memoryview, compression_type: str, rebuilder: B
              if h.attributes & COMPRESSION_MASK != target and not h.attributes & _CONTROL_FLAG}
     if not stale or any(h.size_in_bytes > max_message_bytes for h in headers):
         return view
-    if rebuilder is None:
+    if codecs is None:
         raise KafkaProtocolError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
                                  f"this broker cannot build {compression_type} batches")
     pieces = []
@@ -83,7 +89,7 @@ def recompressed_for_topic(view: memoryview, compression_type: str, rebuilder: B
         batch = view[header.position:header.end_position]
         if header.position in stale:
             try:
-                batch = rebuilder.rebuild(batch, target)
+                batch = codecs.rebuild(batch, target)
             except Exception as exc:  # the producer's bytes, read for the first time: bad input
                 raise KafkaProtocolError(ErrorCode.CORRUPT_MESSAGE, (
                     f"batch at position {header.position} could not be rebuilt as {compression_type}: "

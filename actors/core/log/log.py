@@ -31,6 +31,10 @@ Inputs and outputs:
   on that queue, run later by someone else (log_work.py says in which order, and why a crash in
   between still recovers); without a queue it runs them at once.
 
+- storage errors: an ``OSError`` in an operation takes the broker's log directory offline and
+  fails it with KAFKA_STORAGE_ERROR, as does every later operation (log_dir_failure.py); a failed
+  append leaves the log as it was before it, whatever part of it reached the file.
+
 Crash safety. Everything ``Log.open`` needs is on disk: segments are found by file name, the
 log start offset is the first segment's base offset unless the owner passes a larger one, and
 segments at or after the recovery point are rescanned with CRCs and cut at the first torn or
@@ -40,11 +44,11 @@ which replication repairs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.log.append_info import LogAppendInfo, _append_info
 from actors.core.log.checkpoints import LEADER_EPOCH_CHECKPOINT
 from actors.core.log.leader_epoch_cache import LeaderEpochCache
+from actors.core.log.log_dir_failure import LogDirFailureChannel, storage_operation
 from actors.core.log.log_config import LogConfig
 from actors.core.log.log_work import FlushPlan, LogDurability, LogWork
 from actors.core.log.producer_state import ProducerStateManager, load_state
@@ -61,32 +65,16 @@ DELETED_DIRECTORY_SUFFIX = "-delete"
 PRODUCER_STATE_REPLAY_READ_BYTES = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class LogAppendInfo:
-    """What an append wrote: offsets [first_offset, last_offset] in ``batch_count`` batches."""
-
-    first_offset: int
-    last_offset: int
-    batch_count: int
-    record_count: int
-    max_timestamp: int
-    size_in_bytes: int
-
-
-def _append_info(headers: tuple[BatchHeader, ...], size_in_bytes: int) -> LogAppendInfo:
-    return LogAppendInfo(
-        first_offset=headers[0].base_offset, last_offset=headers[-1].last_offset,
-        batch_count=len(headers), record_count=sum(header.records_count for header in headers),
-        max_timestamp=max(header.max_timestamp for header in headers), size_in_bytes=size_in_bytes)
-
-
 class Log(LogDurability):
     """One partition replica's log; build it with ``Log.open``."""
 
     def __init__(self, storage: Storage, directory: str, config: LogConfig,
                  segments: list[LogSegment], *, log_start_offset: int, recovery_point: int,
-                 work_queue: list[LogWork] | None = None) -> None:
+                 work_queue: list[LogWork] | None = None,
+                 failure_channel: LogDirFailureChannel | None = None) -> None:
         self._storage = storage
+        # The broker's log directory (log_dir_failure.py): an I/O error here takes it offline.
+        self._failure_channel = failure_channel if failure_channel is not None else LogDirFailureChannel()
         # Where this log's disk waits go (log_work.py); None: run them at once.
         self._work_queue = work_queue
         # Offsets of the producer-state snapshots this log has handed to the queue to write, and
@@ -128,7 +116,8 @@ class Log(LogDurability):
     @classmethod
     def open(cls, storage: Storage, directory: str, config: LogConfig, *,
              recovery_point: int = 0, log_start_offset: int = 0,
-             work_queue: list[LogWork] | None = None) -> Log:
+             work_queue: list[LogWork] | None = None,
+             failure_channel: LogDirFailureChannel | None = None) -> Log:
         """Opens (creating if needed) the log in ``directory`` and recovers it.
 
         ``recovery_point`` and ``log_start_offset`` come from the owner's checkpoint files; the
@@ -149,7 +138,8 @@ class Log(LogDurability):
         start = max(log_start_offset, segments[0].base_offset)
         recovery_point = max(segments[0].base_offset, min(recovery_point, log_end_offset))
         return cls(storage, directory, config, segments,
-                   log_start_offset=start, recovery_point=recovery_point, work_queue=work_queue)
+                   log_start_offset=start, recovery_point=recovery_point, work_queue=work_queue,
+                   failure_channel=failure_channel)
 
     def _load_producer_state(self):
         return load_state(self._storage, self._directory, log_start_offset=self._log_start_offset,
@@ -246,6 +236,7 @@ class Log(LogDurability):
                     f"{header.records_count} records but last_offset_delta {header.last_offset_delta}")
         return headers
 
+    @storage_operation
     def append_as_leader(self, records, leader_epoch: int) -> LogAppendInfo:
         """Appends a producer's batches, stamping offsets from the LEO and ``leader_epoch``."""
         self._check_open()
@@ -266,6 +257,7 @@ class Log(LogDurability):
             next_offset = stamped[-1].next_offset
         return self._append(buffer, tuple(stamped))
 
+    @storage_operation
     def append_as_follower(self, records) -> LogAppendInfo:
         """Appends a leader's batches as they are; they must continue this log exactly."""
         self._check_open()
@@ -295,7 +287,11 @@ class Log(LogDurability):
             if epoch >= 0 and epoch != previous_epoch:
                 self._leader_epoch_cache.assign(epoch, header.base_offset)
             previous_epoch = epoch
-        self._segments[-1].append(data, headers)
+        try:
+            self._segments[-1].append(data, headers)
+        except OSError:  # nothing was appended: the epochs assigned above for it go again
+            self._leader_epoch_cache.truncate_from_end(self.log_end_offset)
+            raise
         for header in headers:
             self._producer_state.record(header)
         self._check_invariants()
@@ -325,6 +321,7 @@ class Log(LogDurability):
 
     # -- reads -----------------------------------------------------------------------------
 
+    @storage_operation
     def read(self, start_offset: int, max_bytes: int, *, max_offset: int | None = None,
              min_one_batch: bool = True) -> FetchDataInfo:
         """Whole batches from the one holding ``start_offset``, from a single segment.
@@ -354,6 +351,7 @@ class Log(LogDurability):
         """The base offset of the segment a read at ``offset`` starts in."""
         return self._segments[self._segment_index_for(offset)].base_offset
 
+    @storage_operation
     def read_position(self, offset: int) -> tuple[int, int]:
         """(segment base offset, position) where a read at ``offset`` starts: LogOffsetMetadata."""
         segment = self._segments[self._segment_index_for(offset)]
@@ -376,6 +374,7 @@ class Log(LogDurability):
 
     # -- moving the ends -------------------------------------------------------------------
 
+    @storage_operation
     def truncate_to(self, offset: int) -> bool:
         """Drops every offset >= ``offset``; returns whether anything was dropped.
 
@@ -407,6 +406,7 @@ class Log(LogDurability):
         self._producer_state = self._load_producer_state()
         return True
 
+    @storage_operation
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Deletes everything and restarts the log, empty, at ``offset`` (which survives reopen:
         the new segment's base offset records it)."""
@@ -426,6 +426,7 @@ class Log(LogDurability):
         self._producer_state = self._load_producer_state()
         self._check_invariants()
 
+    @storage_operation
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
         """Moves the log start up to ``offset`` (DeleteRecords); deletes segments wholly below it.
 
@@ -453,6 +454,7 @@ class Log(LogDurability):
 
     # -- durability and lifecycle ----------------------------------------------------------
 
+    @storage_operation
     def close(self) -> None:
         """Flushes everything and snapshots the producer state (with a work queue: plans that,
         the owner waits for it); the log must not be used afterwards."""
@@ -462,6 +464,7 @@ class Log(LogDurability):
                           flush_plan=plan)
             self._closed = True
 
+    @storage_operation
     def delete(self) -> None:
         """Deletes the whole partition directory; the log must not be used afterwards. As Kafka
         does, the directory is first renamed to ``<name>.<n>-delete`` (at once, so that the name is

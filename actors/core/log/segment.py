@@ -256,14 +256,27 @@ class LogSegment:
         assert headers and headers[0].base_offset == self._next_offset, (headers[0], self._next_offset)
         assert headers[-1].last_offset - self.base_offset <= INT32_MAX
         self._ensure_max_timestamp()
+        entries, since, time_entries, max_timestamp = (len(self._index_positions), self._bytes_since_last_index_entry,
+                                                       len(self._time_index), (self._max_timestamp, self._offset_of_max_timestamp))
         new_entries, new_time_entries = bytearray(), bytearray()
         for header in headers:
             self._index_batch(header, self._size_bytes + header.position, new_entries, new_time_entries)
-        self.storage.append(self.log_path, data)
-        if new_entries:
-            self.storage.append(self.index_path, new_entries)
-        if new_time_entries:
-            self.storage.append(self.time_index_path, new_time_entries)
+        try:
+            self.storage.append(self.log_path, data)
+            if new_entries:
+                self.storage.append(self.index_path, new_entries)
+            if new_time_entries:
+                self.storage.append(self.time_index_path, new_time_entries)
+        except OSError:
+            # A write that failed may have landed in part (ENOSPC): the segment keeps believing
+            # its old size and indexes, so no read goes past the last batch wholly written. The log
+            # directory goes offline (log_dir_failure.py); recovery cuts the torn tail on restart.
+            del self._index_relative_offsets[entries:]
+            del self._index_positions[entries:]
+            self._time_index.truncate_entries_to(time_entries)
+            self._bytes_since_last_index_entry = since
+            self._max_timestamp, self._offset_of_max_timestamp = max_timestamp
+            raise
         self._size_bytes += len(data)
         self._next_offset = headers[-1].next_offset
 

@@ -76,6 +76,11 @@ class TimeIndex:
         above = (self.timestamps[slot], self.relative_offsets[slot]) if slot < len(self.timestamps) else None
         return below, above
 
+    def truncate_entries_to(self, count: int) -> None:
+        """Keeps the first ``count`` entries: the in-memory undo of a failed append."""
+        del self.timestamps[count:]
+        del self.relative_offsets[count:]
+
     def truncate_to(self, relative_offset: int) -> int:
         """Kafka's ``truncateTo``: drops the entries at or after ``relative_offset``; returns the
         file size that remains."""

@@ -28,10 +28,9 @@ from typing import Any
 from actors.core.config import KafkaConfig
 from actors.core.effects import CoordinatorMetadataUpdate, Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode
-from actors.core.log.compression import BatchRebuilder
+from actors.core.log.compression import CompressionCodecs
 from actors.core.log.meta_properties import load_or_create_directory_id
 from actors.core.log.storage import Storage
-from actors.core.log.timestamps import Decompress, decompress_gzip
 from actors.core.messages.allocate_producer_ids import AllocateProducerIdsRequest
 from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
@@ -53,13 +52,12 @@ class BrokerCore:
     def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, host: str,
                  incarnation_id: str, cluster_id: str, now_ms: int,
                  coordinator_host: Callable[[int], str] = lambda broker_id: f"group-coordinator-{broker_id}",
-                 listeners: tuple = (), decompress: Decompress = decompress_gzip,
-                 batch_rebuilder: BatchRebuilder | None = None) -> None:
+                 listeners: tuple = (), codecs: CompressionCodecs | None = None) -> None:
         self.broker_id = broker_id
         # Fetch session ids differ from those of this broker's earlier processes (see fetch_session.py).
         self.replica_manager = ReplicaManager(broker_id=broker_id, storage=storage, config=config,
                                               now_ms=now_ms, fetch_session_seed=zlib.crc32(incarnation_id.encode()),
-                                              decompress=decompress, batch_rebuilder=batch_rebuilder)
+                                              codecs=codecs)
         self.directory_id = load_or_create_directory_id(storage, broker_id, incarnation_id)
         self.lifecycle = BrokerLifecycle(broker_id=broker_id, host=host, incarnation_id=incarnation_id,
                                          cluster_id=cluster_id, config=config, now_ms=now_ms,

@@ -34,8 +34,10 @@ flight; a StopReplica that deletes partitions adds one high-watermark checkpoint
 works are one per step that changed a log, as many as the driver has not yet finished (each step
 that queues one also did the I/O it makes durable, which bounds them as the requests are bounded). The driver
 runs the works in the order given, so two writes of one checkpoint file land in the order planned. A failed work
-(an I/O error) commits nothing and is logged as a warning; its task runs again at its next interval
-(a failed log work also releases what it held: the answer is true of the log, only not durable).
+(an I/O error) commits nothing and takes the broker's log directory offline, as Kafka's flush does on
+an IOException (actors/core/replica/log_dir_failure_handler.py: after a failed fsync nothing since the
+last good one can be trusted); it releases what it held (the answer is true of the log, only not
+durable). ``stop`` (the directory failed) ends both tasks: nothing is planned or committed again.
 """
 from __future__ import annotations
 
@@ -79,6 +81,12 @@ class LogFlusher:
         self.work_queue: list[LogWork] = []
         # The id of the last logs' work started (works run in order: when it is done, all are).
         self._last_log_work_id = -1
+        self.stopped = False  # the log directory failed: nothing is planned or committed any more
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.work_queue.clear()  # in place: every log holds this list
+        self._in_flight.clear()
 
     @property
     def _partitions(self) -> dict:
@@ -94,6 +102,8 @@ class LogFlusher:
         return StorageWork(work_id=work_id, **effect_fields)
 
     def tick(self, now_ms: int) -> list[Effect]:
+        if self.stopped:
+            return []
         # The logs' works first: a flush planned now must run after them (an epoch checkpoint
         # planned before the flush that makes its batches trusted; see log_work.py).
         effects: list[Effect] = [*self.collect()]
@@ -136,6 +146,7 @@ class LogFlusher:
             return []  # not one of ours, or already answered: nothing waits for it
         released = work.held or []
         if error is not None:
+            self._owner.log_dir_failure_channel.mark_offline(f"{work.kind} failed: {error}")
             return [LogEvent(level="warning", message=(
                 f"broker {self._broker_id}: {work.kind} failed, nothing committed: {error}")), *released]
         if work.kind not in (FLUSH, LOG_WORK):
@@ -149,7 +160,8 @@ class LogFlusher:
     # ------------------------------------------------------------------------ the logs' works
     def collect(self, *, shutdown: bool = False) -> list[StorageWork]:
         """The logs' queued works as one ``StorageWork`` (none if the queue is empty)."""
-        if not self.work_queue and not shutdown:
+        if self.stopped or (not self.work_queue and not shutdown):
+            self.work_queue.clear()
             return []
         works = list(self.work_queue)
         self.work_queue.clear()  # in place: every log holds this list

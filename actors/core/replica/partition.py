@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from actors.core.errors import ErrorCode, KafkaProtocolError
-from actors.core.log.compression import PRODUCER, BatchRebuilder, recompressed_for_topic
+from actors.core.log.compression import PRODUCER, CompressionCodecs, recompressed_for_topic
 from actors.core.log.log import FetchDataInfo, Log, LogAppendInfo
 from actors.core.log.record_batch import as_byte_view
 from actors.core.messages._base import NO_EPOCH, NO_LEADER
@@ -66,9 +66,9 @@ class RemoteReplica:
 class Partition:
     def __init__(self, *, topic: str, partition: int, local_broker_id: int, log: Log,
                  high_watermark: int, min_insync_replicas: int, replica_lag_time_max_ms: int,
-                 batch_rebuilder: BatchRebuilder | None = None) -> None:
+                 codecs: CompressionCodecs | None = None) -> None:
         self.topic = topic
-        self.batch_rebuilder = batch_rebuilder  # for a topic whose compression.type is not the producer's
+        self.codecs = codecs  # for a topic whose compression.type is not the producer's
         self.partition = partition
         self.local_broker_id = local_broker_id
         self.log = log
@@ -173,7 +173,7 @@ class Partition:
                 f"ISR {list(self.isr)} is smaller than min.insync.replicas={self.min_insync_replicas}")
         config = self.log.config
         if config.compression_type != PRODUCER:
-            records = recompressed_for_topic(as_byte_view(records), config.compression_type, self.batch_rebuilder,
+            records = recompressed_for_topic(as_byte_view(records), config.compression_type, self.codecs,
                                              max_message_bytes=config.max_message_bytes)
         info = self.log.append_as_leader(records, self.leader_epoch)
         self.maybe_increment_high_watermark(now_ms)

@@ -136,3 +136,15 @@ def _uniform_error(request: ProduceRequest, error_code: ErrorCode) -> ProduceRes
             PartitionProduceResponse(index=data.index, error_code=error_code)
             for data in topic.partition_data))
         for topic in request.topic_data))
+
+
+def fail_parked(manager: ReplicaManagerView, error_code: ErrorCode) -> list[Effect]:
+    """Answer every parked acks=all produce now, ``error_code`` for each partition still waiting:
+    after a log directory failure nothing more is acknowledged (Kafka's KAFKA_STORAGE_ERROR)."""
+    effects: list[Effect] = []
+    for operation in manager.produce_purgatory.all():
+        request, results = operation.payload
+        _finish(results, error_code)
+        manager.produce_purgatory.remove(operation.request_id)
+        effects.append(Respond(request_id=operation.request_id, response=_response(request, results)))
+    return effects

@@ -40,7 +40,8 @@ from actors.core.log.checkpoints import (
     OffsetCheckpointFile,
 )
 from actors.core.log.log import DELETED_DIRECTORY_SUFFIX, Log, LogWork
-from actors.core.log.compression import BatchRebuilder
+from actors.core.log.compression import CompressionCodecs
+from actors.core.log.log_dir_failure import LogDirFailureChannel
 from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import Storage
 from actors.core.messages._base import NO_EPOCH
@@ -48,7 +49,7 @@ from actors.core.messages.fetch import FetchRequest
 from actors.core.messages.leader_and_isr import (
     LeaderAndIsrPartitionError, LeaderAndIsrRequest, LeaderAndIsrResponse,
 )
-from actors.core.log.timestamps import Decompress, decompress_gzip, offset_for_timestamp
+from actors.core.log.timestamps import decompress_gzip, offset_for_timestamp
 from actors.core.messages.list_offsets import (
     EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsPartitionResponse, ListOffsetsRequest,
     ListOffsetsResponse, ListOffsetsTopicResponse,
@@ -63,6 +64,7 @@ from actors.core.replica import fetch, produce, replication
 from actors.core.replica.alter_partition_manager import AlterPartitionManager
 from actors.core.replica.fetch_session import SESSION_CACHE_SLOTS_KEY, FetchSessionCache
 from actors.core.replica.fetcher_manager import FetcherManager
+from actors.core.replica.log_dir_failure_handler import storage_step
 from actors.core.replica.log_flusher import LogFlusher
 from actors.core.replica.metadata_cache import MetadataCache
 from actors.core.replica.partition import Partition
@@ -70,8 +72,6 @@ from actors.core.replica.purgatory import DelayedOperation, Purgatory
 
 TopicPartition = tuple[str, int]
 OFFSETS_TOPIC = "__consumer_offsets"
-
-
 METRICS_INTERVAL_MS = 1_000  # how often tick sets the broker's gauges
 
 
@@ -88,22 +88,20 @@ def parse_partition_directory(name: str) -> TopicPartition | None:
 
 
 def log_config_for(config: KafkaConfig) -> LogConfig:
-    return LogConfig.from_properties({key: config.get_str(key) for key in
-                                      ("segment.bytes", "index.interval.bytes", "max.message.bytes",
-                                       "compression.type")})
+    keys = ("segment.bytes", "index.interval.bytes", "max.message.bytes", "compression.type")
+    return LogConfig.from_properties({key: config.get_str(key) for key in keys})
 
 
 class ReplicaManager:
     def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, now_ms: int,
-                 fetch_session_seed: int = 0, decompress: Decompress = decompress_gzip,
-                 batch_rebuilder: BatchRebuilder | None = None) -> None:
-        """``batch_rebuilder`` builds a produced batch again with a topic's ``compression.type``
-        (``compression.py``); without one, such a produce is UNSUPPORTED_COMPRESSION_TYPE.
-        ``decompress`` reads a compressed batch's records for ListOffsets by timestamp."""
+                 fetch_session_seed: int = 0, codecs: CompressionCodecs | None = None) -> None:
+        """``codecs`` rebuild a produced batch in a topic's ``compression.type`` (without
+        them such a produce is UNSUPPORTED_COMPRESSION_TYPE) and read compressed records for
+        ListOffsets by timestamp (without them, gzip only)."""
         self.broker_id = broker_id
-        self.batch_rebuilder = batch_rebuilder
+        self.codecs = codecs
+        self._decompress = decompress_gzip if codecs is None else codecs.decompress
         self.storage = storage
-        self.decompress = decompress  # compressed records, for ListOffsets by timestamp
         self.config = config
         log_config_for(config)  # a bad log default (compression.type=brotli) stops the start, naming the key
         self.controller_epoch = -1
@@ -127,6 +125,8 @@ class ReplicaManager:
         self._next_metrics_ms = now_ms  # when the broker's gauges are set next
         self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
         self.unanswered_isr_proposals: dict[TopicPartition, tuple[int, int]] = {}
+        # The log directory's state; a storage error takes it offline (log_dir_failure_handler.py).
+        self.log_dir_failure_channel = LogDirFailureChannel()
         self.log_flusher = LogFlusher(
             broker_id, self, now_ms=now_ms,
             flush_interval_ms=config.get_int("log.flush.offset.checkpoint.interval.ms", 1),
@@ -150,7 +150,7 @@ class ReplicaManager:
             log = Log.open(self.storage, name, log_config_for(self.config),
                            recovery_point=recovery_points.get(topic_partition, 0),
                            log_start_offset=log_start_offsets.get(topic_partition, 0),
-                           work_queue=self.log_flusher.work_queue)
+                           work_queue=self.log_flusher.work_queue, failure_channel=self.log_dir_failure_channel)
             self.partitions[topic_partition] = self._new_partition(
                 topic_partition, log, high_watermarks.get(topic_partition, 0), self.config)
             recovered.append(topic_partition)
@@ -162,7 +162,7 @@ class ReplicaManager:
         return Partition(topic=topic, partition=index, local_broker_id=self.broker_id, log=log,
                          high_watermark=high_watermark,
                          min_insync_replicas=config.get_int("min.insync.replicas", 1),
-                         replica_lag_time_max_ms=self.replica_lag_time_max_ms, batch_rebuilder=self.batch_rebuilder)
+                         replica_lag_time_max_ms=self.replica_lag_time_max_ms, codecs=self.codecs)
 
     # -------------------------------------------------------------------------- control requests
     def _stale_control_request(self, request) -> ErrorCode | None:
@@ -173,6 +173,7 @@ class ReplicaManager:
             return ErrorCode.STALE_BROKER_EPOCH
         return None
 
+    @storage_step
     def handle_leader_and_isr(self, request_id: int, request: LeaderAndIsrRequest,
                               now_ms: int) -> list[Effect]:
         stale = self._stale_control_request(request)
@@ -213,7 +214,7 @@ class ReplicaManager:
         if partition is None:
             topic, index = topic_partition
             log = Log.open(self.storage, partition_directory(topic, index), log_config_for(topic_config),
-                           work_queue=self.log_flusher.work_queue)
+                           work_queue=self.log_flusher.work_queue, failure_channel=self.log_dir_failure_channel)
             partition = self._new_partition(topic_partition, log, 0, topic_config)
             self.partitions[topic_partition] = partition
         else:
@@ -273,6 +274,7 @@ class ReplicaManager:
         return [LogEvent(level="info", message=f"broker {self.broker_id} applied config {dict(overrides)} "
                                                f"to topic {topic} ({len(hosted)} partition(s))")]
 
+    @storage_step
     def handle_stop_replica(self, request_id: int, request: StopReplicaRequest,
                             now_ms: int) -> list[Effect]:
         stale = self._stale_control_request(request)
@@ -341,33 +343,41 @@ class ReplicaManager:
                     raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             raise KafkaProtocolError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                      f"{topic_partition[0]}-{topic_partition[1]}")
+        self.log_dir_failure_channel.check()  # Kafka: an offline partition is KAFKA_STORAGE_ERROR
         if not partition.is_leader:
             raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                      f"broker {self.broker_id} does not lead "
                                      f"{topic_partition[0]}-{topic_partition[1]}")
         return partition
 
+    @storage_step
     def handle_produce(self, request_id: int, request: ProduceRequest, now_ms: int, *,
                        internal_topics_allowed: bool = False) -> list[Effect]:
         return produce.handle_produce(self, request_id, request, now_ms,
                                       internal_topics_allowed=internal_topics_allowed) + self.log_flusher.collect()
 
+    @storage_step
     def handle_fetch(self, request_id: int, request: FetchRequest, now_ms: int) -> list[Effect]:
         return fetch.handle_fetch(self, request_id, request, now_ms)
 
+    @storage_step
     def handle_offset_for_leader_epoch(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return replication.handle_offset_for_leader_epoch(self, request_id, request, now_ms)
 
+    @storage_step
     def handle_follower_truncate(self, request_id: int, request, now_ms: int) -> list[Effect]:
         # Answered once the truncation is durable: the fetcher appends nothing before its answer.
         return self.log_flusher.hold(replication.handle_follower_truncate(self, request_id, request, now_ms), request_id)
 
+    @storage_step
     def handle_follower_append(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return replication.handle_follower_append(self, request_id, request, now_ms) + self.log_flusher.collect()
 
+    @storage_step
     def on_alter_partition_response(self, request, response, now_ms: int) -> list[Effect]:
         return replication.on_alter_partition_response(self, request, response, now_ms)
 
+    @storage_step
     def handle_list_offsets(self, request_id: int, request: ListOffsetsRequest,
                             now_ms: int) -> list[Effect]:
         # Kafka answers each partition asked for more than once with INVALID_REQUEST.
@@ -405,7 +415,7 @@ class ReplicaManager:
             # Consumers look among committed records only, as Kafka 2.4 does (read-uncommitted).
             max_offset = partition.log_end_offset if replica_id >= 0 else partition.high_watermark
             try:
-                found = offset_for_timestamp(partition.log, asked.timestamp, max_offset, self.decompress)
+                found = offset_for_timestamp(partition.log, asked.timestamp, max_offset, self._decompress)
             except KafkaProtocolError as exc:  # a segment that cannot be read (KAFKA_STORAGE_ERROR)
                 return error(exc.error_code)
             if found is None:  # no record that late: Kafka answers offset and timestamp -1
@@ -431,6 +441,7 @@ class ReplicaManager:
         return [ArmTimer(deadline_ms=operation.deadline_ms)]
 
     # --------------------------------------------------------------------------------- timers
+    @storage_step
     def tick(self, now_ms: int) -> list[Effect]:
         effects: list[Effect] = []
         for operation in self.produce_purgatory.expired(now_ms):
@@ -455,6 +466,7 @@ class ReplicaManager:
         return effects
 
     # ---------------------------------------------------------------------------- checkpoints
+    @storage_step
     def on_storage_done(self, work_id: int, error: str | None, now_ms: int) -> list[Effect]:
         """The driver ran a ``StorageWork`` of this core's: commit what it made durable."""
         return self.log_flusher.on_storage_done(work_id, error)
