@@ -1,9 +1,8 @@
 """The simulator's nodes: the shipped drivers (actors/drivers/) over the simulated seams.
 
-Theory of operation. ``Nodes`` is the machinery under ``simulation.Simulation``: it holds the
-nodes (controller, brokers, their fetchers, the controller's send threads, the client), each running
-the same driver its Ray actor runs, over a ``SimTransport``, ``SimClock`` and ``SimLog`` (seams.py)
-instead of Ray. Only the hosting differs from the Ray shells:
+Theory of operation. ``Nodes``, under ``simulation.Simulation``, holds the nodes (controller, brokers,
+fetchers, send threads, the client), each running its Ray actor's driver over a ``SimTransport``,
+``SimClock`` and ``SimLog`` (seams.py) instead of Ray. Only the hosting differs from the Ray shells:
 
 - names: a broker's ``controller`` is the ``controller`` node, its ``fetcher:<leader>:<id>`` the
   node ``fetcher:<broker>:<leader>:<id>``; a fetcher's ``leader`` is ``broker:<leader>`` (by name,
