@@ -1,10 +1,10 @@
 """Each served API's translation between kio's request/response classes and raykafka's messages.
 
 An ``Api`` says where a request goes (``route``: the broker itself, its group coordinator, or
-``local`` for what the listener answers alone), which handler takes it,
-how the kio request becomes a raykafka request (``to_core``) and how the raykafka response
-becomes the kio response of the request's version (``to_kio``), and what to answer when the
-target cannot be reached (``error_response``: a raykafka response carrying one error code).
+``local`` for what the listener answers alone), which handler takes it, how the kio request
+becomes a raykafka request (``to_core``) and how the raykafka response becomes the kio response of
+the request's version (``to_kio``), and what to answer when the group coordinator cannot be
+reached (``error_response``: a raykafka response carrying one error code).
 Most conversions are ``convert``'s name matching; the functions here hold the differences.
 """
 from __future__ import annotations
@@ -16,8 +16,7 @@ from typing import Any
 from actors.core.errors import ErrorCode
 from actors.core.messages import (
     CONSUMER_REPLICA_ID, CreateTopicsRequest, DeleteTopicsRequest, DescribedGroup, DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, HeartbeatResponse, InitProducerIdRequest,
+    DescribeGroupsResponse, FetchRequest, FindCoordinatorRequest, HeartbeatRequest, HeartbeatResponse, InitProducerIdRequest,
     JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
     ListGroupsResponse, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetCommitResponse,
     OffsetCommitResponsePartition, OffsetCommitResponseTopic, OffsetFetchRequest, OffsetFetchResponse,
