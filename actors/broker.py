@@ -272,6 +272,15 @@ class BrokerActor:
         """Checked here, then forwarded to the controller (see actors/core/replica/config_forwarding.py)."""
         return await self._call("handle_incremental_alter_configs", request)
 
+    async def handle_create_topics(self, request):
+        """Forwarded to the controller, then held until this broker's metadata shows the topics
+        with leaders (see actors/core/replica/topic_operations.py)."""
+        return await self._call("handle_create_topics", request)
+
+    async def handle_delete_topics(self, request):
+        """Forwarded to the controller, then held until this broker's metadata no longer has the topics."""
+        return await self._call("handle_delete_topics", request)
+
     async def handle_offset_for_leader_epoch(self, request):
         return await self._call("handle_offset_for_leader_epoch", request)
 

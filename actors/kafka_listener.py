@@ -14,11 +14,12 @@ a client sent back to back may be written together: ``actors.wire.sockets.HeldRe
 also gives one producer connection the ordering that Ray calls do not promise. A produce with
 acks=0 is handled and not answered.
 
-Targets: data and metadata requests go to this broker actor's own handlers (in-process); group
-requests to this broker's group coordinator actor; CreateTopics and DeleteTopics to the active
-controller (every broker forwards them, as KIP-590 brokers do). What the listener cannot read
-closes that connection and touches nothing else; a target that cannot be reached is answered
-with the API's error code (COORDINATOR_NOT_AVAILABLE, NOT_CONTROLLER), which clients retry.
+Targets: data and metadata requests go to this broker actor's own handlers (in-process), also
+CreateTopics and DeleteTopics, which the broker forwards to the active controller (as KIP-590
+brokers do) and answers once its own metadata agrees (actors/core/replica/topic_operations.py);
+group requests go to this broker's group coordinator actor. What the listener cannot read closes
+that connection and touches nothing else; a target that cannot be reached is answered with the
+API's error code (COORDINATOR_NOT_AVAILABLE, or NOT_CONTROLLER from the broker), which clients retry.
 """
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages import JoinGroupRequest, ProduceRequest
 from actors.core.messages.broker_registration import BrokerEndpoint
 from actors.core.controller.metadata_store import MetadataStore
-from actors.ray_metadata_store import RayKeyValueStore, active_controller
-from actors.wire.apis import APIS, BROKER, CONTROLLER, COORDINATOR, Api, WireContext, api_versions_error_response
+from actors.ray_metadata_store import RayKeyValueStore
+from actors.wire.apis import APIS, BROKER, COORDINATOR, Api, WireContext, api_versions_error_response
 from actors.wire.describe_configs import RESOURCE_TOPIC, describe_configs
 from actors.wire.frames import (
     REQUEST_BYTES_MAX_DEFAULT, SIZE_PREFIX, InvalidFrame, UnsupportedApiVersions, check_frame_size, decode_body,
@@ -54,8 +55,6 @@ from actors.wire.sockets import ConnectionClosed, HeldResponses, receive_exactly
 # may still be held for a moment by the process Ray is replacing.
 REBIND_TIMEOUT_S = 10.0
 REBIND_BACKOFF_S = 0.2
-# Slack over a request's own timeout_ms before the listener stops waiting for the controller.
-CONTROLLER_CALL_SLACK_S = 10.0
 # Connections served at once per listener; more are closed on accept (each holds at most one
 # request of up to socket.request.max.bytes).
 CONNECTIONS_MAX = 1000
@@ -237,8 +236,6 @@ class KafkaListener:
                 return await getattr(self._broker, api.handler)(request)
             if api.route == COORDINATOR:
                 return await self._ask_coordinator(api, request, version, context)
-            if api.route == CONTROLLER:
-                return await self._ask_controller(api, request)
         except KafkaProtocolError as exc:
             raise InvalidFrame(f"{api.name}: {exc}") from None
         return self._answer_locally(api, request)
@@ -271,20 +268,6 @@ class KafkaListener:
             logger.info("broker {} could not reach its group coordinator: {!r}", self._broker_id, exc)
             self._coordinator = None
             return api.error_response(request, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-
-    async def _ask_controller(self, api: Api, request: Any) -> Any:
-        try:
-            found = active_controller(self._namespace)
-            if found is None:
-                return api.error_response(request, ErrorCode.NOT_CONTROLLER)
-            controller = ray.get_actor(found["actor_name"], namespace=self._namespace)
-            timeout_s = request.timeout_ms / 1000 + CONTROLLER_CALL_SLACK_S
-            return await asyncio.wait_for(getattr(controller, api.handler).remote(request), timeout=timeout_s)
-        except Exception as exc:
-            if isinstance(getattr(exc, "cause", None), KafkaProtocolError):
-                raise exc.cause from None
-            logger.info("broker {} could not reach the controller: {!r}", self._broker_id, exc)
-            return api.error_response(request, ErrorCode.NOT_CONTROLLER)
 
     def _describe_configs(self, body: Any) -> dict:
         """Topic configs as the controller stored them (Kafka's brokers read them from

@@ -7,7 +7,8 @@ between, so the core's view and the world's stay in step.
 - ``Respond``: answer the request the driver registered under ``request_id`` (immediately or, for a
   request parked in a purgatory, later).
 - ``Send``: deliver ``message`` to another actor (``destination`` names it by role and id); the
-  reply, if any, comes back to the core as a new input.
+  reply, if any, comes back to the core as a new input (``timeout_ms``: how long the driver waits
+  for it, when the core needs other than the driver's default).
 - ``ArmTimer``: call the core's ``tick`` no later than ``deadline_ms``; the host also ticks on a
   short period, so a lost timer only delays, never stalls.
 - ``LogEvent``: a line worth a human's attention (leadership change, truncation, ...).
@@ -51,6 +52,7 @@ class Respond:
 class Send:
     destination: str
     message: Any
+    timeout_ms: int | None = None
 
 
 @effect

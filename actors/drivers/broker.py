@@ -4,7 +4,8 @@ Theory of operation. Kafka requests reach the core through ``handle`` (checked, 
 answered by ``Respond``, at once or from a purgatory). The core's other effects:
 
 - ``Send("controller", request)``: a call to the active controller (registration, heartbeats,
-  AlterPartition, controlled shutdown, CreateTopics for __consumer_offsets); its answer, or
+  AlterPartition, controlled shutdown, CreateTopics for __consumer_offsets, a client's CreateTopics
+  and DeleteTopics); its answer, or
   ``NETWORK_EXCEPTION`` whatever the failure (the broker looks the controller up again and
   retries as the core decides), goes back into the core.
 - ``AddPartitionsToFetcher`` / ``RemovePartitionsFromFetcher``: Kafka's fetcher manager. The
@@ -157,7 +158,8 @@ class BrokerDriver(Driver):
         if isinstance(effect, Send):
             assert effect.destination == "controller", effect
             request = effect.message
-            self.transport.call("controller", request, timeout_ms=CONTROLLER_CALL_TIMEOUT_MS,
+            timeout_ms = CONTROLLER_CALL_TIMEOUT_MS if effect.timeout_ms is None else effect.timeout_ms
+            self.transport.call("controller", request, timeout_ms=timeout_ms,
                                 on_reply=lambda response: self._on_controller_response(request, response))
         elif isinstance(effect, AddPartitionsToFetcher):
             key = (effect.leader_id, effect.fetcher_id)

@@ -1,10 +1,10 @@
 """Each served API's translation between kio's request/response classes and raykafka's messages.
 
-An ``Api`` says where a request goes (``route``: the broker itself, its group coordinator, the
-active controller, or ``local`` for what the listener answers alone), which handler takes it,
-how the kio request becomes a raykafka request (``to_core``) and how the raykafka response
-becomes the kio response of the request's version (``to_kio``), and what to answer when the
-target cannot be reached (``error_response``: a raykafka response carrying one error code).
+An ``Api`` says where a request goes (``route``: the broker itself, its group coordinator, or
+``local`` for what the listener answers alone), which handler takes it, how the kio request
+becomes a raykafka request (``to_core``) and how the raykafka response becomes the kio response of
+the request's version (``to_kio``), and what to answer when the group coordinator cannot be
+reached (``error_response``: a raykafka response carrying one error code).
 Most conversions are ``convert``'s name matching; the functions here hold the differences.
 """
 from __future__ import annotations
@@ -15,9 +15,8 @@ from typing import Any
 
 from actors.core.errors import ErrorCode
 from actors.core.messages import (
-    CONSUMER_REPLICA_ID, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult,
-    DeleteTopicsRequest, DeleteTopicsResponse, DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse,
-    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, HeartbeatResponse, InitProducerIdRequest,
+    CONSUMER_REPLICA_ID, CreateTopicsRequest, DeleteTopicsRequest, DescribedGroup, DescribeGroupsRequest,
+    DescribeGroupsResponse, FetchRequest, FindCoordinatorRequest, HeartbeatRequest, HeartbeatResponse, InitProducerIdRequest,
     JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
     ListGroupsResponse, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetCommitResponse,
     OffsetCommitResponsePartition, OffsetCommitResponseTopic, OffsetFetchRequest, OffsetFetchResponse,
@@ -30,7 +29,7 @@ from actors.wire.frames import response_class
 from actors.wire.produce_codec import read_produce_request, write_produce_response
 from actors.wire.versions import SUPPORTED_VERSIONS
 
-BROKER, COORDINATOR, CONTROLLER, LOCAL = "broker", "coordinator", "controller", "local"
+BROKER, COORDINATOR, LOCAL = "broker", "coordinator", "local"
 
 
 @dataclass(frozen=True)
@@ -149,15 +148,6 @@ def _describe_groups_error(request: DescribeGroupsRequest, code: ErrorCode) -> D
     return DescribeGroupsResponse(groups=tuple(DescribedGroup(group_id=g, error_code=code) for g in request.groups))
 
 
-def _create_topics_error(request: CreateTopicsRequest, code: ErrorCode) -> CreateTopicsResponse:
-    return CreateTopicsResponse(topics=tuple(CreatableTopicResult(name=t.name, error_code=code) for t in request.topics))
-
-
-def _delete_topics_error(request: DeleteTopicsRequest, code: ErrorCode) -> DeleteTopicsResponse:
-    return DeleteTopicsResponse(responses=tuple(DeletableTopicResult(name=n, error_code=code)
-                                                for n in request.topic_names))
-
-
 # ----------------------------------------------------------------------------- local APIs
 def _api_versions_to_kio(response: Any, version: int, body: Any) -> Any:
     """``response`` is the error code: NONE, or UNSUPPORTED_VERSION for a version we lack."""
@@ -210,10 +200,11 @@ APIS: dict[int, Api] = {api.key: api for api in (
     _group(14, "sync_group", SyncGroupRequest, _simple_error(SyncGroupResponse)),
     _group(15, "describe_groups", DescribeGroupsRequest, _describe_groups_error),
     _group(16, "list_groups", ListGroupsRequest, _simple_error(ListGroupsResponse)),
-    Api(19, "create_topics", CONTROLLER, "handle_create_topics", _generic_to_core(CreateTopicsRequest),
-        _generic_to_kio(19), _create_topics_error),
-    Api(20, "delete_topics", CONTROLLER, "handle_delete_topics", _generic_to_core(DeleteTopicsRequest),
-        _generic_to_kio(20), _delete_topics_error),
+    # The broker forwards them to the controller and holds the answer until its metadata agrees.
+    Api(19, "create_topics", BROKER, "handle_create_topics", _generic_to_core(CreateTopicsRequest, forward_id=0),
+        _generic_to_kio(19)),
+    Api(20, "delete_topics", BROKER, "handle_delete_topics", _generic_to_core(DeleteTopicsRequest, forward_id=0),
+        _generic_to_kio(20)),
     Api(18, "api_versions", LOCAL, "api_versions", _passthrough, _api_versions_to_kio),
     Api(22, "init_producer_id", BROKER, "handle_init_producer_id", _init_producer_id_to_core, _generic_to_kio(22)),
     Api(32, "describe_configs", LOCAL, "describe_configs", _passthrough, _generic_to_kio(32)),

@@ -4,7 +4,9 @@ The driver owns a fake clock, a seeded ``random.Random`` and an ``InMemoryKeyVal
 applies every effect the core returns: responses are kept by request id, Sends are kept per broker
 in the order a send thread would deliver them, channels are added and removed, and the StopReplica
 requests it has not delivered yet can be handed back to the core as answers (successful by default),
-which is what drives a topic deletion to completion.
+which is what drives a topic deletion to completion. The UpdateMetadata requests it has not delivered
+are answered (successfully) when a CreateTopics or DeleteTopics asked through ``ask`` is still
+unanswered: the controller holds those answers until every live broker applied the change.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from actors.core.messages.delete_topics import DeleteTopicsRequest
 from actors.core.messages.elect_leaders import ElectLeadersRequest, TopicPartitions
 from actors.core.messages.leader_and_isr import LeaderAndIsrRequest
 from actors.core.messages.stop_replica import StopReplicaPartitionError, StopReplicaRequest, StopReplicaResponse
-from actors.core.messages.update_metadata import UpdateMetadataRequest
+from actors.core.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 
 CLUSTER_ID = "test-cluster"
 
@@ -58,6 +60,7 @@ class ControllerDriver:
         self.sent: list[tuple[int, object]] = []  # every (broker id, request), in emission order
         self.sends: dict[int, list[object]] = defaultdict(list)  # broker id -> requests, in order
         self.undelivered_stop_replicas: list[tuple[int, StopReplicaRequest]] = []
+        self.undelivered_update_metadata: list[tuple[int, UpdateMetadataRequest]] = []
         self.channels: dict[int, int] = {}  # broker id -> broker epoch of its send thread
         self.channels_added: list[tuple[int, int]] = []
         self.channels_removed: list[int] = []
@@ -87,6 +90,8 @@ class ControllerDriver:
                 self.sends[broker_id].append(effect.message)
                 if isinstance(effect.message, StopReplicaRequest):
                     self.undelivered_stop_replicas.append((broker_id, effect.message))
+                if isinstance(effect.message, UpdateMetadataRequest):
+                    self.undelivered_update_metadata.append((broker_id, effect.message))
             elif isinstance(effect, AddBrokerChannel):
                 self.channels[effect.broker_id] = effect.broker_epoch
                 self.channels_added.append((effect.broker_id, effect.broker_epoch))
@@ -98,6 +103,8 @@ class ControllerDriver:
                 # A send thread that is stopped takes its queue with it.
                 self.undelivered_stop_replicas = [(b, r) for b, r in self.undelivered_stop_replicas
                                                   if b != effect.broker_id]
+                self.undelivered_update_metadata = [(b, r) for b, r in self.undelivered_update_metadata
+                                                    if b != effect.broker_id]
             elif isinstance(effect, ArmTimer):
                 self.timers.append(effect.deadline_ms)
             elif isinstance(effect, LogEvent):
@@ -128,8 +135,16 @@ class ControllerDriver:
 
     def ask(self, handler_name: str, request):
         request_id = self.call(handler_name, request)
+        if request_id not in self.responses and handler_name in ("handle_create_topics", "handle_delete_topics"):
+            self.acknowledge_update_metadata()
         assert request_id in self.responses, f"{handler_name} was not answered"
         return self.responses[request_id]
+
+    def acknowledge_update_metadata(self) -> None:
+        """Every UpdateMetadata sent and not yet answered, answered by its broker without error, in order."""
+        while self.undelivered_update_metadata:
+            broker_id, request = self.undelivered_update_metadata.pop(0)
+            self.apply(self.core.on_control_response(broker_id, request, UpdateMetadataResponse(), self.now_ms))
 
     def register(self, broker_id: int, *, new_incarnation: bool = False, directory: str | None = None):
         """Register ``broker_id``; the same process (incarnation) unless ``new_incarnation``;

@@ -38,6 +38,7 @@ from actors.core.controller import (controlled_shutdown, elect_leaders, election
 from actors.core.controller.broker_requests import BrokerRequests, broker_destination
 from actors.core.controller.context import BrokerInfo, ControllerContext
 from actors.core.controller.deletion import TopicDeletion
+from actors.core.controller.metadata_propagation import MetadataPropagation, refusal
 from actors.core.controller.metadata_store import MetadataStore
 from actors.core.controller.producer_ids import allocate_producer_ids
 from actors.core.controller.reassignment import PartitionReassignments
@@ -47,9 +48,8 @@ from actors.core.effects import AddBrokerChannel, ArmTimer, Effect, LogEvent, Re
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages import (
     AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
-    BrokerRegistrationResponse, ControlledShutdownRequest, ControlledShutdownResponse, CreatableTopicResult,
-    CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
-    ElectLeadersRequest, ElectLeadersResponse,
+    BrokerRegistrationResponse, ControlledShutdownRequest, ControlledShutdownResponse, CreateTopicsRequest,
+    DeleteTopicsRequest, ElectLeadersRequest, ElectLeadersResponse,
 )
 from actors.core.messages.partition_reassignments import (
     AlterPartitionReassignmentsResponse, ListPartitionReassignmentsResponse,
@@ -100,6 +100,7 @@ class ControllerCore:
         self.batch = self.requests.batch
         self.deletion = TopicDeletion(self.requests)
         self.reassignments = PartitionReassignments(self.requests)
+        self.propagation = MetadataPropagation(self.context)  # admin answers held until every broker knows
         self.active = True
         self.session_timeout_ms = self.config.get_int("broker.session.timeout.ms", 1)
         self.rebalance_interval_ms = self.config.get_int("leader.imbalance.check.interval.seconds", 1) * 1000
@@ -138,6 +139,7 @@ class ControllerCore:
             effects = [LogEvent(level="warning", message=f"controller epoch {self.controller_epoch} "
                                                          f"resigns: {exc}")]
             effects += [RemoveBrokerChannel(broker_id=b) for b in sorted(self.context.brokers)]
+            effects += self.propagation.release_all()  # what it created or queued stays so
             return effects + self._not_controller(request_id, error_response)
 
     @staticmethod
@@ -412,18 +414,14 @@ class ControllerCore:
 
     # -------------------------------------------------------------------------------- topics
     def handle_create_topics(self, request_id: int, request: CreateTopicsRequest, now_ms: int) -> list[Effect]:
-        def error(code: ErrorCode) -> CreateTopicsResponse:
-            return CreateTopicsResponse(topics=tuple(CreatableTopicResult(name=t.name, error_code=code)
-                                                     for t in request.topics))
-        return self._guarded(request_id, error, lambda: create_topics(
+        return self._guarded(request_id, refusal(request), lambda: self.propagation.hold(create_topics(
             self.requests, request_id, request, defaults=self.config, random_source=self.random_source,
-            elect_offline_partitions=self._elect_offline_partitions, log=self._log))
+            elect_offline_partitions=self._elect_offline_partitions, log=self._log), request_id, request, now_ms))
 
     def handle_delete_topics(self, request_id: int, request: DeleteTopicsRequest, now_ms: int) -> list[Effect]:
-        def error(code: ErrorCode) -> DeleteTopicsResponse:
-            return DeleteTopicsResponse(responses=tuple(DeletableTopicResult(name=n, error_code=code)
-                                                        for n in request.topic_names))
-        return self._guarded(request_id, error, lambda: self.deletion.handle_delete_topics(request_id, request))
+        partitions = self.propagation.partitions_of(request.topic_names)  # before a finished deletion forgets them
+        return self._guarded(request_id, refusal(request), lambda: self.propagation.hold(
+            self.deletion.handle_delete_topics(request_id, request), request_id, request, now_ms, partitions))
 
     # ------------------------------------------------------------------- responses and timers
     def on_control_response(self, broker_id: int, request: Any, response: Any, now_ms: int) -> list[Effect]:
@@ -433,6 +431,7 @@ class ControllerCore:
             if code == ErrorCode.STALE_CONTROLLER_EPOCH:
                 self.store.check_still_controller()  # raises, and so resigns, if a newer one exists
             effects = self.deletion.on_stop_replica_response(broker_id, request, response)
+            effects += self.propagation.on_control_response(broker_id, request, response)
             if code not in (ErrorCode.NONE, ErrorCode.STALE_CONTROLLER_EPOCH):
                 effects.append(self._log(f"broker {broker_id} answered {type(request).__name__} "
                                          f"with {ErrorCode(code).name}", level="warning"))
@@ -468,6 +467,7 @@ class ControllerCore:
                 self._next_rebalance_ms = now_ms + self.rebalance_interval_ms
                 if self.config.get_bool("auto.leader.rebalance.enable"):
                     effects += self._rebalance_preferred_leaders()
+            effects += self.propagation.tick(now_ms)
             effects.append(ArmTimer(deadline_ms=now_ms + min(self.session_timeout_ms // 3 or 1, 1000)))
             return effects
         return self._guarded(None, None, step)

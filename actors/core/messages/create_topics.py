@@ -2,8 +2,17 @@
 
 A topic gives either ``num_partitions`` and ``replication_factor`` (-1 takes the broker's
 ``num.partitions`` and ``default.replication.factor``, KIP-464) or explicit ``assignments``, not
-both (``INVALID_REQUEST``). ``validate_only`` checks everything and creates nothing. The
-controller answers once the topics exist, or with ``REQUEST_TIMED_OUT`` after ``timeout_ms``.
+both (``INVALID_REQUEST``). ``validate_only`` checks everything and creates nothing.
+
+A client sends it to any broker, which forwards it to the controller. The controller answers once
+every live broker has applied the UpdateMetadata that carries the new partitions (or
+``timeout_ms`` passed); the broker then holds the answer until its own metadata cache shows every
+new partition with a leader, as Kafka 2.4's ``DelayedCreatePartitions`` does, and answers a topic
+whose partitions still lack one after ``timeout_ms`` with ``REQUEST_TIMED_OUT``. A ``timeout_ms``
+of 0 or less is answered as soon as the controller has created the topics.
+
+``forward_id`` is raykafka's own field: the forwarding broker's number for the request, so it can
+answer its client when the controller's answer comes back (0 in a client's request).
 """
 from __future__ import annotations
 
@@ -37,6 +46,7 @@ class CreateTopicsRequest:
     topics: tuple[CreatableTopic, ...]
     timeout_ms: int = 60000
     validate_only: bool = False
+    forward_id: int = 0
 
 
 @message
@@ -52,3 +62,8 @@ class CreatableTopicResult:
 class CreateTopicsResponse:
     topics: tuple[CreatableTopicResult, ...]
     throttle_time_ms: int = 0
+
+
+def refused(request: CreateTopicsRequest, code: ErrorCode) -> CreateTopicsResponse:
+    """The answer that gives every topic of ``request`` the one error ``code``."""
+    return CreateTopicsResponse(topics=tuple(CreatableTopicResult(name=t.name, error_code=code) for t in request.topics))

@@ -34,6 +34,7 @@ from actors.core.log.storage import Storage
 from actors.core.messages.allocate_producer_ids import AllocateProducerIdsRequest
 from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
+from actors.core.messages.delete_topics import DeleteTopicsRequest
 from actors.core.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from actors.core.messages.update_metadata import UpdateMetadataRequest
 from actors.core.replica.broker_lifecycle import BrokerLifecycle
@@ -43,6 +44,7 @@ from actors.core.replica.metadata_cache import LEADER_DURING_DELETE
 from actors.core.replica.log_reads import BatchDigest, read_log, replica_digest
 from actors.core.replica.producer_ids import ProducerIdManager
 from actors.core.replica.replica_manager import OFFSETS_TOPIC, ReplicaManager
+from actors.core.replica.topic_operations import TopicOperations
 
 
 PARKED_CONTROL_REQUESTS_MAX = 10_000
@@ -66,6 +68,7 @@ class BrokerCore:
         self.coordinator_finder = CoordinatorFinder(self.replica_manager, coordinator_host)
         self.producer_ids = ProducerIdManager(broker_id)
         self.config_forwarder = ConfigForwarder(broker_id)
+        self.topic_operations = TopicOperations(broker_id, self.replica_manager.metadata_cache)
         # The version of the coordinator's view last handed out: (broker epoch, cache partitions
         # version) at the time the set of partitions last changed.
         self._coordinator_view_version = (-1, 0)
@@ -78,6 +81,8 @@ class BrokerCore:
         """The controller's answer to a request this broker sent (an ErrorCode if unreachable)."""
         if isinstance(request, AlterPartitionRequest):
             return self.replica_manager.on_alter_partition_response(request, response, now_ms)
+        if isinstance(request, (CreateTopicsRequest, DeleteTopicsRequest)) and request.forward_id:
+            return self.topic_operations.on_controller_response(request, response, now_ms)
         if isinstance(request, CreateTopicsRequest):
             return self.coordinator_finder.on_create_topics_response(response)
         if isinstance(request, AllocateProducerIdsRequest):
@@ -106,7 +111,7 @@ class BrokerCore:
         return self.lifecycle.begin_controlled_shutdown(request_id, now_ms)
 
     def tick(self, now_ms: int) -> list[Effect]:
-        return self.replica_manager.tick(now_ms) + self.lifecycle.tick(now_ms)
+        return self.replica_manager.tick(now_ms) + self.lifecycle.tick(now_ms) + self.topic_operations.tick(now_ms)
 
     def on_storage_done(self, work_id: int, error: str | None, now_ms: int) -> list[Effect]:
         """The driver finished a ``StorageWork`` this core returned (``error``: why it failed)."""
@@ -137,6 +142,14 @@ class BrokerCore:
     def handle_incremental_alter_configs(self, request_id: int, request, now_ms: int) -> list[Effect]:
         """Checked here, forwarded to the controller, which stores it and tells every broker."""
         return self.config_forwarder.handle_incremental_alter_configs(request_id, request, self.cached_topics())
+
+    def handle_create_topics(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        """Forwarded to the controller; answered once this broker's metadata shows the topics led."""
+        return self.topic_operations.handle_create_topics(request_id, request, now_ms)
+
+    def handle_delete_topics(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        """Forwarded to the controller; answered once this broker's metadata no longer has the topics."""
+        return self.topic_operations.handle_delete_topics(request_id, request, now_ms)
 
     def handle_fetch(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self.replica_manager.handle_fetch(request_id, request, now_ms)
@@ -178,6 +191,8 @@ class BrokerCore:
             if cache.partitions_version != version_before:
                 self._coordinator_view_version = (self.lifecycle.broker_epoch, cache.partitions_version)
             effects.append(self.coordinator_metadata(deleted))
+        if accepted:
+            effects += self.topic_operations.on_metadata_updated((t.topic_name for t in request.topic_states), now_ms)
         return effects
 
     def coordinator_metadata(self, deleted: tuple[tuple[str, int], ...] = ()) -> CoordinatorMetadataUpdate:
