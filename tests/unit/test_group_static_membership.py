@@ -148,6 +148,14 @@ def test_a_restart_while_the_assignment_is_made_starts_a_new_rebalance():
     assert driver.state() is GroupState.PREPARING_REBALANCE and restarted not in driver.answers
 
 
+def test_a_restart_in_a_full_group_is_no_new_member():
+    driver = Driver(config={"group.max.size": 2})
+    ids, generation, _ = static_group(driver)
+    assert driver.answers[static_join(driver, "c")].error_code == ErrorCode.GROUP_MAX_SIZE_REACHED
+    answer = driver.answers[static_join(driver, "b")]
+    assert (answer.error_code, answer.generation_id) == (ErrorCode.NONE, generation)
+
+
 def test_a_protocol_change_on_restart_rebalances():
     driver = Driver()
     ids, generation, _ = static_group(driver)

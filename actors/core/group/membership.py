@@ -132,7 +132,8 @@ class GroupMembership(StaticMembership):
                 return [join_error(request_id, ErrorCode.UNKNOWN_MEMBER_ID, request.member_id)]
             group = self.manager.add_group(GroupMetadata(request.group_id, state_timestamp_ms=now_ms))
             effects = self._unknown_member_join(group, request_id, request, now_ms, client_id, client_host)
-        elif unknown and group.size >= self.config.group_max_size:
+        elif unknown and group.size >= self.config.group_max_size \
+                and request.group_instance_id not in group.static_members:  # a restart adds nobody
             return [join_error(request_id, ErrorCode.GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID)]
         elif group.size > self.config.group_max_size and group.has(request.member_id) \
                 and not group.members[request.member_id].is_awaiting_join:
