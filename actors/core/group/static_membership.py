@@ -17,7 +17,7 @@ rebalance steps). A JoinGroup with no member id and a ``group_instance_id``:
     write is acknowledged the JoinGroup is answered with the current generation and the *old*
     leader id (so a restarted leader does not think it must assign: a Stable group would not hand
     out a new assignment). The member then gets its old assignment from SyncGroup. A failed write
-    puts the old member id back and answers the JoinGroup with the error. This is Kafka 2.5+'s
+    puts the old member id back and answers the JoinGroup with the error. This is Kafka 2.7+'s
     behaviour; 2.4 answered without writing, so a failover brought the old id back.
   - CompletingRebalance: a new rebalance (Kafka 2.5+; in 2.4 the leader's assignment named the
     old id, so the restarted member got nothing).
