@@ -222,6 +222,14 @@ def test_leave_group_by_instance_id_removes_the_static_member_and_rebalances():
     assert driver.answers[static_join(driver, "a", member_id=ids["a"])].generation_id == generation + 1
 
 
+def test_leave_group_naming_no_instance_leaves_an_empty_instance_id_alone():
+    driver = Driver()
+    ids, _, _ = static_group(driver, instances=("", "b"))
+    assert leave(driver, ("someone", None)).members[0].error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert driver.core.groups["g"].static_members == {"": ids[""], "b": ids["b"]}
+    assert driver.state() is GroupState.STABLE
+
+
 def test_session_expiry_removes_a_static_member_and_its_instance_id():
     driver = Driver()
     ids, generation, _ = static_group(driver)

@@ -117,7 +117,8 @@ class StaticMembership:
             error = ErrorCode.NONE
             # KIP-345: a static member may be named by its instance id alone (an admin's
             # removeMembersFromConsumerGroup); a member id with it must be the current one.
-            static_member_id = group.static_members.get(leaving.group_instance_id or "")
+            static_member_id = None if leaving.group_instance_id is None else \
+                group.static_members.get(leaving.group_instance_id)
             if leaving.group_instance_id is not None and leaving.member_id != UNKNOWN_MEMBER_ID and \
                     static_member_id is not None and static_member_id != leaving.member_id:
                 error = ErrorCode.FENCED_INSTANCE_ID
