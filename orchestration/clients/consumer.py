@@ -65,6 +65,9 @@ CONSUMER_DEFAULTS = {
     "retry.backoff.ms": "100",
     # Group mode (Kafka 2.4's defaults).
     "group.id": "",
+    # KIP-345: set, the consumer is a static member; it sends no LeaveGroup when it closes, so a
+    # restart within session.timeout.ms takes its old place without a rebalance.
+    "group.instance.id": "",
     "client.id": "",
     "enable.auto.commit": "true",
     "auto.commit.interval.ms": "5000",

@@ -115,7 +115,8 @@ class ConsumerCoordinator:
             group_id=group_id, session_timeout_ms=int(settings["session.timeout.ms"]),
             heartbeat_interval_ms=int(settings["heartbeat.interval.ms"]),
             rebalance_timeout_ms=self._rebalance_timeout_ms, retry_backoff_ms=self._retry_backoff_ms,
-            request_timeout_ms=int(settings["request.timeout.ms"]), client_id=client_id, client_host=client_host),
+            request_timeout_ms=int(settings["request.timeout.ms"]), client_id=client_id, client_host=client_host,
+            group_instance_id=settings.get("group.instance.id", "").strip() or None),
             self, channel, clock_ms=clock_ms, heartbeat_thread=heartbeat_thread)
         self.subscription: tuple[str, ...] | None = None  # None: not subscribed (assign mode)
         self._listener = None
@@ -306,7 +307,8 @@ class ConsumerCoordinator:
             by_topic.setdefault(topic, []).append(OffsetCommitRequestPartition(
                 partition_index=partition, committed_offset=offset, committed_leader_epoch=leader_epoch))
         request = OffsetCommitRequest(group_id=self.group_id, generation_id=generation.generation_id,
-                                      member_id=generation.member_id, topics=tuple(
+                                      member_id=generation.member_id,
+                                      group_instance_id=self.membership.config.group_instance_id, topics=tuple(
                                           OffsetCommitRequestTopic(name=topic, partitions=tuple(parts))
                                           for topic, parts in by_topic.items()))
         return self.membership.send("handle_offset_commit", request), generation

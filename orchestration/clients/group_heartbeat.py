@@ -161,7 +161,7 @@ class HeartbeatThread:
     def _send(self, now_ms: float) -> None:
         generation = self._membership.generation
         request = HeartbeatRequest(group_id=self.config.group_id, generation_id=generation.generation_id,
-                                   member_id=generation.member_id)
+                                   member_id=generation.member_id, group_instance_id=self.config.group_instance_id)
         self.timers.sent(now_ms)
         self._in_flight = self._membership.send("handle_heartbeat", request)
         if self._in_flight is not None:

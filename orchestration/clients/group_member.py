@@ -64,6 +64,7 @@ class MembershipConfig:
     request_timeout_ms: int = 30000
     client_id: str = ""
     client_host: str = ""
+    group_instance_id: str | None = None  # KIP-345: a static member; None for a dynamic one
 
     def __post_init__(self) -> None:
         if not self.group_id:

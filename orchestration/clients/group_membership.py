@@ -260,6 +260,7 @@ class GroupMembership:
             self.heartbeat.disable()
             request = JoinGroupRequest(group_id=self.config.group_id, protocol_type=CONSUMER_PROTOCOL_TYPE,
                                        protocols=self._hooks.join_protocols(), member_id=self.generation.member_id,
+                                       group_instance_id=self.config.group_instance_id,
                                        session_timeout_ms=self.config.session_timeout_ms,
                                        rebalance_timeout_ms=self.config.rebalance_timeout_ms)
             logger.info("group {}: joining as {!r}", self.config.group_id, self.generation.member_id)
@@ -319,7 +320,8 @@ class GroupMembership:
                 return KafkaError(ErrorCode.REBALANCE_IN_PROGRESS, "the generation changed before SyncGroup")
             request = SyncGroupRequest(
                 group_id=self.config.group_id, generation_id=generation.generation_id, member_id=generation.member_id,
-                protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=generation.protocol_name,
+                group_instance_id=self.config.group_instance_id, protocol_type=CONSUMER_PROTOCOL_TYPE,
+                protocol_name=generation.protocol_name,
                 assignments=tuple(SyncGroupRequestAssignment(member_id=member, assignment=data)
                                   for member, data in sorted(assignments.items())))
             self._rebalance = self.send("handle_sync_group", request)
@@ -352,10 +354,13 @@ class GroupMembership:
 
     # -------------------------------------------------------------------------------- leaving
     def maybe_leave_group(self, reason: str) -> InFlight | None:
-        """Send LeaveGroup if this member is in the group, and forget the generation either way."""
+        """Send LeaveGroup if this member is in the group, and forget the generation either way. A
+        static member never sends it (Kafka's consumer since 2.3): only its session timeout ends its
+        membership, so that a restart takes its place back without a rebalance."""
         with self.lock:
             inflight = None
-            if self.coordinator is not None and self.state is not MemberState.UNJOINED and self.generation.member_id:
+            if self.config.group_instance_id is None and self.coordinator is not None and \
+                    self.state is not MemberState.UNJOINED and self.generation.member_id:
                 logger.info("group {}: member {!r} leaves: {}", self.config.group_id, self.generation.member_id, reason)
                 request = LeaveGroupRequest(group_id=self.config.group_id,
                                             members=(MemberIdentity(member_id=self.generation.member_id),))

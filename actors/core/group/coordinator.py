@@ -228,11 +228,15 @@ class GroupCoordinatorCore:
         """Kafka's ``doCommitOffsets`` checks; None means store. A member's commit re-arms its heartbeat."""
         if group.is_state(_S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if request.group_instance_id is not None and \
+                group.member_error(request.member_id, request.group_instance_id) is ErrorCode.FENCED_INSTANCE_ID:
+            return ErrorCode.FENCED_INSTANCE_ID
         if request.generation_id < 0 and group.is_state(_S.EMPTY):
             return None  # offsets only, no group management
-        member = group.members.get(request.member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
+        error = group.member_error(request.member_id, request.group_instance_id)
+        if error is not None:
+            return error
+        member = group.members[request.member_id]
         if request.generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
         if group.is_state(_S.COMPLETING_REBALANCE):

@@ -314,6 +314,8 @@ def _group_from_record(group_id: str, record: rec.GroupMetadataRecord | None, no
                           generation_id=record.generation_id, protocol_type=record.protocol_type or None)
     for member in record.members:
         assert record.protocol_name is not None  # decode_group_metadata_value checks it
+        if member.group_instance_id is not None and member.group_instance_id in group.static_members:
+            continue  # one member per instance id: a record naming it twice keeps the first
         group.add(MemberMetadata(
             member_id=member.member_id, group_id=group_id, client_id=member.client_id,
             client_host=member.client_host, group_instance_id=member.group_instance_id,

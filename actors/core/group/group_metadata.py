@@ -23,7 +23,9 @@ States (``GroupState``), each with where it may come from (``VALID_PREVIOUS_STAT
 
 Invariants: ``leader_id`` is a member or None, and None only when there are no members;
 ``protocol_name`` is set exactly when the group is COMPLETING_REBALANCE or STABLE (or loaded
-with members); ``num_members_awaiting_join`` counts members with a parked JoinGroup.
+with members); ``num_members_awaiting_join`` counts members with a parked JoinGroup;
+``static_members`` maps the ``group.instance.id`` of every static member (KIP-345) to its member
+id, and nothing else: ``add``, ``remove`` and ``replace_static_member`` keep it so.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from actors.core.errors import ErrorCode
 from actors.core.messages._base import NO_EPOCH
 from actors.core.messages.join_group import JoinGroupResponseMember
 
@@ -88,7 +91,9 @@ class MemberMetadata:
     group_id: str
     client_id: str = ""
     client_host: str = ""
-    group_instance_id: str | None = None  # recorded and reported; static membership is not implemented
+    # KIP-345: set for a static member, which keeps its place (and assignment) across restarts of
+    # its client: a JoinGroup with this instance id and no member id takes this member over.
+    group_instance_id: str | None = None
     rebalance_timeout_ms: int
     session_timeout_ms: int
     protocol_type: str
@@ -157,6 +162,8 @@ class GroupMetadata:
     members: dict[str, MemberMetadata] = field(default_factory=dict)  # in join order
     # KIP-394: member ids handed out with MEMBER_ID_REQUIRED, with the deadline for their rejoin.
     pending_members: dict[str, int] = field(default_factory=dict)
+    # KIP-345: group.instance.id -> the member id that instance holds now (Kafka's staticMembers).
+    static_members: dict[str, str] = field(default_factory=dict)
     num_members_awaiting_join: int = 0
     # Set when a member joins the first rebalance of a new group, so the initial delay extends.
     new_member_added: bool = False
@@ -196,9 +203,13 @@ class GroupMetadata:
             self.protocol_type = member.protocol_type
         assert member.group_id == self.group_id and member.member_id not in self.members
         assert self.supports_protocols(member.protocol_type, member.protocol_names)
+        assert member.group_instance_id not in self.static_members, \
+            f"group {self.group_id}: instance {member.group_instance_id} is held by another member"
         if self.leader_id is None:
             self.leader_id = member.member_id
         self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
         self.pending_members.pop(member.member_id, None)
         self._supported_protocols.update(member.protocol_names)
         member.awaiting_join_request_id = join_request_id
@@ -208,6 +219,8 @@ class GroupMetadata:
     def remove(self, member_id: str) -> MemberMetadata | None:
         member = self.members.pop(member_id, None)
         if member is not None:
+            if member.group_instance_id is not None and self.static_members.get(member.group_instance_id) == member_id:
+                del self.static_members[member.group_instance_id]
             self._supported_protocols.subtract(member.protocol_names)
             self._supported_protocols += Counter()  # drop zero counts
             if member.is_awaiting_join:
@@ -215,6 +228,32 @@ class GroupMetadata:
         if self.is_leader(member_id):
             self.leader_id = next(iter(self.members), None)
         return member
+
+    def replace_static_member(self, group_instance_id: str, old_member_id: str, new_member_id: str) -> MemberMetadata:
+        """Kafka's ``replaceStaticMember``: the static member now answers to ``new_member_id``; its
+        place in join order, its leadership, protocols and assignment stay. The caller answers the
+        old id's parked requests first (they are still on the member)."""
+        assert self.static_members.get(group_instance_id) == old_member_id and new_member_id not in self.members
+        member = self.members[old_member_id]
+        member.member_id = new_member_id
+        self.members = {new_member_id if member_id == old_member_id else member_id: each
+                        for member_id, each in self.members.items()}
+        self.static_members[group_instance_id] = new_member_id
+        if self.is_leader(old_member_id):
+            self.leader_id = new_member_id
+        return member
+
+    def member_error(self, member_id: str, group_instance_id: str | None) -> ErrorCode | None:
+        """Whether a request naming this member may act for it (Kafka's ``validateCurrentMember``):
+        an instance id held by another member id is FENCED_INSTANCE_ID (an older incarnation of a
+        static member, or a duplicate); an instance id held by nobody, or an unknown member id, is
+        UNKNOWN_MEMBER_ID. None: it is the current member."""
+        if group_instance_id is not None:
+            current = self.static_members.get(group_instance_id)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            return ErrorCode.FENCED_INSTANCE_ID if current != member_id else None
+        return None if member_id in self.members else ErrorCode.UNKNOWN_MEMBER_ID
 
     def update_member(self, member: MemberMetadata, protocols: Protocols, join_request_id: int | None) -> None:
         """A known member rejoins: new protocols, and its JoinGroup parked (or cleared, with None)."""
@@ -301,7 +340,8 @@ class GroupMetadata:
         return min(tied)
 
     def init_next_generation(self, now_ms: int) -> None:
-        assert not self.not_yet_rejoined_members(), "members that did not rejoin must be removed first"
+        assert all(m.group_instance_id is not None for m in self.not_yet_rejoined_members()), \
+            "dynamic members that did not rejoin must be removed first"
         self.generation_id += 1
         if self.members:
             self.protocol_name = self.select_protocol()

@@ -30,6 +30,9 @@ Every parked request is answered exactly once: when the rebalance or sync comple
 member is removed (UNKNOWN_MEMBER_ID), when the same member sends a newer JoinGroup/SyncGroup
 (the older one gets REBALANCE_IN_PROGRESS; Kafka silently drops it), or when the group is
 unloaded (NOT_COORDINATOR). At most one JoinGroup and one SyncGroup per member are parked.
+
+Static members (KIP-345, ``group.instance.id``) are in ``static_membership``: a restarted one takes
+its old place without a rebalance, and the id it had is fenced (FENCED_INSTANCE_ID).
 """
 from __future__ import annotations
 
@@ -38,10 +41,10 @@ from actors.core.errors import ErrorCode
 from actors.core.group.group_config import GroupConfig
 from actors.core.group.group_manager import GroupMetadataManager
 from actors.core.group.group_metadata import GroupMetadata, GroupState, MemberMetadata, Protocols
+from actors.core.group.static_membership import StaticMembership
 from actors.core.group.timers import Timer, TimerKind, TimerQueue
 from actors.core.messages.heartbeat import HeartbeatRequest
 from actors.core.messages.join_group import UNKNOWN_MEMBER_ID, JoinGroupRequest, JoinGroupResponse
-from actors.core.messages.leave_group import LeaveGroupRequest, MemberResponse
 from actors.core.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 _S = GroupState
@@ -67,7 +70,7 @@ def sync_error(request_id: int, error: ErrorCode) -> Respond:
     return Respond(request_id=request_id, response=SyncGroupResponse(error_code=error))
 
 
-class GroupMembership:
+class GroupMembership(StaticMembership):
     def __init__(self, config: GroupConfig, manager: GroupMetadataManager, new_member_id) -> None:
         self.config = config
         self.manager = manager
@@ -128,8 +131,9 @@ class GroupMembership:
             if not unknown:
                 return [join_error(request_id, ErrorCode.UNKNOWN_MEMBER_ID, request.member_id)]
             group = self.manager.add_group(GroupMetadata(request.group_id, state_timestamp_ms=now_ms))
-            effects = self._unknown_member_join(group, request_id, request, now_ms, client_id)
-        elif unknown and group.size >= self.config.group_max_size:
+            effects = self._unknown_member_join(group, request_id, request, now_ms, client_id, client_host)
+        elif unknown and group.size >= self.config.group_max_size \
+                and request.group_instance_id not in group.static_members:  # a restart adds nobody
             return [join_error(request_id, ErrorCode.GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID)]
         elif group.size > self.config.group_max_size and group.has(request.member_id) \
                 and not group.members[request.member_id].is_awaiting_join:
@@ -139,7 +143,7 @@ class GroupMembership:
             group.remove(request.member_id)
             effects = [join_error(request_id, ErrorCode.GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID)]
         elif unknown:
-            effects = self._unknown_member_join(group, request_id, request, now_ms, client_id)
+            effects = self._unknown_member_join(group, request_id, request, now_ms, client_id, client_host)
         else:
             effects = self._known_member_join(group, request_id, request, now_ms, client_id, client_host)
         if group.is_state(_S.PREPARING_REBALANCE):
@@ -147,11 +151,17 @@ class GroupMembership:
         return effects
 
     def _unknown_member_join(self, group: GroupMetadata, request_id: int, request: JoinGroupRequest,
-                             now_ms: int, client_id: str) -> list[Effect]:
+                             now_ms: int, client_id: str, client_host: str) -> list[Effect]:
         if group.is_state(_S.DEAD):
             return [join_error(request_id, ErrorCode.COORDINATOR_NOT_AVAILABLE, UNKNOWN_MEMBER_ID)]
         if not group.supports_protocols(request.protocol_type, [p.name for p in request.protocols]):
             return [join_error(request_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID)]
+        if request.group_instance_id is not None:
+            protocols: Protocols = tuple((p.name, p.metadata) for p in request.protocols)
+            if request.group_instance_id in group.static_members:
+                return self._static_member_rejoin(group, request_id, request, protocols, now_ms)
+            return self._add_member_and_rebalance(group, request_id, request, protocols, now_ms, client_id,
+                                                  client_host, self._new_member_id(group, request.group_instance_id))
         # KIP-394: hand out an id and ask the member to rejoin with it, so that a client that
         # never got this answer does not leave a member behind.
         member_id = self._new_member_id(group, client_id)
@@ -168,11 +178,14 @@ class GroupMembership:
             return [join_error(request_id, ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id)]
         if not group.supports_protocols(request.protocol_type, [name for name, _ in protocols]):
             return [join_error(request_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)]
-        if member_id in group.pending_members:
+        if member_id in group.pending_members and request.group_instance_id not in group.static_members:
             return self._add_member_and_rebalance(group, request_id, request, protocols, now_ms,
-                                                  client_id, client_host)
-        member = group.members.get(member_id)
-        if member is None or group.state in (_S.EMPTY, _S.DEAD):
+                                                  client_id, client_host, member_id)
+        error = group.member_error(member_id, request.group_instance_id)
+        if error is not None:
+            return [join_error(request_id, error, member_id)]
+        member = group.members[member_id]
+        if group.is_state(_S.EMPTY):
             return [join_error(request_id, ErrorCode.UNKNOWN_MEMBER_ID, member_id)]
         if group.is_state(_S.PREPARING_REBALANCE):
             return self._update_member_and_rebalance(group, member, protocols, request_id, now_ms)
@@ -192,12 +205,13 @@ class GroupMembership:
                                  leader=group.leader_id or "", member_id=member.member_id, members=members)
 
     def _add_member_and_rebalance(self, group: GroupMetadata, request_id: int, request: JoinGroupRequest,
-                                  protocols: Protocols, now_ms: int, client_id: str, client_host: str) -> list[Effect]:
+                                  protocols: Protocols, now_ms: int, client_id: str, client_host: str,
+                                  member_id: str) -> list[Effect]:
         rebalance_timeout_ms = request.rebalance_timeout_ms
         if rebalance_timeout_ms < 0:  # JoinGroup v0 had none: Kafka then uses the session timeout
             rebalance_timeout_ms = request.session_timeout_ms
         member = MemberMetadata(
-            member_id=request.member_id, group_id=group.group_id, client_id=client_id, client_host=client_host,
+            member_id=member_id, group_id=group.group_id, client_id=client_id, client_host=client_host,
             group_instance_id=request.group_instance_id, rebalance_timeout_ms=rebalance_timeout_ms,
             session_timeout_ms=request.session_timeout_ms, protocol_type=request.protocol_type,
             supported_protocols=protocols, is_new=True)
@@ -261,7 +275,8 @@ class GroupMembership:
         """Kafka's ``onCompleteJoin``: drop who did not rejoin, start the next generation, answer."""
         del self._delayed_joins[group.group_id]
         effects: list[Effect] = []
-        for member in group.not_yet_rejoined_members():
+        # Static members stay (Kafka's onCompleteJoin): only their session timeout removes them.
+        for member in [m for m in group.not_yet_rejoined_members() if m.group_instance_id is None]:
             member.heartbeat_deadline_ms = None
             effects += self._answer_parked(group, member, ErrorCode.UNKNOWN_MEMBER_ID)
             group.remove(member.member_id)
@@ -284,8 +299,9 @@ class GroupMembership:
                                                       f"{group.generation_id} with {group.size} members"))
         for member in list(group.members.values()):
             request_id = group.take_join_request(member)
-            assert request_id is not None, "every remaining member rejoined"
-            effects.append(Respond(request_id=request_id, response=self._join_result(group, member)))
+            assert request_id is not None or member.group_instance_id is not None, "every dynamic member rejoined"
+            if request_id is not None:
+                effects.append(Respond(request_id=request_id, response=self._join_result(group, member)))
             self.schedule_heartbeat(group, member, now_ms)
             member.is_new = False
         return effects
@@ -359,8 +375,9 @@ class GroupMembership:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_state(_S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if not group.has(request.member_id):
-            return ErrorCode.UNKNOWN_MEMBER_ID
+        error = group.member_error(request.member_id, request.group_instance_id)
+        if error is not None:
+            return error
         if request.generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
         if (request.protocol_type is not None and request.protocol_type != group.protocol_type) or \
@@ -419,9 +436,10 @@ class GroupMembership:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_state(_S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        member = group.members.get(request.member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
+        error = group.member_error(request.member_id, request.group_instance_id)
+        if error is not None:
+            return error
+        member = group.members[request.member_id]
         if request.generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
         if group.is_state(_S.EMPTY):
@@ -430,35 +448,6 @@ class GroupMembership:
             return ErrorCode.REBALANCE_IN_PROGRESS  # Kafka 2.4 does not re-arm the deadline here
         self.schedule_heartbeat(group, member, now_ms)
         return ErrorCode.REBALANCE_IN_PROGRESS if group.is_state(_S.PREPARING_REBALANCE) else ErrorCode.NONE
-
-    # ------------------------------------------------------------------------------- LeaveGroup
-    def leave_group(self, request: LeaveGroupRequest, now_ms: int) -> tuple[ErrorCode, list[MemberResponse], list[Effect]]:
-        """(group error, per-member answers, effects), after the coordinator's validation."""
-        group = self.manager.get_group(request.group_id)
-        if group is None:
-            return ErrorCode.NONE, [MemberResponse(member_id=m.member_id, group_instance_id=m.group_instance_id,
-                                                   error_code=ErrorCode.UNKNOWN_MEMBER_ID)
-                                    for m in request.members], []
-        if group.is_state(_S.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, [], []
-        answers: list[MemberResponse] = []
-        effects: list[Effect] = []
-        for leaving in request.members:
-            error = ErrorCode.NONE
-            if leaving.member_id in group.pending_members:
-                del group.pending_members[leaving.member_id]
-                if group.is_state(_S.PREPARING_REBALANCE):
-                    effects += self._try_complete_join(group, now_ms)
-            elif leaving.member_id in group.members:
-                member = group.members[leaving.member_id]
-                effects.append(LogEvent(level="info", message=f"group {group.group_id}: member "
-                                                              f"{member.member_id} left"))
-                effects += self._remove_member_and_update_group(group, member, now_ms)
-            else:
-                error = ErrorCode.UNKNOWN_MEMBER_ID
-            answers.append(MemberResponse(member_id=leaving.member_id, group_instance_id=leaving.group_instance_id,
-                                          error_code=error))
-        return ErrorCode.NONE, answers, effects
 
     # ------------------------------------------------------------------------ loading/unloading
     def on_group_loaded(self, group: GroupMetadata, now_ms: int) -> list[Effect]:
