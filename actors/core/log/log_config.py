@@ -37,6 +37,14 @@ class LogConfig:
     segment_bytes: int = 1073741824  # segment.bytes
     index_interval_bytes: int = 4096  # index.interval.bytes
     max_message_bytes: int = 1048588  # max.message.bytes: the largest batch accepted
+    # cleanup.policy, as given ("delete", "compact" or both, comma-separated); already checked
+    # by topic_configs.validate_topic_config before it reaches a log.
+    cleanup_policy: str = "delete"
+
+    @property
+    def compact(self) -> bool:
+        """Kafka's ``LogConfig.compact``: a compacted topic refuses records without a key."""
+        return "compact" in (policy.strip() for policy in self.cleanup_policy.split(","))
 
     def __post_init__(self) -> None:
         if not SEGMENT_BYTES_MIN <= self.segment_bytes <= INT32_MAX:
@@ -63,4 +71,6 @@ class LogConfig:
                 values[field_name] = int(raw)
             except ValueError:
                 raise _invalid_config(f"{key} must be an integer, got {raw!r}") from None
+        if "cleanup.policy" in properties:
+            values["cleanup_policy"] = str(properties["cleanup.policy"])
         return cls(**values)

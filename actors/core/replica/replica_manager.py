@@ -87,8 +87,10 @@ def parse_partition_directory(name: str) -> TopicPartition | None:
 
 
 def log_config_for(config: KafkaConfig) -> LogConfig:
-    return LogConfig.from_properties({key: config.get_str(key) for key in
-                                      ("segment.bytes", "index.interval.bytes", "max.message.bytes")})
+    properties = {key: config.get_str(key) for key in ("segment.bytes", "index.interval.bytes", "max.message.bytes")}
+    if "cleanup.policy" in config:  # a topic override; Kafka's default is delete
+        properties["cleanup.policy"] = config.get_str("cleanup.policy")
+    return LogConfig.from_properties(properties)
 
 
 class ReplicaManager:
