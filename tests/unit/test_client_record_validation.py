@@ -103,6 +103,26 @@ def test_valid_records_are_appended(case, config, version, records, appended):
     assert driver.manager.partitions[("t", 0)].log_end_offset == appended
 
 
+# (case, records) that the version check leaves to the log, which answers CORRUPT_MESSAGE
+LEFT_TO_THE_LOG = [
+    ("a batch of 17 bytes", (5).to_bytes(12, "big") + b"\x00\x00\x00\x00\x02"),
+    ("a batch too short to name its magic", (2).to_bytes(12, "big") + b"\x00\x00"),
+    ("magic 3", batch(magic=3)),
+    ("a v2 batch shorter than its header", batch()[:12 + 40].replace(batch()[8:12], (40).to_bytes(4, "big"), 1)),
+    ("a torn second batch", batch() + batch()[:30]),
+    ("trailing bytes", batch() + b"\x00" * 5),
+]
+
+
+@pytest.mark.parametrize("case, records", LEFT_TO_THE_LOG, ids=[c[0] for c in LEFT_TO_THE_LOG])
+def test_malformed_record_sets_get_corrupt_message_on_every_version(case, records):
+    for version in (3, 6, 8):
+        driver = leader()
+        answers = produce(driver, {0: records}, version)
+        assert answers[0].error_code == ErrorCode.CORRUPT_MESSAGE, (version, answers[0].error_message)
+        assert driver.manager.partitions[("t", 0)].log_end_offset == 0
+
+
 def test_the_version_checks_read_only_the_first_header():
     # A second batch is found by its length field alone: what follows need not even be a batch
     # the log would accept, the version check refuses the request first.

@@ -60,12 +60,16 @@ def check_produce_records(api_version: int, records) -> None:
     first_end = _batch_end(view, 0)
     if first_end is None:
         raise _invalid_record(f"Produce requests with version {api_version} must have at least one record batch")
+    if first_end <= _MAGIC_POSITION:
+        return  # too short to name its magic: CORRUPT_MESSAGE, from the log
     magic = view[_MAGIC_POSITION]
-    if magic > MAGIC_V2 or first_end - LOG_OVERHEAD_BYTES < BATCH_LENGTH_MIN_BYTES:
-        return  # no v2 header to read further: CORRUPT_MESSAGE, from the log
+    if magic > MAGIC_V2:
+        return  # no magic Kafka knows: CORRUPT_MESSAGE, from the log
     if magic != MAGIC_V2:
         raise _invalid_record(f"Produce requests with version {api_version} are only allowed to contain "
                               f"record batches with magic version {MAGIC_V2}")
+    if first_end - LOG_OVERHEAD_BYTES < BATCH_LENGTH_MIN_BYTES:
+        return  # no whole v2 header: CORRUPT_MESSAGE, from the log
     codec = int.from_bytes(view[_ATTRIBUTES_POSITION:_ATTRIBUTES_POSITION + 2], "big") & COMPRESSION_CODEC_MASK
     if api_version < PRODUCE_ZSTD_VERSION and codec == ZSTD_CODEC:
         raise KafkaProtocolError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, (
