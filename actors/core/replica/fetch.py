@@ -310,7 +310,8 @@ def refuse_zstd(response: FetchResponse) -> FetchResponse:
     for topic in response.responses:
         partitions = tuple(
             FetchPartitionData(partition_index=data.partition_index, error_code=ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
-            if len(data.records) and holds_zstd_batch(data.records) else data for data in topic.partitions)
+            if data.records is not None and len(data.records) and holds_zstd_batch(data.records) else data
+            for data in topic.partitions)
         changed = changed or any(new is not old for new, old in zip(partitions, topic.partitions))
         topics.append(replace(topic, partitions=partitions))
     return replace(response, responses=tuple(topics)) if changed else response
