@@ -2,7 +2,10 @@
 a truncated frame, an unknown API key and garbage are closed; ApiVersions at an unknown version is
 answered UNSUPPORTED_VERSION; then thousands of seeded random and mutated frames later every
 broker is the same incarnation (no restart), every replica's log is byte-for-byte unchanged, and
-a stock client still produces and consumes."""
+a stock client still produces and consumes; and raw Produce and Fetch requests carrying what Kafka
+refuses (a control batch, a negative base sequence, two batches, zstd below Produce v7 or served to
+Fetch below v10, a keyless record on a compacted topic) get Kafka's error code for that partition
+alone, with its log unchanged on every replica."""
 from __future__ import annotations
 
 import io
