@@ -24,12 +24,15 @@ from actors.core.messages import (
     TopicProduceData,
 )
 from actors.core.messages.leave_group import MemberIdentity
+from actors.core.replica.fetch import refuse_zstd
 from actors.wire.convert import duration_ms, from_kio, to_kio
 from actors.wire.frames import response_class
 from actors.wire.produce_codec import read_produce_request, write_produce_response
 from actors.wire.versions import SUPPORTED_VERSIONS
 
 BROKER, COORDINATOR, LOCAL = "broker", "coordinator", "local"
+# The first Fetch version whose client may be sent zstd batches (KIP-110).
+FETCH_ZSTD_VERSION = 10
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ def _produce_to_core(body: Any, version: int, context: WireContext) -> ProduceRe
         acks=int(body.acks), timeout_ms=duration_ms(body.timeout), transactional_id=body.transactional_id,
         topic_data=tuple(TopicProduceData(name=str(topic.name), partition_data=tuple(
             PartitionProduceData(index=int(partition.index), records=bytes(partition.records or b""))
-            for partition in topic.partition_data)) for topic in body.topic_data))
+            for partition in topic.partition_data)) for topic in body.topic_data), request_api_version=version)
 
 
 def _metadata_to_core(body: Any, version: int, context: WireContext) -> MetadataRequest:
@@ -107,6 +110,12 @@ def _consumer_only(message_type: type) -> Callable[[Any, int, WireContext], Any]
             fixed.update(session_id=0, session_epoch=-1)
         return from_kio(message_type, body, **fixed)
     return convert
+
+
+def _fetch_to_kio(response: Any, version: int, body: Any) -> Any:
+    if version < FETCH_ZSTD_VERSION:
+        response = refuse_zstd(response)
+    return to_kio(response_class(1, version), response)
 
 
 # ----------------------------------------------------------------------------- group APIs
@@ -185,7 +194,7 @@ def _simple_error(response_type: type) -> Callable[[Any, ErrorCode], Any]:
 APIS: dict[int, Api] = {api.key: api for api in (
     Api(0, "produce", BROKER, "handle_produce", _produce_to_core, _generic_to_kio(0),
         read=read_produce_request, write=write_produce_response),
-    Api(1, "fetch", BROKER, "handle_fetch", _consumer_only(FetchRequest), _generic_to_kio(1)),
+    Api(1, "fetch", BROKER, "handle_fetch", _consumer_only(FetchRequest), _fetch_to_kio),
     Api(2, "list_offsets", BROKER, "handle_list_offsets", _consumer_only(ListOffsetsRequest), _generic_to_kio(2)),
     Api(3, "metadata", BROKER, "handle_metadata", _metadata_to_core, _metadata_to_kio),
     Api(10, "find_coordinator", BROKER, "handle_find_coordinator", _find_coordinator_to_core, _generic_to_kio(10)),

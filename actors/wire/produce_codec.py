@@ -113,7 +113,7 @@ def read_produce_request(frame: memoryview, position: int, version: int) -> Prod
     if reader.position != reader.end:
         raise InvalidFrame(f"Produce v{version}: {reader.end - reader.position} bytes after the body")
     return ProduceRequest(acks=acks, timeout_ms=timeout_ms, topic_data=tuple(topics),
-                          transactional_id=transactional_id)
+                          transactional_id=transactional_id, request_api_version=version)
 
 
 def _string(value: str | None) -> bytes:

@@ -29,6 +29,7 @@ from actors.core.replica.follower_messages import (
 )
 from actors.ray_metadata_store import active_controller
 from orchestration.admin.wait import wait_until
+from tests.support.batches import client_batch
 from tests.support.clusters import running_cluster
 from tests.support.core_driver import make_batch
 
@@ -448,6 +449,10 @@ CASES = [
          ErrorCode.CORRUPT_MESSAGE),
     Case("Produce", "records None", leader, "handle_produce",
          lambda w: produce_request(TOPIC, 0, None), ErrorCode.CORRUPT_MESSAGE),
+    Case("Produce", "a control batch from a client", leader, "handle_produce",
+         lambda w: produce_request(TOPIC, 0, client_batch(control=True)), ErrorCode.INVALID_RECORD),
+    Case("Produce", "a producer id with base sequence -1", leader, "handle_produce",
+         lambda w: produce_request(TOPIC, 0, client_batch(producer_id=5, base_sequence=-1)), ErrorCode.INVALID_RECORD),
     Case("Produce", "a batch over max.message.bytes", leader, "handle_produce",
          lambda w: produce_request(TOPIC, 0, make_batch([b"x" * (2 * MAX_MESSAGE_BYTES)])), ErrorCode.MESSAGE_TOO_LARGE),
     Case("Produce", "an unknown topic", leader, "handle_produce",

@@ -2,7 +2,10 @@
 a truncated frame, an unknown API key and garbage are closed; ApiVersions at an unknown version is
 answered UNSUPPORTED_VERSION; then thousands of seeded random and mutated frames later every
 broker is the same incarnation (no restart), every replica's log is byte-for-byte unchanged, and
-a stock client still produces and consumes."""
+a stock client still produces and consumes; and raw Produce and Fetch requests carrying what Kafka
+refuses (a control batch, a negative base sequence, two batches, zstd below Produce v7 or served to
+Fetch below v10, a keyless record on a compacted topic) get Kafka's error code for that partition
+alone, with its log unchanged on every replica."""
 from __future__ import annotations
 
 import io
@@ -196,3 +199,101 @@ def test_pipelined_requests_are_answered_in_order_and_acks_0_gets_no_answer(clus
     assert answered == [1, 3, 4], "answers come in request order, and the acks=0 produce gets none"
     read = confluent_consume(cluster.bootstrap_servers, "wire-order", [0], 1)
     assert [v for _, _, v in read] == [b"fire-and-forget"], "the acks=0 produce was appended all the same"
+
+
+# ------------------------------------------------------------------ record validation on the wire
+def send_and_read(address: tuple[str, int], api_key: int, version: int, body):
+    """Send one request of ``version`` and decode its answer with Kafka's response schema."""
+    with connect(address) as sock:
+        frame = frame_of(api_key, version, body)
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        data = read_frame(sock)
+    schema = load_response_schema(api_key, version)
+    _, position = entity_reader(schema.__header_schema__)(data, 0)
+    answer, _ = entity_reader(schema)(data, position)
+    return answer
+
+
+def produce_body(version: int, topic: str, records_by_partition: dict):
+    import datetime
+    schema = load_request_schema(0, version)
+    module = __import__(schema.__module__, fromlist=["*"])
+    return schema(transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=30), topic_data=(
+        module.TopicProduceData(name=topic, partition_data=tuple(
+            module.PartitionProduceData(index=index, records=records)
+            for index, records in records_by_partition.items())),))
+
+
+def fetch_body(version: int, topic: str, partition: int):
+    import datetime
+    schema = load_request_schema(1, version)
+    module = __import__(schema.__module__, fromlist=["*"])
+    extra = {"rack_id": ""} if version >= 11 else {}
+    return schema(replica_id=-1, max_wait=datetime.timedelta(milliseconds=10), min_bytes=1, max_bytes=1 << 20,
+                  isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=(), topics=(
+                      module.FetchTopic(topic=topic, partitions=(module.FetchPartition(
+                          partition=partition, current_leader_epoch=-1, fetch_offset=0, log_start_offset=-1,
+                          partition_max_bytes=1 << 20),)),), **extra)
+
+
+def partition_state(cluster, topic: str, partition: int) -> tuple:
+    (described,) = [p for p in cluster.describe_topic(topic) if p.partition == partition]
+    return (described.leader_epoch, described.high_watermark, described.log_end_offset,
+            cluster.replica_digests(topic, partition, described.log_end_offset))
+
+
+@pytest.fixture(scope="module")
+def validated_topics(cluster):
+    """Both partitions of each topic on broker 0, so that one Produce carries a refused partition
+    and an accepted one; each partition holds one batch before the cases run."""
+    from tests.support.batches import client_batch
+    leader = addresses(cluster)[0]
+    for topic, config in (("wire-validated", None), ("wire-compacted", {"cleanup.policy": "compact"})):
+        cluster.create_topic(topic, config=config, assignment=[[0], [0]])
+        answer = send_and_read(leader, 0, 8, produce_body(8, topic, {0: client_batch(), 1: client_batch()}))
+        assert [int(p.error_code) for t in answer.responses for p in t.partition_responses] == [0, 0]
+    return leader
+
+
+def _wire_refusals():
+    from tests.support.batches import ZSTD, client_batch
+    return [
+        ("a control batch", "wire-validated", 8, client_batch(control=True), 87),
+        ("a producer id with base sequence -1", "wire-validated", 8, client_batch(producer_id=11, base_sequence=-1),
+         87),
+        ("two batches on Produce v3", "wire-validated", 3, client_batch() + client_batch(), 87),
+        ("two batches on Produce v8", "wire-validated", 8, client_batch() + client_batch(), 87),
+        ("zstd on Produce v6", "wire-validated", 6, client_batch(codec=ZSTD), 76),
+        ("a keyless record on a compacted topic", "wire-compacted", 8, client_batch([b"a", b"b"], [b"1", None]), 87),
+    ]
+
+
+@pytest.mark.parametrize("case, topic, version, records, error_code", _wire_refusals(),
+                         ids=[case[0] for case in _wire_refusals()])
+def test_records_kafka_refuses_get_its_error_code_and_leave_the_log_unchanged(
+        cluster, validated_topics, case, topic, version, records, error_code):
+    from tests.support.batches import client_batch
+    before, other_before = partition_state(cluster, topic, 0), partition_state(cluster, topic, 1)
+    answer = send_and_read(validated_topics, 0, version, produce_body(version, topic, {
+        0: records, 1: client_batch([b"other"], [b"k"])}))
+    errors = {p.index: int(p.error_code) for t in answer.responses for p in t.partition_responses}
+    assert errors == {0: error_code, 1: 0}, f"{case}: refused alone; the other partition is appended"
+    assert partition_state(cluster, topic, 0) == before, f"{case}: the refused partition's log is unchanged"
+    assert partition_state(cluster, topic, 1)[2] == other_before[2] + 1
+
+
+def test_a_fetch_below_v10_is_refused_zstd_and_v10_reads_it(cluster, validated_topics):
+    from actors.records import read_records
+    from tests.support.batches import ZSTD, client_batch
+    cluster.create_topic("wire-zstd", assignment=[[0]])
+    answer = send_and_read(validated_topics, 0, 8, produce_body(8, "wire-zstd", {0: client_batch(
+        [b"squeezed"], codec=ZSTD)}))
+    assert int(answer.responses[0].partition_responses[0].error_code) == 0
+    old = send_and_read(validated_topics, 1, 9, fetch_body(9, "wire-zstd", 0)).responses[0].partitions[0]
+    assert (int(old.error_code), old.high_watermark, bytes(old.records or b"")) == (76, -1, b""), \
+        "a client below Fetch v10 cannot read zstd: UNSUPPORTED_COMPRESSION_TYPE, no data"
+    new = send_and_read(validated_topics, 1, 11, fetch_body(11, "wire-zstd", 0)).responses[0].partitions[0]
+    assert (int(new.error_code), new.high_watermark) == (0, 1)
+    assert [r.value for r in read_records("wire-zstd", 0, bytes(new.records), 0)] == [b"squeezed"]
+    plain = send_and_read(validated_topics, 1, 9, fetch_body(9, "wire-validated", 1)).responses[0].partitions[0]
+    assert int(plain.error_code) == 0 and len(plain.records) > 0, "a partition with no zstd is served to v9"

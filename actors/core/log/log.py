@@ -50,6 +50,7 @@ from actors.core.log.checkpoints import LEADER_EPOCH_CHECKPOINT
 from actors.core.log.leader_epoch_cache import LeaderEpochCache
 from actors.core.log.log_dir_failure import LogDirFailureChannel, storage_operation
 from actors.core.log.log_config import LogConfig
+from actors.core.log.log_validator import check_client_batches
 from actors.core.log.log_work import FlushPlan, LogDurability, LogWork
 from actors.core.log.producer_state import ProducerStateManager, load_state
 from actors.core.log.record_batch import BatchHeader, as_byte_view, parse_batches, stamp_batch
@@ -234,6 +235,8 @@ class Log(LogDurability):
                 raise KafkaProtocolError(
                     ErrorCode.INVALID_RECORD, f"batch at position {header.position} has "
                     f"{header.records_count} records but last_offset_delta {header.last_offset_delta}")
+        if from_client:
+            check_client_batches(view, headers, compacted=self._config.compact)
         return headers
 
     @storage_operation

@@ -42,6 +42,14 @@ class LogConfig:
     # compression.type: the codec the leader stores batches with (``producer``: as sent); one of
     # compression.BROKER_COMPRESSION_TYPES.
     compression_type: str = PRODUCER
+    # cleanup.policy, as given ("delete", "compact" or both, comma-separated); already checked
+    # by topic_configs.validate_topic_config before it reaches a log.
+    cleanup_policy: str = "delete"
+
+    @property
+    def compact(self) -> bool:
+        """Kafka's ``LogConfig.compact``: a compacted topic refuses records without a key."""
+        return "compact" in (policy.strip() for policy in self.cleanup_policy.split(","))
 
     def __post_init__(self) -> None:
         if not SEGMENT_BYTES_MIN <= self.segment_bytes <= INT32_MAX:
@@ -71,4 +79,18 @@ class LogConfig:
                 raise _invalid_config(f"{key} must be an integer, got {raw!r}") from None
         if "compression.type" in properties:
             values["compression_type"] = str(properties["compression.type"])
+        if "cleanup.policy" in properties:
+            values["cleanup_policy"] = str(properties["cleanup.policy"])
         return cls(**values)
+
+
+# The topic keys a log obeys, read from a topic's KafkaConfig (its overrides over the broker's).
+_LOG_KEYS = ("segment.bytes", "index.interval.bytes", "max.message.bytes", "compression.type")
+
+
+def log_config_for(config) -> LogConfig:
+    """The ``LogConfig`` a topic's ``KafkaConfig`` gives."""
+    properties = {key: config.get_str(key) for key in _LOG_KEYS}
+    if "cleanup.policy" in config:  # a topic override; Kafka's default is delete
+        properties["cleanup.policy"] = config.get_str("cleanup.policy")
+    return LogConfig.from_properties(properties)

@@ -32,6 +32,13 @@ LOG_OVERHEAD_BYTES = 12
 BATCH_LENGTH_MIN_BYTES = HEADER_SIZE_BYTES - LOG_OVERHEAD_BYTES  # 49
 CRC_START_POSITION = 21  # attributes: first byte the CRC covers
 NO_PARTITION_LEADER_EPOCH = -1
+# The attributes' bits (Kafka's DefaultRecordBatch): the codec in the low three, then the
+# timestamp type, the transactional flag and the control flag.
+COMPRESSION_CODEC_MASK = 0x07
+ZSTD_CODEC = 4
+CONTROL_FLAG = 0x20
+_ATTRIBUTES = struct.Struct(">h")  # at CRC_START_POSITION
+_BATCH_LENGTH = struct.Struct(">i")  # at 8
 
 # base_offset, batch_length, partition_leader_epoch, magic, crc, attributes, last_offset_delta,
 # base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, records_count.
@@ -213,6 +220,21 @@ def scan_valid_prefix(buffer, *, check_crc: bool = True, position: int = 0,
         headers.append(header)
         position = header.end_position
     return tuple(headers), position, None
+
+
+def holds_zstd_batch(buffer) -> bool:
+    """Whether a batch of ``buffer`` (whole batches, as a fetch serves them) is zstd-compressed,
+    read from each batch's attributes with no decompression; a torn tail is not looked at.
+    Bounded by the buffer: each step moves past at least one batch header."""
+    view = as_byte_view(buffer)
+    size, position = len(view), 0
+    while size - position >= HEADER_SIZE_BYTES:
+        (attributes,) = _ATTRIBUTES.unpack_from(view, position + CRC_START_POSITION)
+        if attributes & COMPRESSION_CODEC_MASK == ZSTD_CODEC:
+            return True
+        (batch_length,) = _BATCH_LENGTH.unpack_from(view, position + 8)
+        position += LOG_OVERHEAD_BYTES + max(batch_length, BATCH_LENGTH_MIN_BYTES)
+    return False
 
 
 def stamp_batch(buffer: bytearray, header: BatchHeader, *, base_offset: int,

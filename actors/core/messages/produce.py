@@ -25,6 +25,10 @@ class ProduceRequest:
     timeout_ms: int
     topic_data: tuple[TopicProduceData, ...]
     transactional_id: str | None = None
+    # The Produce version a Kafka client sent (its request header's ``request_api_version``), for
+    # the checks Kafka makes by version (``log_validator.check_produce_records``); None for
+    # raykafka's own callers over Ray, which may send several batches per partition.
+    request_api_version: int | None = None
 
 
 @message

@@ -34,11 +34,12 @@ session error is answered at once, with no partition.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from actors.core import metrics
 from actors.core.effects import Effect, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.log.record_batch import holds_zstd_batch
 from actors.core.messages.fetch import (
     EpochEndOffset, FetchableTopicResponse, FetchPartitionData, FetchRequest, FetchResponse,
 )
@@ -298,3 +299,19 @@ def _update_follower_fetch_states(manager: ReplicaManagerView, request: FetchReq
             read.append((topic.topic, asked.partition))
     # Every expansion this fetch allows goes to the controller in one AlterPartition.
     return effects + replication.maybe_expand_isrs(manager, read, request.replica_id)
+
+
+def refuse_zstd(response: FetchResponse) -> FetchResponse:
+    """``response`` as a client that cannot read zstd may see it (the listener applies this to a
+    Fetch below v10, KIP-110): each partition whose records hold a zstd batch is answered
+    UNSUPPORTED_COMPRESSION_TYPE with no data and unknown offsets, as Kafka's ``KafkaApis``
+    answers it. Only batch headers are read, and only here, off the path of newer clients."""
+    topics, changed = [], False
+    for topic in response.responses:
+        partitions = tuple(
+            FetchPartitionData(partition_index=data.partition_index, error_code=ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+            if data.records is not None and len(data.records) and holds_zstd_batch(data.records) else data
+            for data in topic.partitions)
+        changed = changed or any(new is not old for new, old in zip(partitions, topic.partitions))
+        topics.append(replace(topic, partitions=partitions))
+    return replace(response, responses=tuple(topics)) if changed else response

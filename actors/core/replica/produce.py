@@ -6,7 +6,9 @@ until the high watermark reaches every appended partition's next offset, as Kafk
 ``DelayedProduce`` does, and is answered ``REQUEST_TIMED_OUT`` for the partitions still short when
 ``timeout_ms`` passes. A partition that loses leadership meanwhile answers
 ``NOT_LEADER_OR_FOLLOWER``: its records may or may not survive, and the producer must treat the
-send as failed.
+send as failed. A Kafka client's Produce is first checked by its version, partition by partition,
+as Kafka's ``KafkaApis`` does (``log_validator.check_produce_records``: one v2 batch, no zstd
+below v7); a refused partition is answered alone and nothing of it is appended.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from dataclasses import dataclass, replace
 from actors.core import metrics
 from actors.core.effects import Effect, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.log.log_validator import check_produce_records
 from actors.core.messages.produce import (
     PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
 )
@@ -54,6 +57,8 @@ def handle_produce(manager: ReplicaManagerView, request_id: int, request: Produc
                     raise KafkaProtocolError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                              f"cannot append to internal topic {topic.name}")
                 partition = manager.leader_partition(topic_partition)
+                if request.request_api_version is not None:
+                    check_produce_records(request.request_api_version, data.records)
                 info = partition.append_records_to_leader(data.records, required_acks=request.acks, now_ms=now_ms)
             except KafkaProtocolError as exc:
                 results[topic_partition] = _PendingPartition(-1, PartitionProduceResponse(

@@ -42,7 +42,7 @@ from actors.core.log.checkpoints import (
 from actors.core.log.log import DELETED_DIRECTORY_SUFFIX, Log, LogWork
 from actors.core.log.compression import CompressionCodecs
 from actors.core.log.log_dir_failure import LogDirFailureChannel
-from actors.core.log.log_config import LogConfig
+from actors.core.log.log_config import log_config_for
 from actors.core.log.storage import Storage
 from actors.core.messages._base import NO_EPOCH
 from actors.core.messages.fetch import FetchRequest
@@ -85,11 +85,6 @@ def parse_partition_directory(name: str) -> TopicPartition | None:
     if not dash or not topic or not index.isdigit():
         return None
     return topic, int(index)
-
-
-def log_config_for(config: KafkaConfig) -> LogConfig:
-    keys = ("segment.bytes", "index.interval.bytes", "max.message.bytes", "compression.type")
-    return LogConfig.from_properties({key: config.get_str(key) for key in keys})
 
 
 class ReplicaManager:
