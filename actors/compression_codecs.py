@@ -1,32 +1,18 @@
-"""Kafka's compression codecs for the broker core (``compression.CompressionCodecs``), with aiokafka's
-(gzip from the standard library; snappy, lz4 and zstd through cramjam).
+"""The broker core's batch builder (``compression.CompressionCodecs``), with aiokafka's builder.
 
 The core cannot import aiokafka (it loads asyncio), so the broker shell and the simulator hand it
-``KafkaCompressionCodecs``: the leader rebuilds a produced batch in its topic's ``compression.type``
-with it (actors/core/log/compression.py), and ListOffsets by timestamp decompresses a batch's
-records with it to answer with the exact record (actors/core/log/timestamps.py).
+``KafkaCompressionCodecs``: the leader rebuilds a produced batch in its topic's
+``compression.type`` with it (actors/core/log/compression.py). Reading compressed records needs
+no builder and is the core's own (``compression.decompress_records``).
 """
 from __future__ import annotations
 
-from aiokafka import codec
-
 from actors.records import read_header, rebuild_batch
-
-# Kafka's codec ids (the low 3 bits of a v2 batch's attributes).
-_DECODERS = {1: codec.gzip_decode, 2: codec.snappy_decode, 3: codec.lz4_decode, 4: codec.zstd_decode}
-_AVAILABLE = {1: codec.has_gzip, 2: codec.has_snappy, 3: codec.has_lz4, 4: codec.has_zstd}
 
 
 class KafkaCompressionCodecs:
-    """Every codec Kafka has, for the broker core."""
-
-    @staticmethod
-    def decompress(codec_id: int, data: bytes) -> bytes:
-        """The records of a batch compressed with ``codec_id``; raises ValueError for a codec that
-        is unknown or whose library is not installed."""
-        if codec_id not in _DECODERS or not _AVAILABLE[codec_id]():
-            raise ValueError(f"compression codec {codec_id} is not available")
-        return bytes(_DECODERS[codec_id](data))
+    """Builds batches with every codec Kafka has (aiokafka's codecs: gzip from the standard
+    library; snappy, lz4 and zstd through cramjam)."""
 
     @staticmethod
     def rebuild(batch: memoryview, compression_type: int) -> bytes:

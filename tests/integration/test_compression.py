@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.core.log.compression import COMPRESSION_MASK, PRODUCER_CODECS
+from actors.core.log.compression import PRODUCER_CODECS
+from actors.core.log.record_batch import COMPRESSION_CODEC_MASK
 from actors.core.log.record_batch import scan_valid_prefix
 from tests.support.kafka_clients import CONFLUENT_PRODUCER
 from tests.support.reading import read_to_high_watermark
@@ -34,7 +35,7 @@ def stored(cluster, topic: str) -> tuple[int, set[int]]:
         data = path.read_bytes()
         headers, _, _ = scan_valid_prefix(data)
         size += sum(header.size_in_bytes for header in headers)
-        codecs |= {header.attributes & COMPRESSION_MASK for header in headers}
+        codecs |= {header.attributes & COMPRESSION_CODEC_MASK for header in headers}
     return size, codecs
 
 

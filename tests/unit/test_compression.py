@@ -9,8 +9,8 @@ import pytest
 
 from actors.core.config import BROKER_DEFAULTS
 from actors.core.errors import ErrorCode, KafkaProtocolError
-from actors.core.log.compression import COMPRESSION_MASK, PRODUCER_CODECS
-from actors.core.log.record_batch import CRC_START_POSITION, parse_batches, stamp_batch
+from actors.core.log.compression import PRODUCER_CODECS
+from actors.core.log.record_batch import COMPRESSION_CODEC_MASK, CRC_START_POSITION, parse_batches, stamp_batch
 from actors.core.topic_configs import validate_topic_config
 from actors.records import BatchBuilder, read_records, with_producer_state
 from orchestration.clients.arrow_records import record_batches_to_arrow
@@ -33,7 +33,7 @@ def stored_batches(driver: CoreDriver, partition: int = 0) -> bytes:
 
 
 def codecs_of(buffer) -> list[int]:
-    return [header.attributes & COMPRESSION_MASK for header in parse_batches(buffer)]
+    return [header.attributes & COMPRESSION_CODEC_MASK for header in parse_batches(buffer)]
 
 
 def built_batch(values, codec: int, base_offset: int = 0) -> bytes:
@@ -76,7 +76,7 @@ def test_an_idempotent_producer_stamps_its_compressed_batches_and_the_leader_acc
     producer.flush(timeout=WAIT_S)
     assert [future.result(timeout=WAIT_S).offset for future in futures] == list(range(len(VALUES)))
     headers = parse_batches(stored_batches(broker.driver))
-    assert {h.attributes & COMPRESSION_MASK for h in headers} == {4} and all(h.producer_id >= 0 for h in headers)
+    assert {h.attributes & COMPRESSION_CODEC_MASK for h in headers} == {4} and all(h.producer_id >= 0 for h in headers)
 
 
 def test_an_unknown_compression_type_is_refused_naming_the_key():
@@ -154,7 +154,7 @@ def test_a_rebuilt_batch_keeps_its_producer_id_epoch_and_sequence():
     batch = with_producer_state(built_batch(VALUES[:10], 0), producer_id=7, producer_epoch=2, base_sequence=0)
     assert produced(driver, batch).error_code == ErrorCode.NONE
     (header,) = parse_batches(stored_batches(driver))
-    assert (header.attributes & COMPRESSION_MASK, header.producer_id, header.producer_epoch, header.base_sequence,
+    assert (header.attributes & COMPRESSION_CODEC_MASK, header.producer_id, header.producer_epoch, header.base_sequence,
             header.records_count) == (3, 7, 2, 0, 10)
     retried = produced(driver, batch)  # the same batch again: a duplicate, answered with its offsets
     assert (retried.error_code, retried.base_offset, log_end_offset_of(driver)) == (0, 0, 10)

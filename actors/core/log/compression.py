@@ -8,9 +8,10 @@ default, which keeps what the producer sent. The leader's append (Kafka 2.4's
 ``LogValidator.validateMessagesAndAssignOffsets``) takes a batch as it is when its codec is the
 topic's target (the fast path: no per-record work, as for ``producer``), and otherwise
 decompresses it and builds it again with the target codec (the slow path). Building is the
-``CompressionCodecs``' job: the core reads only headers, so the shell hands it codecs that know the
-record format (``actors.compression_codecs.KafkaCompressionCodecs``), the same that decompress a batch's
-records for ListOffsets by timestamp (``timestamps.py``).
+``CompressionCodecs``' job: the core has no record builder (aiokafka's loads asyncio), so the shell
+hands it one (``actors.compression_codecs.KafkaCompressionCodecs``). Reading compressed records
+is the core's own (``decompress_records``: zlib and cramjam), for the log's validation and
+ListOffsets by timestamp.
 
 A rebuilt batch keeps what its header says of the producer (id, epoch, base sequence,
 transactional flag) and its records' timestamps, keys, values and headers; offsets are assigned
@@ -20,13 +21,13 @@ CORRUPT_MESSAGE and nothing is appended.
 """
 from __future__ import annotations
 
+import zlib
 from typing import Protocol
 
-from actors.core.errors import ErrorCode, KafkaProtocolError
-from actors.core.log.record_batch import parse_batches
+import cramjam
 
-COMPRESSION_MASK = 0x07
-_CONTROL_FLAG = 0x20
+from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.log.record_batch import COMPRESSION_CODEC_MASK, CONTROL_FLAG, parse_batches
 
 # The codec ids of Kafka's v2 attributes, by the name a producer's ``compression.type`` uses.
 PRODUCER_CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -34,13 +35,14 @@ PRODUCER_CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 PRODUCER = "producer"
 BROKER_CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 BROKER_COMPRESSION_TYPES = (*BROKER_CODECS, PRODUCER)
+# Kafka's snappy codec writes snappy-java's framing: this magic, two version ints, then blocks
+# of a big-endian int32 length and a raw snappy block. librdkafka may send raw snappy instead.
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER_BYTES = 16
 
 
 class CompressionCodecs(Protocol):
-    """Kafka's record codecs, for the broker core, which cannot import them (they load asyncio)."""
-
-    def decompress(self, codec: int, data: bytes) -> bytes:
-        """A batch's records compressed with ``codec``, uncompressed; raises when it cannot."""
+    """A record-batch builder for the broker core, which cannot import aiokafka's (it loads asyncio)."""
 
     def rebuild(self, batch: memoryview, compression_type: int) -> bytes:
         """``batch`` (one whole v2 data batch) built again with codec ``compression_type``: the
@@ -78,7 +80,7 @@ def recompressed_for_topic(view: memoryview, compression_type: str, codecs: Comp
         return view
     headers = parse_batches(view)  # CORRUPT_MESSAGE before anything is decompressed
     stale = {h.position for h in headers
-             if h.attributes & COMPRESSION_MASK != target and not h.attributes & _CONTROL_FLAG}
+             if h.attributes & COMPRESSION_CODEC_MASK != target and not h.attributes & CONTROL_FLAG}
     if not stale or any(h.size_in_bytes > max_message_bytes for h in headers):
         return view
     if codecs is None:
@@ -96,3 +98,38 @@ def recompressed_for_topic(view: memoryview, compression_type: str, codecs: Comp
                     f"{type(exc).__name__}: {exc}")) from None
         pieces.append(batch)
     return b"".join(pieces)
+
+
+class CodecError(ValueError):
+    """Compressed records that do not decompress, or a codec Kafka does not have."""
+
+
+def decompress_records(codec: int, data) -> bytes:
+    """A v2 batch's records compressed with ``codec`` (1 gzip, 2 snappy, 3 lz4, 4 zstd), as the
+    broker reads them (Kafka's ``LogValidator`` and its time-index lookup): the standard library's
+    zlib and cramjam's snappy, lz4 (the frame format, KIP-57) and zstd. Raises ``CodecError``."""
+    try:
+        if codec == 1:
+            return zlib.decompress(data, wbits=16 + zlib.MAX_WBITS)  # 16+: a gzip header and trailer
+        if codec == 2:
+            return _snappy_decompress(bytes(data))
+        if codec == 3:
+            return bytes(cramjam.lz4.decompress(data))
+        if codec == 4:
+            return bytes(cramjam.zstd.decompress(data))
+    except (zlib.error, cramjam.DecompressionError, ValueError) as exc:
+        raise CodecError(f"{type(exc).__name__}: {exc}") from None
+    raise CodecError(f"unknown compression codec {codec}")
+
+
+def _snappy_decompress(data: bytes) -> bytes:
+    if not data.startswith(_XERIAL_MAGIC):
+        return bytes(cramjam.snappy.decompress_raw(data))
+    blocks, position = [], _XERIAL_HEADER_BYTES
+    while position < len(data):  # each block moves past its 4-byte length at least
+        length = int.from_bytes(data[position:position + 4], "big", signed=True)
+        if length < 0 or position + 4 + length > len(data):
+            raise ValueError(f"snappy block of {length} bytes at {position} runs past the batch")
+        blocks.append(bytes(cramjam.snappy.decompress_raw(data[position + 4:position + 4 + length])))
+        position += 4 + length
+    return b"".join(blocks)

@@ -22,11 +22,8 @@ A record set too short or torn to hold a batch where these checks look is left t
 """
 from __future__ import annotations
 
-import zlib
-
-import cramjam
-
 from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.log.compression import CodecError, decompress_records
 from actors.core.log.record_batch import (
     BATCH_LENGTH_MIN_BYTES, COMPRESSION_CODEC_MASK, CONTROL_FLAG, HEADER_SIZE_BYTES, LOG_OVERHEAD_BYTES, MAGIC_V2,
     ZSTD_CODEC, BatchHeader, as_byte_view,
@@ -40,10 +37,6 @@ _MAGIC_POSITION = 16
 _ATTRIBUTES_POSITION = 21
 # A varint takes at most 5 bytes, a varlong 10 (Kafka's ByteUtils); a longer one is malformed.
 _VARLONG_BYTES_MAX = 10
-# Kafka's snappy codec writes snappy-java's framing: this magic, two version ints, then blocks
-# of a big-endian int32 length and a raw snappy block. librdkafka may send raw snappy instead.
-_XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_XERIAL_HEADER_BYTES = 16
 
 
 def _invalid_record(message: str) -> KafkaProtocolError:
@@ -112,32 +105,10 @@ def _records_of(view: memoryview, header: BatchHeader) -> memoryview | bytes:
     if codec == 0:
         return body
     try:
-        if codec == 1:
-            return zlib.decompress(body, wbits=16 + zlib.MAX_WBITS)  # gzip
-        if codec == 2:
-            return _snappy_decompress(bytes(body))
-        if codec == 3:
-            return bytes(cramjam.lz4.decompress(body))  # the LZ4 frame format (KIP-57)
-        if codec == ZSTD_CODEC:
-            return bytes(cramjam.zstd.decompress(body))
-    except (zlib.error, cramjam.DecompressionError, ValueError) as exc:
-        raise KafkaProtocolError(ErrorCode.CORRUPT_MESSAGE, (
-            f"batch at position {header.position} does not decompress: {type(exc).__name__}: {exc}")) from None
-    raise KafkaProtocolError(ErrorCode.CORRUPT_MESSAGE,
-                             f"batch at position {header.position} names unknown compression codec {codec}")
-
-
-def _snappy_decompress(data: bytes) -> bytes:
-    if not data.startswith(_XERIAL_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(data))
-    blocks, position = [], _XERIAL_HEADER_BYTES
-    while position < len(data):  # each block moves past its 4-byte length at least
-        length = int.from_bytes(data[position:position + 4], "big", signed=True)
-        if length < 0 or position + 4 + length > len(data):
-            raise ValueError(f"snappy block of {length} bytes at {position} runs past the batch")
-        blocks.append(bytes(cramjam.snappy.decompress_raw(data[position + 4:position + 4 + length])))
-        position += 4 + length
-    return b"".join(blocks)
+        return decompress_records(codec, body)
+    except CodecError as exc:
+        raise KafkaProtocolError(ErrorCode.CORRUPT_MESSAGE,
+                                 f"batch at position {header.position} does not decompress: {exc}") from None
 
 
 def _keyless_record(records, records_count: int) -> int | None:

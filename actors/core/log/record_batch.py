@@ -36,6 +36,7 @@ NO_PARTITION_LEADER_EPOCH = -1
 # timestamp type, the transactional flag and the control flag.
 COMPRESSION_CODEC_MASK = 0x07
 ZSTD_CODEC = 4
+LOG_APPEND_TIME_FLAG = 0x08
 CONTROL_FLAG = 0x20
 _ATTRIBUTES = struct.Struct(">h")  # at CRC_START_POSITION
 _BATCH_LENGTH = struct.Struct(">i")  # at 8

@@ -10,26 +10,20 @@ timestamp and offset deltas (the v2 record format's varints), to answer the exac
 and timestamp. So one request costs an index lookup, a scan of about an index interval and one
 batch's records: never a pass over the log.
 
-A compressed batch is decompressed through the injected ``Decompress`` (codec id, compressed
-records -> records); the core's own handles gzip with the standard library, and a broker passes one
-that has every codec. A batch whose records cannot be read (a codec the decompressor lacks, or a
-client's malformed records under a valid CRC: the log checks the CRC, not the records) gets the
+A compressed batch is decompressed with ``compression.decompress_records`` (every codec Kafka
+has). A batch whose records cannot be read (bytes that do not decompress, or a client's malformed
+records under a valid CRC: the log checks the CRC, not the records) gets the
 answer that cannot skip a record: its first offset at or after the log start, with its max
 timestamp. A batch with LogAppendTime stamps every record with its max timestamp.
 """
 from __future__ import annotations
 
-import zlib
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
-from actors.core.log.record_batch import HEADER_SIZE_BYTES, BatchHeader
-
-COMPRESSION_MASK = 0x07
-LOG_APPEND_TIME_FLAG = 0x08
-GZIP = 1  # Kafka's codec ids: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd
-
-# (codec id, compressed records) -> the records, uncompressed; raises when it cannot.
-Decompress = Callable[[int, bytes], bytes]
+from actors.core.log.compression import CodecError, decompress_records
+from actors.core.log.record_batch import (
+    COMPRESSION_CODEC_MASK, HEADER_SIZE_BYTES, LOG_APPEND_TIME_FLAG, BatchHeader,
+)
 
 
 class TimestampAndOffset(NamedTuple):
@@ -40,15 +34,7 @@ class TimestampAndOffset(NamedTuple):
     leader_epoch: int  # the batch's partition leader epoch; -1 when it has none
 
 
-def decompress_gzip(codec: int, data: bytes) -> bytes:
-    """The core's decompressor: gzip, from the standard library; any other codec raises."""
-    if codec != GZIP:
-        raise ValueError(f"compression codec {codec} is not available here")
-    return zlib.decompress(data, 16 + zlib.MAX_WBITS)  # 16+: a gzip header and trailer
-
-
-def offset_for_timestamp(log, target_timestamp_ms: int, max_offset: int,
-                         decompress: Decompress = decompress_gzip) -> TimestampAndOffset | None:
+def offset_for_timestamp(log, target_timestamp_ms: int, max_offset: int) -> TimestampAndOffset | None:
     """The first record at or after the log start whose timestamp is at or after
     ``target_timestamp_ms``, or None when there is none or it is at or past ``max_offset`` (the
     high watermark for consumers: Kafka answers none rather than a record they may not read)."""
@@ -56,36 +42,33 @@ def offset_for_timestamp(log, target_timestamp_ms: int, max_offset: int,
     for segment in log.segments:
         if segment.next_offset <= starting_offset or segment.largest_timestamp < target_timestamp_ms:
             continue
-        found = _search_segment(segment, target_timestamp_ms, starting_offset, decompress)
+        found = _search_segment(segment, target_timestamp_ms, starting_offset)
         if found is not None:
             return found if found.offset < max_offset else None
     return None
 
 
-def _search_segment(segment, target_ms: int, starting_offset: int,
-                    decompress: Decompress) -> TimestampAndOffset | None:
+def _search_segment(segment, target_ms: int, starting_offset: int) -> TimestampAndOffset | None:
     for header in segment.headers_from(segment.timestamp_scan_start(target_ms, starting_offset)):
         if header.last_offset < starting_offset or header.max_timestamp < target_ms:
             continue
-        found = first_record_at_or_after(segment.read_batch(header), header, target_ms, starting_offset,
-                                         decompress)
+        found = first_record_at_or_after(segment.read_batch(header), header, target_ms, starting_offset)
         if found is not None:
             return found
     return None
 
 
-def first_record_at_or_after(batch: bytes, header: BatchHeader, target_ms: int, starting_offset: int,
-                             decompress: Decompress = decompress_gzip) -> TimestampAndOffset | None:
+def first_record_at_or_after(batch: bytes, header: BatchHeader, target_ms: int, starting_offset: int) -> TimestampAndOffset | None:
     """The first record of ``batch`` (whose header is ``header``) at or after both the target time
     and ``starting_offset``; None when it has none (Kafka then goes on to the next batch)."""
     epoch = max(header.partition_leader_epoch, -1)
     unreadable = TimestampAndOffset(header.max_timestamp, max(header.base_offset, starting_offset), epoch)
     records = memoryview(batch)[HEADER_SIZE_BYTES:header.size_in_bytes]
-    codec = header.attributes & COMPRESSION_MASK
+    codec = header.attributes & COMPRESSION_CODEC_MASK
     if codec:
         try:
-            records = memoryview(decompress(codec, bytes(records)))
-        except Exception:  # noqa: BLE001 - every codec library raises its own errors
+            records = memoryview(decompress_records(codec, records))
+        except CodecError:
             return unreadable
     log_append_time = bool(header.attributes & LOG_APPEND_TIME_FLAG)
     position = 0

@@ -49,7 +49,7 @@ from actors.core.messages.fetch import FetchRequest
 from actors.core.messages.leader_and_isr import (
     LeaderAndIsrPartitionError, LeaderAndIsrRequest, LeaderAndIsrResponse,
 )
-from actors.core.log.timestamps import decompress_gzip, offset_for_timestamp
+from actors.core.log.timestamps import offset_for_timestamp
 from actors.core.messages.list_offsets import (
     EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsPartitionResponse, ListOffsetsRequest,
     ListOffsetsResponse, ListOffsetsTopicResponse,
@@ -91,11 +91,9 @@ class ReplicaManager:
     def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, now_ms: int,
                  fetch_session_seed: int = 0, codecs: CompressionCodecs | None = None) -> None:
         """``codecs`` rebuild a produced batch in a topic's ``compression.type`` (without
-        them such a produce is UNSUPPORTED_COMPRESSION_TYPE) and read compressed records for
-        ListOffsets by timestamp (without them, gzip only)."""
+        them such a produce is UNSUPPORTED_COMPRESSION_TYPE)."""
         self.broker_id = broker_id
         self.codecs = codecs
-        self._decompress = decompress_gzip if codecs is None else codecs.decompress
         self.storage = storage
         self.config = config
         log_config_for(config)  # a bad log default (compression.type=brotli) stops the start, naming the key
@@ -410,7 +408,7 @@ class ReplicaManager:
             # Consumers look among committed records only, as Kafka 2.4 does (read-uncommitted).
             max_offset = partition.log_end_offset if replica_id >= 0 else partition.high_watermark
             try:
-                found = offset_for_timestamp(partition.log, asked.timestamp, max_offset, self._decompress)
+                found = offset_for_timestamp(partition.log, asked.timestamp, max_offset)
             except KafkaProtocolError as exc:  # a segment that cannot be read (KAFKA_STORAGE_ERROR)
                 return error(exc.error_code)
             if found is None:  # no record that late: Kafka answers offset and timestamp -1
