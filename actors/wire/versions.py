@@ -15,10 +15,10 @@ field tag"), where Kafka skips it, and librdkafka 2.x sends such fields (seen on
 Every client here speaks the non-flexible versions, which carry the same information.
 
 SaslHandshake and SaslAuthenticate are listed although no listener speaks SASL: Kafka lists every
-API on every listener, and a client configured for SASL against a PLAINTEXT listener needs the
-listing to send a SaslHandshake at all (librdkafka sends raw SASL bytes, Kafka 0.9's framing, to a
-broker that does not list it), which is then answered with Kafka's error rather than a closed
-connection the client would retry forever.
+API on every listener. A client configured for SASL against a PLAINTEXT listener then sends its
+SaslHandshake and gets Kafka's ILLEGAL_SASL_STATE answer (librdkafka reports "SASL PLAIN mechanism
+handshake failed"), where an unlisted API got a closed connection from the listener, or, from
+librdkafka, "SASL Handshake not supported by broker", which names the wrong cause.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     18: (0, 3),   # ApiVersions (v3 is flexible; clients send it first, KIP-511)
     19: (2, 4),   # CreateTopics
     20: (1, 3),   # DeleteTopics
-    22: (0, 1),   # InitProducerId (answers that idempotence is not supported)
+    22: (0, 1),   # InitProducerId (idempotent producers; a transactional id is refused)
     23: (2, 3),   # OffsetForLeaderEpoch
     32: (1, 3),   # DescribeConfigs (read-only)
     36: (0, 1),   # SaslAuthenticate (answered ILLEGAL_SASL_STATE, as SaslHandshake)

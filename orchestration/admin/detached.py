@@ -178,9 +178,9 @@ def stop_local_head(head_pid: int, *, temp_dir: str | None = None) -> dict:
     signal, as a worker whose raylet exits is re-parented and leaves the tree). The group, and each
     process of the tree outside it, gets SIGTERM, so Ray shuts down as it does on Ctrl-C; whatever
     of the tree still runs after HEAD_STOP_TIMEOUT_S gets SIGKILL, and the wait goes on up to
-    HEAD_KILL_WAIT_S more. Only those processes are touched: with
-    ``temp_dir`` (the head's ``--temp-dir``), a process ``head_pid`` whose command line does not
-    name it is another program that got the pid later, and the head counts as gone. Returns:
+    HEAD_KILL_WAIT_S more. Only those processes are touched: with ``temp_dir`` (the head's
+    ``--temp-dir``), a process ``head_pid`` whose command line does not name it is another program
+    that got the pid later, and the head counts as gone. Returns:
     ``{"head_pid", "processes": [{"pid", "name"}], "terminated", "killed", "still_running"}``
     (``still_running`` empty when the head is gone)."""
     processes = _process_tree(head_pid, temp_dir)

@@ -4,12 +4,12 @@ Brokers: each configured broker id, whether its actor answers, its broker epoch 
 registered it, its Kafka listeners as it registered them (``listeners``: name -> host:port;
 ``listener``: the PLAINTEXT one, else the first), the Ray node (id and IP) and process it runs in,
 its actor id (``ray logs actor --id ID`` reads its log) and its log directory as resolved on its
-node. Placement: the placement
-group's strategy in force and why (``orchestration.admin.placement``). The controller: its actor
-and controller epoch. Partitions, as the controller knows them: how many, how many
-under-replicated (ISR smaller than the replicas) and offline (no leader), Kafka's
-UnderReplicatedPartitions and OfflinePartitionsCount. ``bootstrap_servers``: the registered
-brokers' PLAINTEXT listeners, what a stock Kafka client is given.
+node. Placement: the placement group's strategy in force and why
+(``orchestration.admin.placement``). The controller: its actor and controller epoch. Partitions,
+as the controller knows them: how many, how many under-replicated (ISR smaller than the replicas)
+and offline (no leader), Kafka's UnderReplicatedPartitions and OfflinePartitionsCount.
+``bootstrap_servers``: the registered brokers' PLAINTEXT listeners, what a stock Kafka client is
+given.
 """
 from __future__ import annotations
 
