@@ -170,9 +170,25 @@ def api_versions_error_response() -> Any:
     return _api_versions_to_kio(ErrorCode.UNSUPPORTED_VERSION, 0, None)
 
 
+# SaslHandshake (17) and SaslAuthenticate (36) on a PLAINTEXT listener: Kafka 2.4's
+# KafkaApis.handleSaslHandshakeRequest and handleSaslAuthenticateRequest answer ILLEGAL_SASL_STATE
+# (with no mechanisms; SaslAuthenticate with a message), and the connection stays open.
+SASL_ON_PLAINTEXT_MESSAGE = "SASL is not enabled on this listener (raykafka's listeners are PLAINTEXT)"
+
+
+def _sasl_handshake_to_kio(response: Any, version: int, body: Any) -> Any:
+    return to_kio(response_class(17, version), {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": ()})
+
+
+def _sasl_authenticate_to_kio(response: Any, version: int, body: Any) -> Any:
+    return to_kio(response_class(36, version), {"error_code": ErrorCode.ILLEGAL_SASL_STATE,
+                                                 "error_message": SASL_ON_PLAINTEXT_MESSAGE, "auth_bytes": b"",
+                                                 "session_lifetime_ms": 0})
+
+
 def _init_producer_id_to_core(body: Any, version: int, context: WireContext) -> InitProducerIdRequest:
     """An idempotent producer's InitProducerId, answered by the broker from its producer-id block;
-    a transactional one (a transactional id) is refused there, as transactions are not built."""
+    a transactional one (a transactional id) is refused there at once, as transactions are not built."""
     return InitProducerIdRequest(transactional_id=body.transactional_id,
                                  transaction_timeout_ms=duration_ms(body.transaction_timeout))
 
@@ -217,5 +233,7 @@ APIS: dict[int, Api] = {api.key: api for api in (
     Api(18, "api_versions", LOCAL, "api_versions", _passthrough, _api_versions_to_kio),
     Api(22, "init_producer_id", BROKER, "handle_init_producer_id", _init_producer_id_to_core, _generic_to_kio(22)),
     Api(32, "describe_configs", LOCAL, "describe_configs", _passthrough, _generic_to_kio(32)),
+    Api(17, "sasl_handshake", LOCAL, "sasl", _passthrough, _sasl_handshake_to_kio),
+    Api(36, "sasl_authenticate", LOCAL, "sasl", _passthrough, _sasl_authenticate_to_kio),
 )}
 assert set(APIS) == set(SUPPORTED_VERSIONS), "every advertised API has a translation, and no other"

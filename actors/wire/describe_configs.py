@@ -1,9 +1,13 @@
 """DescribeConfigs (API key 32), read-only: a topic's or a broker's configuration for admin tools.
 
-A topic is described with the keys raykafka honours, each with the broker's value or the topic's
-override (``config_source`` says which, with Kafka's numbers); a topic the broker's metadata
-does not know is UNKNOWN_TOPIC_OR_PARTITION. A broker is described from its configuration.
-``configuration_keys`` narrows the answer as in Kafka. Other resource types are INVALID_REQUEST.
+A topic is described as Kafka 2.4's ``AdminManager.describeConfigs`` describes it: every topic
+key Kafka has (``actors.core.topic_config_synonyms``), each with its value, where that value comes
+from (``config_source``: the topic's override, the broker's configuration, or the default), and
+``read_only=false`` (a topic's configs are changed with IncrementalAlterConfigs), with the
+synonyms in precedence order when ``include_synonyms`` asks for them. A topic the broker's
+metadata does not know is UNKNOWN_TOPIC_OR_PARTITION. A broker is described from its
+configuration (read-only: raykafka has no dynamic broker configs). ``configuration_keys`` narrows
+the answer as in Kafka. Other resource types are INVALID_REQUEST.
 """
 from __future__ import annotations
 
@@ -11,16 +15,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from actors.core.errors import ErrorCode
+from actors.core.topic_config_synonyms import (
+    SOURCE_DEFAULT, SOURCE_STATIC_BROKER, SOURCE_TOPIC, ConfigSynonym, resolve_topic_config,
+)
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
-# Kafka's ConfigSource values.
-SOURCE_DYNAMIC_TOPIC = 1
-SOURCE_STATIC_BROKER = 4
-SOURCE_DEFAULT = 5
-TOPIC_KEYS = ("cleanup.policy", "max.message.bytes", "min.insync.replicas", "segment.bytes",
-              "unclean.leader.election.enable")
-TOPIC_DEFAULTS = {"cleanup.policy": "delete"}
+__all__ = ["RESOURCE_BROKER", "RESOURCE_TOPIC", "SOURCE_DEFAULT", "SOURCE_STATIC_BROKER", "SOURCE_TOPIC",
+           "describe_configs"]
 
 
 def describe_configs(body: Any, *, broker_id: int, broker_config: Mapping[str, str],
@@ -29,6 +31,7 @@ def describe_configs(body: Any, *, broker_id: int, broker_config: Mapping[str, s
     """The response as a dict for ``convert.to_kio``. ``broker_config`` is every key with its
     value, ``broker_overrides`` the keys set in the broker's configuration, ``topic_overrides``
     each topic's own settings."""
+    include_synonyms = bool(getattr(body, "include_synonyms", False))
     results = []
     for resource in body.resources:
         keys = None if resource.configuration_keys is None else set(resource.configuration_keys)
@@ -39,19 +42,17 @@ def describe_configs(body: Any, *, broker_id: int, broker_config: Mapping[str, s
             if name not in known_topics:
                 entry.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=f"unknown topic {name}")
             else:
-                overrides = topic_overrides.get(name, {})
-                for key in TOPIC_KEYS:
-                    if key in overrides:
-                        value, source = overrides[key], SOURCE_DYNAMIC_TOPIC
-                    elif key in broker_overrides:
-                        value, source = broker_overrides[key], SOURCE_STATIC_BROKER
-                    else:
-                        value, source = broker_config.get(key, TOPIC_DEFAULTS.get(key)), SOURCE_DEFAULT
-                    entry["configs"].append(_config(key, value, source, keys))
+                for config in resolve_topic_config(topic_overrides.get(name, {}), broker_config=broker_config,
+                                                   broker_overrides=broker_overrides):
+                    entry["configs"].append(_config(
+                        config.name, config.value, config.source, keys, read_only=False,
+                        synonyms=config.synonyms if include_synonyms else (), config_type=config.config_type))
         elif resource.resource_type == RESOURCE_BROKER and name in ("", str(broker_id)):
             for key in sorted(broker_config):
                 source = SOURCE_STATIC_BROKER if key in broker_overrides else SOURCE_DEFAULT
-                entry["configs"].append(_config(key, broker_config[key], source, keys))
+                synonyms = (ConfigSynonym(key, broker_config[key], source),) if include_synonyms else ()
+                entry["configs"].append(_config(key, broker_config[key], source, keys, read_only=True,
+                                                synonyms=synonyms))
         else:
             entry.update(error_code=ErrorCode.INVALID_REQUEST,
                          error_message=f"resource type {resource.resource_type} {name!r} cannot be described here")
@@ -60,8 +61,10 @@ def describe_configs(body: Any, *, broker_id: int, broker_config: Mapping[str, s
     return {"results": results, "throttle_time_ms": 0}
 
 
-def _config(key: str, value: str | None, source: int, keys: set[str] | None) -> dict | None:
+def _config(key: str, value: str | None, source: int, keys: set[str] | None, *, read_only: bool,
+            synonyms: tuple[ConfigSynonym, ...], config_type: int = 0) -> dict | None:
     if keys is not None and key not in keys:
         return None
-    return {"name": key, "value": value, "read_only": True, "config_source": source, "is_sensitive": False,
-            "is_default": source == SOURCE_DEFAULT, "synonyms": ()}
+    return {"name": key, "value": value, "read_only": read_only, "config_source": source, "is_sensitive": False,
+            "is_default": source == SOURCE_DEFAULT, "config_type": config_type, "documentation": None,
+            "synonyms": tuple({"name": s.name, "value": s.value, "source": s.source} for s in synonyms)}

@@ -13,6 +13,12 @@ Flexible versions (KIP-482, tagged fields) are not advertised, ApiVersions v3 as
 refuses a request carrying a tagged field its schema does not name (KeyError "Unknown tagged
 field tag"), where Kafka skips it, and librdkafka 2.x sends such fields (seen on Metadata v9).
 Every client here speaks the non-flexible versions, which carry the same information.
+
+SaslHandshake and SaslAuthenticate are listed although no listener speaks SASL: Kafka lists every
+API on every listener. A client configured for SASL against a PLAINTEXT listener then sends its
+SaslHandshake and gets Kafka's ILLEGAL_SASL_STATE answer (librdkafka reports "SASL PLAIN mechanism
+handshake failed"), where an unlisted API got a closed connection from the listener, or, from
+librdkafka, "SASL Handshake not supported by broker", which names the wrong cause.
 """
 from __future__ import annotations
 
@@ -33,10 +39,12 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     14: (0, 3),   # SyncGroup
     15: (0, 4),   # DescribeGroups
     16: (0, 2),   # ListGroups
+    17: (0, 1),   # SaslHandshake (answered ILLEGAL_SASL_STATE: listeners are PLAINTEXT, as Kafka answers there)
     18: (0, 3),   # ApiVersions (v3 is flexible; clients send it first, KIP-511)
     19: (2, 4),   # CreateTopics
     20: (1, 3),   # DeleteTopics
-    22: (0, 1),   # InitProducerId (answers that idempotence is not supported)
+    22: (0, 1),   # InitProducerId (idempotent producers; a transactional id is refused)
     23: (2, 3),   # OffsetForLeaderEpoch
     32: (1, 3),   # DescribeConfigs (read-only)
+    36: (0, 1),   # SaslAuthenticate (answered ILLEGAL_SASL_STATE, as SaslHandshake)
 }

@@ -13,7 +13,8 @@ never takes over ``/tmp/ray/session_latest`` of another Ray on the machine). ``L
 remembers the head's address and process id in a state file (``RAYKAFKA_HOME``, default
 ``~/.raykafka``, one file per namespace), so that later commands find the address by namespace and
 ``raykafka cluster stop`` ends exactly that Ray: a signal to the ``ray start --block`` process group,
-never ``ray stop``, which would stop every Ray on the machine.
+never ``ray stop``, which would stop every Ray on the machine, and a wait until each process of
+that head (its workers included) has exited (``stop_local_head``).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import psutil
 from ray.experimental import internal_kv
 
 from actors.ray_metadata_store import kv_namespace
@@ -35,7 +37,14 @@ from actors.ray_metadata_store import kv_namespace
 CLUSTER_INFO_KEY = "/raykafka/cluster-info"
 DEFAULT_NAMESPACE = "raykafka"
 HEAD_START_TIMEOUT_S = 120
-HEAD_STOP_TIMEOUT_S = 15  # then SIGKILL: the actors are gone by then, and Ray drains for 30 s
+# How long the head's processes get to exit after SIGTERM before the ones still running get
+# SIGKILL, and then how long to wait for those. The raylet, the agents and the workers exit within
+# seconds; the GCS and the ``ray start --block`` process were seen still draining 30 s later once a
+# cluster had run. ``cluster stop`` has removed every actor by then, so nothing is lost by ending
+# the drain.
+HEAD_STOP_TIMEOUT_S = 10
+HEAD_KILL_WAIT_S = 10
+HEAD_STOP_POLL_S = 0.2
 AUTH_MODE = "token"
 
 
@@ -135,7 +144,7 @@ def start_local_head(*, num_cpus: int | None = None, metrics_export_port: int | 
     deadline = time.monotonic() + HEAD_START_TIMEOUT_S
     while not _accepts(port):
         if head.poll() is not None or time.monotonic() > deadline:
-            stop_local_head(head.pid)
+            stop_local_head(head.pid, temp_dir=temp_dir)
             raise RuntimeError(f"the local Ray head did not start (exit code {head.poll()}); "
                                f"its output is in {temp_dir}/ray-start.log")
         time.sleep(0.5)
@@ -160,34 +169,88 @@ def _accepts(port: int) -> bool:
         return False
 
 
-def stop_local_head(head_pid: int) -> bool:
-    """End the ``ray start --block`` process group ``head_pid`` leads (SIGTERM, then SIGKILL after
-    HEAD_STOP_TIMEOUT_S); True when it is gone. Only that group is touched."""
+def stop_local_head(head_pid: int, *, temp_dir: str | None = None) -> dict:
+    """End the Ray head ``ray start --block`` process ``head_pid`` leads and wait until every process
+    it started has exited: its process group (GCS, raylet, dashboard, ...) and the workers that run
+    in process groups of their own (Ray's idle workers, the detached actors' processes).
+
+    The processes are those in the head's process tree when the stop begins (taken before any
+    signal, as a worker whose raylet exits is re-parented and leaves the tree). The group, and each
+    process of the tree outside it, gets SIGTERM, so Ray shuts down as it does on Ctrl-C; whatever
+    of the tree still runs after HEAD_STOP_TIMEOUT_S gets SIGKILL, and the wait goes on up to
+    HEAD_KILL_WAIT_S more. Only those processes are touched: with ``temp_dir`` (the head's
+    ``--temp-dir``), a process ``head_pid`` whose command line does not name it is another program
+    that got the pid later, and the head counts as gone. Returns:
+    ``{"head_pid", "processes": [{"pid", "name"}], "terminated", "killed", "still_running"}``
+    (``still_running`` empty when the head is gone)."""
+    processes = _process_tree(head_pid, temp_dir)
+    answer = {"head_pid": head_pid, "processes": [{"pid": p.pid, "name": _name(p)} for p in processes],
+              "terminated": [], "killed": [], "still_running": []}
+    if not processes:
+        return answer  # already gone
     try:
         os.killpg(head_pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return True
-    deadline = time.monotonic() + HEAD_STOP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if not _group_alive(head_pid):
-            return True
-        time.sleep(0.5)
-    try:
-        os.killpg(head_pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         pass
-    return not _group_alive(head_pid)
+    _signal_each([p for p in processes if _group_of(p) != head_pid], signal.SIGTERM)  # workers' own groups
+    running = _wait_exited(processes, HEAD_STOP_TIMEOUT_S)
+    answer["terminated"] = [p.pid for p in processes if p not in running]
+    if running:
+        _signal_each(running, signal.SIGKILL)
+        answer["killed"] = [p.pid for p in running]
+        running = _wait_exited(running, HEAD_KILL_WAIT_S)
+    answer["still_running"] = [{"pid": p.pid, "name": _name(p)} for p in running]
+    return answer
 
 
-def _group_alive(head_pid: int) -> bool:
+def _process_tree(head_pid: int, temp_dir: str | None) -> list[psutil.Process]:
     try:
-        os.waitpid(head_pid, os.WNOHANG)  # reaps it when it is our own child
-    except ChildProcessError:
-        pass
+        head = psutil.Process(head_pid)
+        if temp_dir is not None and f"--temp-dir={temp_dir}" not in head.cmdline():
+            return []
+        return [head, *head.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _group_of(process: psutil.Process) -> int | None:
     try:
-        os.killpg(head_pid, 0)
+        return os.getpgid(process.pid)
     except ProcessLookupError:
+        return None
+
+
+def _name(process: psutil.Process) -> str:
+    try:
+        return process.name()
+    except psutil.Error:
+        return "?"
+
+
+def _running(process: psutil.Process) -> bool:
+    """Still running: a zombie has exited (its parent, or init, has yet to reap it)."""
+    try:
+        if process.ppid() == os.getpid():
+            os.waitpid(process.pid, os.WNOHANG)  # our own child (``start_local_head`` in this process)
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, ChildProcessError):
         return False
-    except PermissionError:
-        return True
-    return True
+
+
+def _signal_each(processes: list[psutil.Process], signum: int) -> None:
+    for process in processes:
+        try:
+            if _running(process):  # is_running checks the pid was not reused
+                process.send_signal(signum)
+        except psutil.NoSuchProcess:
+            pass
+
+
+def _wait_exited(processes: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Poll until every one of ``processes`` has exited or ``timeout_s`` passed; those still running."""
+    deadline = time.monotonic() + timeout_s
+    running = [p for p in processes if _running(p)]
+    while running and time.monotonic() < deadline:
+        time.sleep(HEAD_STOP_POLL_S)
+        running = [p for p in running if _running(p)]
+    return running

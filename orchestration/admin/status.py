@@ -1,12 +1,15 @@
 """A running cluster's health in one answer, as ``raykafka cluster status`` prints it.
 
 Brokers: each configured broker id, whether its actor answers, its broker epoch as the controller
-registered it, the Ray node (id and IP) and process it runs in, its actor id (``ray logs actor --id
-ID`` reads its log) and its log directory as resolved on its node. Placement: the placement
-group's strategy in force and why (``orchestration.admin.placement``). The controller: its actor
-and controller epoch. Partitions, as the controller knows them: how many, how many
-under-replicated (ISR smaller than the replicas) and offline (no leader), Kafka's
-UnderReplicatedPartitions and OfflinePartitionsCount.
+registered it, its Kafka listeners as it registered them (``listeners``: name -> host:port;
+``listener``: the PLAINTEXT one, else the first), the Ray node (id and IP) and process it runs in,
+its actor id (``ray logs actor --id ID`` reads its log) and its log directory as resolved on its
+node. Placement: the placement group's strategy in force and why
+(``orchestration.admin.placement``). The controller: its actor and controller epoch. Partitions,
+as the controller knows them: how many, how many under-replicated (ISR smaller than the replicas)
+and offline (no leader), Kafka's UnderReplicatedPartitions and OfflinePartitionsCount.
+``bootstrap_servers``: the registered brokers' PLAINTEXT listeners, what a stock Kafka client is
+given.
 """
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ import ray
 from actors.ray_metadata_store import active_controller
 
 PING_TIMEOUT_S = 5
+# The listener stock clients are given (Cluster.bootstrap_servers uses the same one).
+BOOTSTRAP_LISTENER = "PLAINTEXT"
 
 
 def cluster_status(cluster) -> dict:
@@ -22,8 +27,10 @@ def cluster_status(cluster) -> dict:
     brokers = []
     for broker_id in cluster.broker_ids:
         registered = described["brokers"].get(broker_id) or described["brokers"].get(str(broker_id))
+        listeners = dict(registered.get("listeners") or {}) if registered else {}
         entry = {"broker_id": broker_id, "up": False, "registered": registered is not None,
-                 "broker_epoch": registered["broker_epoch"] if registered else None, "listener": None,
+                 "broker_epoch": registered["broker_epoch"] if registered else None, "listeners": listeners,
+                 "listener": listeners.get(BOOTSTRAP_LISTENER) or next(iter(listeners.values()), None),
                  "node_id": None, "node_ip": None, "pid": None, "actor_id": None,
                  "log_dir": cluster.broker_log_dir(broker_id)}
         try:
@@ -46,7 +53,9 @@ def cluster_status(cluster) -> dict:
             if len(p["isr"]) < len(p["replicas"]):
                 partitions["under_replicated"].append(name)
     placement = cluster.placement.describe() if cluster.placement is not None else None
+    bootstrap = ",".join(b["listeners"][BOOTSTRAP_LISTENER] for b in brokers if BOOTSTRAP_LISTENER in b["listeners"])
     return {"namespace": cluster.namespace, "log_dir": cluster.log_dir, "brokers": brokers, "placement": placement,
+            "bootstrap_servers": bootstrap,
             "controller": {"actor_name": controller.get("actor_name"), "controller_epoch": described["controller_epoch"],
                            "active": described["active"]},
             "topics": described["topics"], "partitions": partitions}

@@ -3,9 +3,10 @@
 ``start`` joins a running Ray (``ray start --head`` first; ``--address``, default auto) or, with
 ``--local``, starts a Ray head of its own on 127.0.0.1, then starts the controller, the brokers and
 their group coordinators as detached actors, and remembers the Ray address under the namespace so
-that later commands find it. ``status`` prints brokers, the controller and partition health.
-``stop`` removes every actor, ends the Ray head that ``--local`` started, and says where the logs
-stay.
+that later commands find it. ``status`` prints brokers with their Kafka listeners, the
+``bootstrap.servers`` string stock clients take, the controller and partition health.
+``stop`` removes every actor, ends the Ray head that ``--local`` started and waits until its
+processes have exited, says what it stopped, and where the logs stay.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def _start(args: argparse.Namespace) -> int:
     except BaseException as exc:
         if head:
             ray.shutdown()
-            stop_local_head(head["head_pid"])
+            stop_local_head(head["head_pid"], temp_dir=head["temp_dir"])
         if isinstance(exc, Exception):
             return fail(args, exc)
         raise
@@ -65,7 +66,9 @@ def _status(args: argparse.Namespace) -> int:
 
     def text(a: dict) -> str:
         rows = [[b["broker_id"], "up" if b["up"] else "DOWN", b["broker_epoch"], b["pid"], (b["node_id"] or "")[:12],
-                 b.get("node_ip") or "", b["actor_id"] or "", b["listener"] or "-"] for b in a["brokers"]]
+                 b.get("node_ip") or "", b["actor_id"] or "",
+                 " ".join(f"{name}://{address}" for name, address in b["listeners"].items()) or "-"]
+                for b in a["brokers"]]
         p = a["partitions"]
         return "\n".join([
             table(["broker", "state", "epoch", "pid", "node", "node ip", "actor id (ray logs actor --id)", "listener"],
@@ -73,6 +76,7 @@ def _status(args: argparse.Namespace) -> int:
             placement_line(a.get("placement")),
             f"controller: {a['controller']['actor_name']} epoch {a['controller']['controller_epoch']}",
             f"partitions: {p['count']}, under-replicated {len(p['under_replicated'])}, offline {len(p['offline'])}",
+            f"bootstrap.servers={a['bootstrap_servers'] or '(no broker registered a PLAINTEXT listener)'}",
             f"broker logs: {a['log_dir']}"])
     emit(args, answer, text)
     return 0
@@ -94,6 +98,7 @@ def _stop(args: argparse.Namespace) -> int:
     try:
         cluster = Cluster.connect(namespace=args.namespace, address=ray_address(args))
         answer["log_dir"] = cluster.log_dir
+        answer["brokers"] = list(cluster.broker_ids)
         cluster.stop()
         answer["stopped"] = True
     except Exception as exc:  # no cluster, or no Ray there any more: the head is still ended below
@@ -101,14 +106,32 @@ def _stop(args: argparse.Namespace) -> int:
     finally:
         if ray.is_initialized():
             ray.shutdown()
+    head_gone = True
     if remembered.get("head_pid"):
-        answer["ray_head_stopped"] = stop_local_head(remembered["head_pid"])
-        answer["ray_logs"] = f"{remembered['temp_dir']}/session_latest/logs"
-    forget_cluster(args.namespace)
-    emit(args, answer, lambda a: (
-        ("stopped" if a["stopped"] else f"nothing to stop ({a.get('error')})")
-        + f"; broker logs stay in {a['log_dir']}" + (f", Ray's logs in {a['ray_logs']}" if a.get("ray_logs") else "")))
-    return 0 if answer["stopped"] else 1
+        head = stop_local_head(remembered["head_pid"], temp_dir=remembered.get("temp_dir"))
+        head_gone = not head["still_running"]
+        answer.update(ray_head=head, ray_head_stopped=head_gone,
+                      ray_logs=f"{remembered['temp_dir']}/session_latest/logs")
+    if head_gone:
+        forget_cluster(args.namespace)  # else a second ``cluster stop`` can try again
+    emit(args, answer, _stop_text)
+    return 0 if answer["stopped"] and head_gone else 1
+
+
+def _stop_text(a: dict) -> str:
+    lines = [f"stopped raykafka cluster {a['namespace']}: brokers {a.get('brokers')}, their group coordinators "
+             f"and the controller" if a["stopped"] else f"no raykafka cluster stopped ({a.get('error')})"]
+    head = a.get("ray_head")
+    if head is not None:
+        names = sorted({p["name"] for p in head["processes"]})
+        lines.append(f"Ray head (pid {head['head_pid']}): {len(head['processes'])} processes "
+                     f"({', '.join(names) or 'already gone'}); {len(head['terminated'])} exited on SIGTERM, "
+                     f"{len(head['killed'])} killed")
+        if head["still_running"]:
+            lines.append("STILL RUNNING: " + ", ".join(f"{p['name']} (pid {p['pid']})" for p in head["still_running"]))
+    ray_logs = f", Ray's logs in {a['ray_logs']}" if a.get("ray_logs") else ""
+    lines.append(f"broker logs stay in {a['log_dir']}{ray_logs}")
+    return "\n".join(lines)
 
 
 def add_parsers(commands) -> None:

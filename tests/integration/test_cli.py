@@ -1,9 +1,10 @@
 """Proves the ``raykafka`` command runs a cluster that outlives it: one ``cluster start --local`` in
 a subprocess, then every subcommand, each as its own process with ``--json``, against that cluster
 (topics, topic configs changed live, produce, consume, groups with lag, a partition reassignment,
-kill and leadership moving, elections, metrics), and ``cluster stop`` ending the actors and the Ray
-head it started. Each test makes what it reads (its own topics, or the module's ``orders`` fixture),
-so any one of them runs alone (``-k``)."""
+kill and leadership moving, elections, metrics), ``cluster status`` naming every broker's listener
+and the bootstrap servers a stock client connects with, and ``cluster stop`` ending the actors and
+every process of the Ray head it started before it returns. Each test makes what it reads (its own
+topics, or the module's ``orders`` fixture), so any one of them runs alone (``-k``)."""
 from __future__ import annotations
 
 import json
@@ -34,10 +35,11 @@ class Raykafka:
         self.env = dict(os.environ, RAYKAFKA_HOME=str(home), PYTHONPATH=str(REPO_ROOT))
         self.env.pop("RAY_ADDRESS", None)
 
-    def run(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    def run(self, *args: str, stdin: str | None = None, check: bool = True,
+            json_output: bool = True) -> subprocess.CompletedProcess:
         done = subprocess.run([sys.executable, "-m", "orchestration.cli", *args, "--namespace", self.namespace,
-                               "--json"], input=stdin, capture_output=True, text=True, env=self.env,
-                              cwd=REPO_ROOT, timeout=COMMAND_TIMEOUT_S)
+                               *(["--json"] if json_output else [])], input=stdin, capture_output=True, text=True,
+                              env=self.env, cwd=REPO_ROOT, timeout=COMMAND_TIMEOUT_S)
         if check and done.returncode != 0:
             raise AssertionError(f"raykafka {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr[-3000:]}")
         return done
@@ -101,6 +103,47 @@ def test_cluster_status_shows_brokers_controller_and_health(rk):
     assert all(b["up"] and b["broker_epoch"] is not None and b["node_id"] for b in status["brokers"])
     assert status["controller"]["controller_epoch"] >= 1 and status["controller"]["active"]
     assert status["partitions"]["offline"] == []
+
+
+def test_cluster_status_names_each_brokers_listener_and_the_bootstrap_servers(rk):
+    from confluent_kafka.admin import AdminClient
+    status = rk.json("cluster", "status")
+    listeners = [b["listeners"].get("PLAINTEXT") for b in status["brokers"]]
+    assert all(address and address.startswith("127.0.0.1:") for address in listeners), status["brokers"]
+    assert status["bootstrap_servers"] == ",".join(listeners)
+    # What a CLI user does with it: point a stock client there.
+    metadata = AdminClient({"bootstrap.servers": status["bootstrap_servers"]}).list_topics(timeout=60)
+    assert sorted(metadata.brokers) == [0, 1, 2]
+    text = rk.run("cluster", "status", json_output=False).stdout
+    assert f"bootstrap.servers={status['bootstrap_servers']}" in text
+    assert all(f"PLAINTEXT://{address}" in text for address in listeners), text
+
+
+def test_cluster_stop_waits_for_every_process_of_the_ray_head_and_says_what_it_stopped(tmp_path):
+    """A cluster of its own (one broker), so that stopping it leaves the module's cluster alone."""
+    import psutil
+    tool = Raykafka(tmp_path, f"rk-stop-{uuid.uuid4().hex[:8]}")
+    started = tool.json("cluster", "start", "--local", "--num-cpus", "1", "--brokers", "1",
+                        "--log-dir", str(tmp_path / "logs"), "--config", "offsets.topic.replication.factor=1")
+    head = psutil.Process(started["head_pid"])
+    processes = [head, *head.children(recursive=True)]
+    try:
+        stopped = tool.json("cluster", "stop")
+        running = [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        assert running == [], f"still running when cluster stop returned: {running}"
+        assert stopped["stopped"] and stopped["ray_head_stopped"] and stopped["brokers"] == [0]
+        assert stopped["ray_head"]["head_pid"] == started["head_pid"]
+        head_processes = stopped["ray_head"]["processes"]
+        assert {"gcs_server", "raylet"} <= {p["name"] for p in head_processes}, head_processes
+        assert sorted(stopped["ray_head"]["terminated"] + stopped["ray_head"]["killed"]) \
+            == sorted(p["pid"] for p in head_processes)
+        assert not (tmp_path / "clusters" / f"{tool.namespace}.json").exists(), "the cluster is forgotten"
+    finally:
+        for process in processes:  # only if stop failed: end what this test started, and only that
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass
 
 
 def test_topics_create_list_describe_delete(rk):

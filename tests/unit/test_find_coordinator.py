@@ -2,12 +2,15 @@
 with ``offsets.topic.replication.factor`` replicas, and refuses (COORDINATOR_NOT_AVAILABLE, with an
 error in the log) while fewer brokers are alive than that factor, as Kafka 2.4's
 ``KafkaApis.createInternalTopic`` does, rather than creating an offsets topic that stays
-under-replicated for good. No Ray."""
+under-replicated for good; and a transaction coordinator is refused at once with the code stock
+clients treat as fatal. No Ray."""
 from __future__ import annotations
 
 from actors.core.effects import LogEvent, Send
 from actors.core.errors import ErrorCode
-from actors.core.messages.find_coordinator import COORDINATOR_KEY_TYPE_GROUP, FindCoordinatorRequest
+from actors.core.messages.find_coordinator import (
+    COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION, FindCoordinatorRequest,
+)
 from actors.core.messages.metadata import MetadataResponseBroker
 from actors.core.replica.find_coordinator import OFFSETS_TOPIC_CREATION_RETRY_MS, CoordinatorFinder
 from tests.support.core_driver import CoreDriver
@@ -21,9 +24,8 @@ def finder_with_live_brokers(live: int, factor: int) -> CoordinatorFinder:
     return CoordinatorFinder(driver.manager, coordinator_host=lambda b: f"broker-{b}")
 
 
-def find(finder: CoordinatorFinder, now_ms: int = 0):
-    effects = finder.handle_find_coordinator(7, FindCoordinatorRequest(
-        key="orders-readers", key_type=COORDINATOR_KEY_TYPE_GROUP), now_ms)
+def find(finder: CoordinatorFinder, now_ms: int = 0, key_type: int = COORDINATOR_KEY_TYPE_GROUP):
+    effects = finder.handle_find_coordinator(7, FindCoordinatorRequest(key="orders-readers", key_type=key_type), now_ms)
     sends = [e.message for e in effects if isinstance(e, Send)]
     logs = [e for e in effects if isinstance(e, LogEvent)]
     response = next(e.response for e in effects if hasattr(e, "response"))
@@ -56,3 +58,16 @@ def test_once_enough_brokers_are_alive_the_topic_is_created():
     finder.manager.metadata_cache.brokers[2] = MetadataResponseBroker(node_id=2, host="broker-2", port=0, rack=None)
     _, sends, _ = find(finder, now_ms=OFFSETS_TOPIC_CREATION_RETRY_MS)
     assert [t.replication_factor for t in sends[0].topics] == [3]
+
+
+def test_a_transaction_coordinator_is_refused_at_once_with_a_fatal_code_and_nothing_is_created():
+    """librdkafka's init_transactions() retried any other answer until its timeout (30 s seen)."""
+    response, sends, _ = find(finder_with_live_brokers(live=3, factor=3), key_type=COORDINATOR_KEY_TYPE_TRANSACTION)
+    assert response.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert "does not support transactions" in response.error_message and response.node_id == -1
+    assert sends == [], "no offsets (or transaction state) topic is created for it"
+
+
+def test_an_unknown_coordinator_key_type_is_an_invalid_request():
+    response, _, _ = find(finder_with_live_brokers(live=3, factor=3), key_type=7)
+    assert response.error_code == ErrorCode.INVALID_REQUEST

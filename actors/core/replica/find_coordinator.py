@@ -8,7 +8,8 @@ answers ``COORDINATOR_NOT_AVAILABLE`` until it has a leader; the client retries.
 are alive than that factor the broker refuses to create it and logs an error, as Kafka 2.4's
 ``KafkaApis.createInternalTopic`` does: an offsets topic created smaller would stay
 under-replicated for good (a one-broker cluster sets the factor to 1). One creation request, or
-one refusal's log line, per ``OFFSETS_TOPIC_CREATION_RETRY_MS``.
+one refusal's log line, per ``OFFSETS_TOPIC_CREATION_RETRY_MS``. A transaction coordinator (key type
+1) is refused at once with the code stock clients treat as fatal, as transactions are not built.
 """
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from actors.core.errors import ErrorCode
 from actors.core.java_hash import java_string_hash, kafka_abs
 from actors.core.messages.create_topics import CreatableTopic, CreateableTopicConfig, CreateTopicsRequest
 from actors.core.messages.find_coordinator import (
-    COORDINATOR_KEY_TYPE_GROUP, FindCoordinatorRequest, FindCoordinatorResponse,
+    COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION, FindCoordinatorRequest, FindCoordinatorResponse,
 )
+from actors.core.messages.init_producer_id import TRANSACTIONS_REFUSED_CODE, TRANSACTIONS_REFUSED_MESSAGE
 from actors.core.replica.replica_manager import OFFSETS_TOPIC, ReplicaManager
 
 OFFSETS_TOPIC_CREATION_RETRY_MS = 5000
@@ -53,8 +55,10 @@ class CoordinatorFinder:
                     host, port = endpoint
             return [Respond(request_id=request_id, response=FindCoordinatorResponse(
                 error_code=code, error_message=message, node_id=node_id, host=host, port=port))]
+        if request.key_type == COORDINATOR_KEY_TYPE_TRANSACTION:
+            return answer(TRANSACTIONS_REFUSED_CODE, TRANSACTIONS_REFUSED_MESSAGE)
         if request.key_type != COORDINATOR_KEY_TYPE_GROUP:
-            return answer(ErrorCode.INVALID_REQUEST, "only group coordinators are implemented")
+            return answer(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {request.key_type}")
         if not isinstance(request.key, str) or not request.key:
             return answer(ErrorCode.INVALID_GROUP_ID)
         cache = self.manager.metadata_cache

@@ -26,6 +26,7 @@ from actors.core.errors import ErrorCode
 from actors.core.messages import (
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, InitProducerIdRequest, InitProducerIdResponse,
 )
+from actors.core.messages.init_producer_id import TRANSACTIONS_REFUSED_CODE, TRANSACTIONS_REFUSED_MESSAGE
 
 CONTROLLER = "controller"
 PARKED_REQUESTS_MAX = 10_000
@@ -49,8 +50,7 @@ class ProducerIdManager:
                                 broker_epoch: int) -> list[Effect]:
         if request.transactional_id is not None:
             return [Respond(request_id=request_id, response=InitProducerIdResponse(
-                error_code=ErrorCode.INVALID_REQUEST,
-                error_message="transactions are not supported: send InitProducerId without a transactional id"))]
+                error_code=TRANSACTIONS_REFUSED_CODE, error_message=TRANSACTIONS_REFUSED_MESSAGE))]
         if self._blocks and not self._parked:
             return [self._answer(request_id)] + self._maybe_allocate(broker_epoch)
         if len(self._parked) >= PARKED_REQUESTS_MAX:

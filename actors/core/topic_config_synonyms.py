@@ -1,0 +1,124 @@
+"""Every topic-level configuration key Kafka has, with the broker key that sets its default, and how
+one topic's effective value of each is found: Kafka's ``LogConfig`` keys and
+``LogConfig.TopicConfigSynonyms``.
+
+Theory of operation. A topic's value for a key comes, in Kafka's order of precedence, from the
+topic's own override (ConfigSource TOPIC_CONFIG, 1), from the broker's configuration under the
+key's broker synonym (``segment.bytes`` <- ``log.segment.bytes``; STATIC_BROKER_CONFIG, 4), or from
+the default (DEFAULT_CONFIG, 5). raykafka's brokers have also taken the topic-level spelling in
+their own configuration (``segment.bytes``) and have a few defaults of their own
+(``config.BROKER_DEFAULTS``): a broker value under either spelling counts as the broker's, and the
+broker's defaults come before Kafka's. ``resolve_topic_config`` answers, for every key, the value,
+its source and the synonyms in precedence order (what DescribeConfigs lists with
+``include_synonyms``), as Kafka 2.4's ``AdminManager.createTopicConfigEntry`` does.
+
+This is the one table of topic keys and their broker synonyms: a broker reading Kafka's broker
+keys, and DescribeConfigs describing a topic, both read it.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+# Kafka's ConfigSource values (DescribeConfigsResponse).
+SOURCE_TOPIC = 1  # TOPIC_CONFIG, "DYNAMIC_TOPIC_CONFIG" in the admin clients
+SOURCE_STATIC_BROKER = 4
+SOURCE_DEFAULT = 5
+# Kafka's ConfigType values (DescribeConfigs v3, KIP-569).
+CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7}
+
+LONG_MAX = str(2 ** 63 - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigKey:
+    name: str  # the topic-level key
+    config_type: str  # Kafka's ConfigDef type, a key of CONFIG_TYPES
+    default: str  # Kafka 2.4's default, as DescribeConfigs prints it
+    broker_synonym: str | None  # the broker key that sets the default for every topic
+    # False where Kafka's broker key has no default of its own (log.retention.ms falls back to
+    # log.retention.hours): DescribeConfigs then lists no DEFAULT_CONFIG synonym for it.
+    broker_synonym_has_default: bool = True
+
+
+TOPIC_CONFIGS: dict[str, TopicConfigKey] = {key.name: key for key in (
+    TopicConfigKey("cleanup.policy", "LIST", "delete", "log.cleanup.policy"),
+    TopicConfigKey("compression.type", "STRING", "producer", "compression.type"),
+    TopicConfigKey("delete.retention.ms", "LONG", "86400000", "log.cleaner.delete.retention.ms"),
+    TopicConfigKey("file.delete.delay.ms", "LONG", "60000", "log.segment.delete.delay.ms"),
+    TopicConfigKey("flush.messages", "LONG", LONG_MAX, "log.flush.interval.messages"),
+    TopicConfigKey("flush.ms", "LONG", LONG_MAX, "log.flush.interval.ms", broker_synonym_has_default=False),
+    TopicConfigKey("follower.replication.throttled.replicas", "LIST", "", None),
+    TopicConfigKey("index.interval.bytes", "INT", "4096", "log.index.interval.bytes"),
+    TopicConfigKey("leader.replication.throttled.replicas", "LIST", "", None),
+    TopicConfigKey("max.compaction.lag.ms", "LONG", LONG_MAX, "log.cleaner.max.compaction.lag.ms"),
+    TopicConfigKey("max.message.bytes", "INT", "1000012", "message.max.bytes"),
+    TopicConfigKey("message.downconversion.enable", "BOOLEAN", "true", "log.message.downconversion.enable"),
+    TopicConfigKey("message.format.version", "STRING", "2.4-IV1", "log.message.format.version"),
+    TopicConfigKey("message.timestamp.difference.max.ms", "LONG", LONG_MAX,
+                   "log.message.timestamp.difference.max.ms"),
+    TopicConfigKey("message.timestamp.type", "STRING", "CreateTime", "log.message.timestamp.type"),
+    TopicConfigKey("min.cleanable.dirty.ratio", "DOUBLE", "0.5", "log.cleaner.min.cleanable.ratio"),
+    TopicConfigKey("min.compaction.lag.ms", "LONG", "0", "log.cleaner.min.compaction.lag.ms"),
+    TopicConfigKey("min.insync.replicas", "INT", "1", "min.insync.replicas"),
+    TopicConfigKey("preallocate", "BOOLEAN", "false", "log.preallocate"),
+    TopicConfigKey("retention.bytes", "LONG", "-1", "log.retention.bytes"),
+    TopicConfigKey("retention.ms", "LONG", "604800000", "log.retention.ms", broker_synonym_has_default=False),
+    TopicConfigKey("segment.bytes", "INT", "1073741824", "log.segment.bytes"),
+    TopicConfigKey("segment.index.bytes", "INT", "10485760", "log.index.size.max.bytes"),
+    TopicConfigKey("segment.jitter.ms", "LONG", "0", "log.roll.jitter.ms", broker_synonym_has_default=False),
+    TopicConfigKey("segment.ms", "LONG", "604800000", "log.roll.ms", broker_synonym_has_default=False),
+    TopicConfigKey("unclean.leader.election.enable", "BOOLEAN", "false", "unclean.leader.election.enable"),
+)}
+
+# Topic key -> the broker key that sets its default (LogConfig.TopicConfigSynonyms).
+TOPIC_CONFIG_SYNONYMS: dict[str, str] = {
+    key.name: key.broker_synonym for key in TOPIC_CONFIGS.values() if key.broker_synonym is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSynonym:
+    name: str
+    value: str | None
+    source: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedConfig:
+    name: str
+    value: str | None
+    source: int  # where ``value`` came from: the first synonym's source, else SOURCE_DEFAULT
+    config_type: int
+    synonyms: tuple[ConfigSynonym, ...]  # in precedence order, the topic's own first
+
+
+def resolve_topic_config(topic_overrides: Mapping[str, str], *, broker_config: Mapping[str, str],
+                         broker_overrides: Mapping[str, str]) -> list[ResolvedConfig]:
+    """Every topic key, sorted, with its value for a topic whose overrides are ``topic_overrides``
+    on a broker whose effective configuration (defaults included) is ``broker_config`` and whose
+    explicitly set keys are ``broker_overrides``."""
+    resolved = []
+    for name in sorted(TOPIC_CONFIGS):
+        key = TOPIC_CONFIGS[name]
+        synonyms: list[ConfigSynonym] = []
+        if name in topic_overrides:
+            synonyms.append(ConfigSynonym(name, str(topic_overrides[name]), SOURCE_TOPIC))
+        broker_names = [n for n in (key.broker_synonym, name) if n is not None]
+        set_on_broker = next((n for n in dict.fromkeys(broker_names) if n in broker_overrides), None)
+        if set_on_broker is not None:
+            synonyms.append(ConfigSynonym(set_on_broker, str(broker_overrides[set_on_broker]), SOURCE_STATIC_BROKER))
+        # The broker's default: what it holds under a key it was not given (``broker_config``
+        # holds the given values too), else Kafka's.
+        default = next((str(broker_config[n]) for n in broker_names
+                        if n in broker_config and n not in broker_overrides), key.default)
+        if key.broker_synonym is not None and key.broker_synonym_has_default:
+            synonyms.append(ConfigSynonym(key.broker_synonym, default, SOURCE_DEFAULT))
+        value = synonyms[0].value if synonyms else default
+        source = synonyms[0].source if synonyms else SOURCE_DEFAULT
+        resolved.append(ResolvedConfig(name=name, value=value, source=source,
+                                       config_type=CONFIG_TYPES[key.config_type], synonyms=tuple(synonyms)))
+    return resolved
+
+
+__all__ = ["CONFIG_TYPES", "SOURCE_DEFAULT", "SOURCE_STATIC_BROKER", "SOURCE_TOPIC", "TOPIC_CONFIGS",
+           "TOPIC_CONFIG_SYNONYMS", "ConfigSynonym", "ResolvedConfig", "TopicConfigKey", "resolve_topic_config"]

@@ -1,0 +1,78 @@
+"""``stop_local_head`` (what ``raykafka cluster stop`` ends a ``--local`` Ray head with) returns only
+once every process of the head's tree has exited, the ones in process groups of their own (as
+Ray's workers are) and the ones that ignore SIGTERM (killed after the grace period) included, and
+says which it stopped and how; shown on a stand-in tree of shell and sleep processes, no Ray."""
+from __future__ import annotations
+
+import subprocess
+import time
+
+import psutil
+import pytest
+
+from orchestration.admin import detached
+
+# The stand-in head: a process group leader (as ``start_local_head`` starts ``ray start --block``)
+# with a child in the group, a child in a session of its own (a Ray worker), and a child that
+# ignores SIGTERM.
+HEAD_SCRIPT = "sleep 300 & setsid sleep 301 & (trap '' TERM; exec sleep 302) & wait"
+TREE_WAIT_S = 10
+
+
+def start_stand_in_head() -> tuple[subprocess.Popen, list[psutil.Process]]:
+    head = subprocess.Popen(["bash", "-c", HEAD_SCRIPT], start_new_session=True)
+    deadline = time.monotonic() + TREE_WAIT_S
+    while time.monotonic() < deadline:
+        children = psutil.Process(head.pid).children(recursive=True)
+        if sorted(" ".join(c.cmdline()) for c in children if c.name() == "sleep") == \
+                ["sleep 300", "sleep 301", "sleep 302"]:
+            return head, [psutil.Process(head.pid), *children]
+        time.sleep(0.05)
+    head.kill()
+    raise AssertionError(f"the stand-in head did not start its three children within {TREE_WAIT_S}s")
+
+
+def running(process: psutil.Process) -> bool:
+    return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+
+
+def test_stop_waits_for_every_process_of_the_head_and_reports_them(monkeypatch):
+    monkeypatch.setattr(detached, "HEAD_STOP_TIMEOUT_S", 1.0)
+    head, processes = start_stand_in_head()
+    ignoring = next(p.pid for p in processes if p.cmdline() == ["sleep", "302"])
+    try:
+        answer = detached.stop_local_head(head.pid)
+        assert [p for p in processes if running(p)] == [], "every process has exited when stop returns"
+        assert answer["head_pid"] == head.pid and answer["still_running"] == []
+        assert {p["pid"] for p in answer["processes"]} == {p.pid for p in processes}
+        assert answer["killed"] == [ignoring], f"only the process that ignores SIGTERM is killed: {answer}"
+        assert set(answer["terminated"]) | set(answer["killed"]) == {p.pid for p in processes}
+    finally:
+        for process in processes:
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass
+
+
+def test_a_head_already_gone_is_reported_with_nothing_stopped():
+    head = subprocess.Popen(["true"], start_new_session=True)
+    head.wait()
+    assert detached.stop_local_head(head.pid) == {"head_pid": head.pid, "processes": [], "terminated": [],
+                                                  "killed": [], "still_running": []}
+
+
+@pytest.fixture(autouse=True)
+def fast_polling(monkeypatch):
+    monkeypatch.setattr(detached, "HEAD_STOP_POLL_S", 0.05, raising=False)
+
+
+def test_a_pid_now_held_by_another_program_is_left_alone():
+    """The state file outlived its head and the pid went to some other program: not touched."""
+    other, _ = start_stand_in_head()
+    try:
+        answer = detached.stop_local_head(other.pid, temp_dir="/tmp/rk-ray-gone")
+        assert answer["processes"] == [] and other.poll() is None, "the other program still runs"
+    finally:
+        for process in [psutil.Process(other.pid), *psutil.Process(other.pid).children(recursive=True)]:
+            process.kill()
