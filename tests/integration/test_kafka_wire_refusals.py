@@ -16,7 +16,7 @@ import time
 import pytest
 
 from tests.support.clusters import running_cluster
-from tests.support.kafkajs_runner import run_kafkajs
+from tests.support.kafkajs import run_kafkajs
 
 pytestmark = pytest.mark.integration
 

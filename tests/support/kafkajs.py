@@ -3,8 +3,8 @@
 ``kafkajs_modules()`` returns the ``node_modules`` directory holding KafkaJS (``npm install`` into
 ``~/.cache/raykafka/npm`` the first time, so a clean CI machine gets it by itself), or skips the
 calling test with a message saying what is missing when Node.js or npm is not installed.
-``run_node`` runs one of the scripts in ``tests/support/node`` with a bounded timeout and returns
-what it printed as JSON on its last line.
+``run_node`` runs one of the scripts in ``tests/support/node``, ``run_kafkajs`` an inline one, each
+with a bounded timeout, and returns what it printed as JSON on its last line.
 """
 from __future__ import annotations
 
@@ -46,16 +46,23 @@ def kafkajs_modules() -> Path:
 
 def run_node(script: str, *args: str, timeout_s: float) -> dict:
     """Run ``tests/support/node/<script>`` with KafkaJS on NODE_PATH; its last stdout line as JSON."""
-    modules = kafkajs_modules()
-    env = dict(os.environ, NODE_PATH=str(modules))
+    return _run(["node", str(NODE_SCRIPTS_DIR / script), *args], f"node {script}", timeout_s)
+
+
+def run_kafkajs(script: str, *, timeout_s: float) -> dict:
+    """Run ``script`` (JavaScript with ``require('kafkajs')`` available); its last stdout line as JSON."""
+    return _run(["node", "-e", script], "the KafkaJS script", timeout_s)
+
+
+def _run(argv: list[str], what: str, timeout_s: float) -> dict:
+    env = dict(os.environ, NODE_PATH=str(kafkajs_modules()))
     try:
-        result = subprocess.run(["node", str(NODE_SCRIPTS_DIR / script), *args], capture_output=True, text=True,
-                                timeout=timeout_s, env=env)
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired as exc:
-        raise AssertionError(f"node {script} did not finish within {timeout_s}s; it printed: "
+        raise AssertionError(f"{what} did not finish within {timeout_s}s; it printed: "
                              f"{exc.stdout!r} {exc.stderr!r}") from None
     lines = result.stdout.strip().splitlines()
     assert result.returncode == 0 and lines, (
-        f"node {script} exited with {result.returncode}: stdout {result.stdout[-3000:]!r} "
+        f"{what} exited with {result.returncode}: stdout {result.stdout[-3000:]!r} "
         f"stderr {result.stderr[-3000:]!r}")
     return json.loads(lines[-1])
