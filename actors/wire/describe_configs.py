@@ -1,8 +1,9 @@
 """DescribeConfigs (API key 32), read-only: a topic's or a broker's configuration for admin tools.
 
-A topic is described with the keys raykafka honours, each with the broker's value or the topic's
-override (``config_source`` says which, with Kafka's numbers); a topic the broker's metadata
-does not know is UNKNOWN_TOPIC_OR_PARTITION. A broker is described from its configuration.
+A topic is described with the keys raykafka honours, each with the topic's override, the broker
+key that sets its default (``log.segment.bytes`` for ``segment.bytes``), or Kafka's default
+(``config_source`` says which, with Kafka's numbers); a topic the broker's metadata does not know
+is UNKNOWN_TOPIC_OR_PARTITION. A broker is described from its configuration.
 ``configuration_keys`` narrows the answer as in Kafka. Other resource types are INVALID_REQUEST.
 """
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from actors.core.config import effective_topic_config
 from actors.core.errors import ErrorCode
 
 RESOURCE_TOPIC = 2
@@ -20,7 +22,7 @@ SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 TOPIC_KEYS = ("cleanup.policy", "max.message.bytes", "min.insync.replicas", "segment.bytes",
               "unclean.leader.election.enable")
-TOPIC_DEFAULTS = {"cleanup.policy": "delete"}
+_SOURCES = {"topic": SOURCE_DYNAMIC_TOPIC, "broker": SOURCE_STATIC_BROKER, "default": SOURCE_DEFAULT}
 
 
 def describe_configs(body: Any, *, broker_id: int, broker_config: Mapping[str, str],
@@ -39,14 +41,9 @@ def describe_configs(body: Any, *, broker_id: int, broker_config: Mapping[str, s
             if name not in known_topics:
                 entry.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=f"unknown topic {name}")
             else:
-                overrides = topic_overrides.get(name, {})
+                effective = effective_topic_config(broker_overrides, topic_overrides.get(name, {}))
                 for key in TOPIC_KEYS:
-                    if key in overrides:
-                        value, source = overrides[key], SOURCE_DYNAMIC_TOPIC
-                    elif key in broker_overrides:
-                        value, source = broker_overrides[key], SOURCE_STATIC_BROKER
-                    else:
-                        value, source = broker_config.get(key, TOPIC_DEFAULTS.get(key)), SOURCE_DEFAULT
+                    value, source = effective[key].value, _SOURCES[effective[key].source]
                     entry["configs"].append(_config(key, value, source, keys))
         elif resource.resource_type == RESOURCE_BROKER and name in ("", str(broker_id)):
             for key in sorted(broker_config):

@@ -138,7 +138,7 @@ class ReplicaManager:
             topic_partition = parse_partition_directory(name)
             if topic_partition is None:
                 continue
-            log = Log.open(self.storage, name, log_config_for(self.config),
+            log = Log.open(self.storage, name, log_config_for(self.config.for_topic({})),
                            recovery_point=recovery_points.get(topic_partition, 0),
                            log_start_offset=log_start_offsets.get(topic_partition, 0),
                            work_queue=self.log_flusher.work_queue)
@@ -175,7 +175,7 @@ class ReplicaManager:
         errors = []
         changed = []
         for topic_state in request.topic_states:
-            topic_config = self.config.with_overrides(dict(topic_state.topic_config))
+            topic_config = self.config.for_topic(dict(topic_state.topic_config))
             for state in topic_state.partition_states:
                 topic_partition = (topic_state.topic_name, state.partition_index)
                 error = self._apply_partition_state(topic_partition, state, topic_config, now_ms, effects)
@@ -250,7 +250,7 @@ class ReplicaManager:
         """Kafka's ``TopicConfigHandler.processConfigChanges``: the topic's new overrides reach its
         live partitions (min.insync.replicas for the next produce, the log's segment settings for
         the next roll). Nothing happens when they did not change."""
-        topic_config = self.config.with_overrides(dict(overrides))
+        topic_config = self.config.for_topic(dict(overrides))
         previous = self.topic_configs.get(topic)
         if previous is not None and previous.as_dict() == topic_config.as_dict():
             return []
