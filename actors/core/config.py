@@ -61,6 +61,9 @@ BROKER_DEFAULTS: dict[str, str] = {
     "log.retention.hours": "168",
     "log.retention.bytes": "-1",
     "log.cleanup.policy": "delete",
+    # Metadata for an unknown topic, from a client that allows it, creates the topic with
+    # num.partitions and default.replication.factor (replica/auto_create.py).
+    "auto.create.topics.enable": "true",
     # Kafka 2.4's default (2.5 raised it to 30000 with KIP-537). Tests and chaos runs that need
     # faster ISR shrinking set their own.
     "replica.lag.time.max.ms": "10000",

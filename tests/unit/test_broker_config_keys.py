@@ -1,6 +1,7 @@
 """Kafka's broker keys (log.segment.bytes, message.max.bytes, log.retention.*, ...) set the defaults
-of the topic keys with Kafka's precedence, and a key no broker knows is refused naming it; checked
-on the pure KafkaConfig, the replica manager and the controller cores, no Ray."""
+of the topic keys with Kafka's precedence, auto.create.topics.enable lets Metadata create a topic
+with num.partitions and default.replication.factor, and a key no broker knows is refused naming it;
+checked on the pure KafkaConfig, the replica manager and the controller cores, no Ray."""
 from __future__ import annotations
 
 import pytest
@@ -9,8 +10,12 @@ from actors.core.config import (
     BROKER_CONFIG_KEYS, TOPIC_CONFIG_SYNONYMS, KafkaConfig, effective_topic_config,
 )
 from actors.core.controller.controller import CONTROLLER_DEFAULTS
+from actors.core.effects import Respond, Send
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.group.group_config import GROUP_COORDINATOR_DEFAULTS
+from actors.core.messages.create_topics import CreateTopicsRequest
+from actors.core.messages.metadata import MetadataRequest
+from actors.core.replica.auto_create import CREATION_RETRY_MS
 from actors.core.replica.broker_lifecycle import LIFECYCLE_DEFAULTS
 from actors.core.topic_configs import check_broker_config
 from tests.support.controller_driver import ControllerDriver
@@ -127,3 +132,44 @@ def test_the_controller_describes_a_broker_key_as_static_broker_config_with_its_
                                          "synonym": "log.retention.hours"}
     assert described["max.message.bytes"] == {"value": "700", "source": "DYNAMIC_TOPIC_CONFIG"}
     assert described["segment.bytes"] == {"value": "1073741824", "source": "DEFAULT_CONFIG"}
+
+
+# ------------------------------------------------------------------- auto.create.topics.enable
+def metadata(driver: CoreDriver, *topics: str, allow: bool = True) -> tuple[dict, list]:
+    """The topics' error codes in the broker's Metadata answer, and the CreateTopics it sends."""
+    effects = driver.manager.handle_metadata(0, MetadataRequest(topics=topics, allow_auto_topic_creation=allow),
+                                             driver.now_ms)
+    (answer,) = [e.response for e in effects if isinstance(e, Respond)]
+    sent = [e.message for e in effects if isinstance(e, Send) and isinstance(e.message, CreateTopicsRequest)]
+    return {t.name: t.error_code for t in answer.topics}, sent
+
+
+def three_broker_leader(config: dict | None = None) -> CoreDriver:
+    driver = CoreDriver(config={"num.partitions": "4", "default.replication.factor": "3", **(config or {})})
+    driver.become("t", 0, leader=0, replicas=(0, 1, 2))
+    return driver
+
+
+def test_metadata_for_an_unknown_topic_creates_it_with_num_partitions_and_default_replication_factor():
+    driver = three_broker_leader()
+    codes, sent = metadata(driver, "t", "new")
+    assert codes == {"t": ErrorCode.NONE, "new": ErrorCode.LEADER_NOT_AVAILABLE}
+    (request,) = sent
+    assert [(t.name, t.num_partitions, t.replication_factor) for t in request.topics] == [("new", 4, 3)]
+    # The client asks again at once: no second request until CREATION_RETRY_MS passed.
+    assert metadata(driver, "new") == ({"new": ErrorCode.LEADER_NOT_AVAILABLE}, [])
+    driver.advance(CREATION_RETRY_MS)
+    assert len(metadata(driver, "new")[1]) == 1
+
+
+@pytest.mark.parametrize("config,allow", [({"auto.create.topics.enable": "false"}, True), ({}, False)],
+                         ids=["broker-disabled", "client-disallows"])
+def test_without_auto_create_topics_enable_or_the_clients_flag_an_unknown_topic_stays_unknown(config, allow):
+    driver = three_broker_leader(config)
+    assert metadata(driver, "new", allow=allow) == ({"new": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}, [])
+
+
+def test_auto_creation_refuses_a_bad_name_and_a_factor_above_the_live_brokers_at_once():
+    assert metadata(three_broker_leader(), "bad name!") == ({"bad name!": ErrorCode.INVALID_TOPIC_EXCEPTION}, [])
+    driver = three_broker_leader({"default.replication.factor": "5"})
+    assert metadata(driver, "new") == ({"new": ErrorCode.INVALID_REPLICATION_FACTOR}, [])

@@ -59,6 +59,7 @@ from actors.core.messages.stop_replica import (
 )
 from actors.core.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from actors.core.replica import fetch, produce, replication
+from actors.core.replica.auto_create import TopicAutoCreation
 from actors.core.replica.alter_partition_manager import AlterPartitionManager
 from actors.core.replica.fetch_session import SESSION_CACHE_SLOTS_KEY, FetchSessionCache
 from actors.core.replica.fetcher_manager import FetcherManager
@@ -122,6 +123,7 @@ class ReplicaManager:
             broker_id, self, now_ms=now_ms,
             flush_interval_ms=config.get_int("log.flush.offset.checkpoint.interval.ms", 1),
             high_watermark_interval_ms=config.get_int("replica.high.watermark.checkpoint.interval.ms", 1))
+        self.topic_auto_creation = TopicAutoCreation(broker_id, config)  # Metadata's auto.create.topics.enable
         self.recovered_partitions = self._load_logs()
 
     # ---------------------------------------------------------------------------------- startup
@@ -320,7 +322,9 @@ class ReplicaManager:
 
     # -------------------------------------------------------------------------- client requests
     def handle_metadata(self, request_id: int, request: MetadataRequest, now_ms: int) -> list[Effect]:
-        return [Respond(request_id=request_id, response=self.metadata_cache.handle_metadata(request))]
+        response, effects = self.topic_auto_creation.apply(
+            request, self.metadata_cache.handle_metadata(request), len(self.metadata_cache.brokers), now_ms)
+        return effects + [Respond(request_id=request_id, response=response)]
 
     def leader_partition(self, topic_partition: TopicPartition) -> Partition:
         partition = self.partitions.get(topic_partition)
