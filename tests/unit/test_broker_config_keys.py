@@ -173,3 +173,20 @@ def test_auto_creation_refuses_a_bad_name_and_a_factor_above_the_live_brokers_at
     assert metadata(three_broker_leader(), "bad name!") == ({"bad name!": ErrorCode.INVALID_TOPIC_EXCEPTION}, [])
     driver = three_broker_leader({"default.replication.factor": "5"})
     assert metadata(driver, "new") == ({"new": ErrorCode.INVALID_REPLICATION_FACTOR}, [])
+
+
+def test_cluster_start_and_the_cli_refuse_an_unknown_broker_key_before_ray_starts(capsys, monkeypatch):
+    from orchestration.admin import cluster as cluster_module
+    from orchestration.cli import main
+    from orchestration.commands import cluster as cluster_command
+    from orchestration.errors import KafkaError
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("Ray was started for a configuration that should have been refused")
+    monkeypatch.setattr(cluster_module.ray, "init", refuse)
+    monkeypatch.setattr(cluster_command, "start_local_head", refuse)
+    with pytest.raises(KafkaError) as raised:
+        cluster_module.Cluster.start(brokers=1, config={"log.segmnt.bytes": "1048576"})
+    assert "Unknown broker config: 'log.segmnt.bytes' (did you mean 'log.segment.bytes'?)" in raised.value.message
+    assert main(["cluster", "start", "--local", "--config", "segment.bytes=1048576"]) == 1
+    assert "'segment.bytes' is a topic config; the broker's default for it is log.segment.bytes" in capsys.readouterr().err
