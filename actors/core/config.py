@@ -89,8 +89,8 @@ BROKER_DEFAULTS: dict[str, str] = {
 
 # Broker keys that have no value unless set (Kafka's null defaults), and broker keys whose default
 # lives with the code that reads them: controller.py's CONTROLLER_DEFAULTS, broker_lifecycle.py's
-# LIFECYCLE_DEFAULTS, group_config.py's GROUP_COORDINATOR_DEFAULTS (test_config checks that each
-# of those is listed here), and the listener keys the Ray shells read (wire/listeners.py).
+# LIFECYCLE_DEFAULTS, group_config.py's GROUP_COORDINATOR_DEFAULTS (test_broker_config_keys checks
+# that each of those is listed here), and the listener keys the Ray shells read (wire/listeners.py).
 BROKER_KEYS_WITHOUT_DEFAULT = frozenset({
     "log.retention.ms", "log.retention.minutes",
     "broker.session.timeout.ms", "broker.heartbeat.interval.ms", "leader.imbalance.check.interval.seconds",

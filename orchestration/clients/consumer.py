@@ -43,7 +43,9 @@ from actors.core.replica.fetch_session_handler import FetchSessionHandler
 from actors.core.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from orchestration.chaos.history import HistoryWriter, topic_partition_key
 from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, call_with_retries
-from orchestration.clients.consumer_config import CONSUMER_DEFAULTS, CONSUMER_KEYS  # noqa: F401 (the consumer's API)
+from orchestration.clients.consumer_config import (  # noqa: F401 (the consumer's API)
+    CONSUMER_DEFAULTS, CONSUMER_KEYS,
+)
 from orchestration.clients.consumer_coordinator import ConsumerCoordinator
 from orchestration.clients.group_member import monotonic_ms
 from orchestration.clients.list_offsets import list_offset

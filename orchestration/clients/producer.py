@@ -50,7 +50,9 @@ from orchestration.clients.producer_batch import (  # noqa: F401 (NO_ACKNOWLEDGE
     NO_ACKNOWLEDGEMENT, OUTCOME_UNKNOWN_ERRORS, FutureRecordMetadata, InFlightRequest, ProducerBatch, history_text,
     record_send_outcome, record_size_upper_bound, request_records, split_refused, splittable,
 )
-from orchestration.clients.producer_config import PRODUCER_DEFAULTS, PRODUCER_KEYS, parse_acks  # noqa: F401 (the producer's API)
+from orchestration.clients.producer_config import (  # noqa: F401 (the producer's API)
+    PRODUCER_DEFAULTS, PRODUCER_KEYS, parse_acks,
+)
 from orchestration.clients.producer_drain import ProducerDrain
 from orchestration.clients.records import BatchBuilder
 from orchestration.errors import KafkaError

@@ -44,7 +44,8 @@ CALL_TIMEOUT_S = 90
 # acks=all waits for every follower of a new topic to start fetching.
 ACKS_ALL_TIMEOUT_MS = 60_000
 SETTLE_TIMEOUT_S = 60
-# message.max.bytes (the default of every topic's max.message.bytes) is small so that an oversized offset commit (INVALID_COMMIT_OFFSET_SIZE) is cheap to build.
+# message.max.bytes (the default of every topic's max.message.bytes) is small so that an oversized
+# offset commit (INVALID_COMMIT_OFFSET_SIZE) is cheap to build.
 MAX_MESSAGE_BYTES = 8192
 CONFIG = {"offsets.topic.num.partitions": "3", "offsets.topic.replication.factor": "3",
           "group.initial.rebalance.delay.ms": "0", "message.max.bytes": str(MAX_MESSAGE_BYTES),

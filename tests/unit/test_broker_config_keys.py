@@ -189,4 +189,11 @@ def test_cluster_start_and_the_cli_refuse_an_unknown_broker_key_before_ray_start
         cluster_module.Cluster.start(brokers=1, config={"log.segmnt.bytes": "1048576"})
     assert "Unknown broker config: 'log.segmnt.bytes' (did you mean 'log.segment.bytes'?)" in raised.value.message
     assert main(["cluster", "start", "--local", "--config", "segment.bytes=1048576"]) == 1
-    assert "'segment.bytes' is a topic config; the broker's default for it is log.segment.bytes" in capsys.readouterr().err
+    refused = capsys.readouterr().err
+    assert "'segment.bytes' is a topic config; the broker's default for it is log.segment.bytes" in refused
+
+
+def test_each_synonyms_default_is_what_its_broker_keys_default_gives():
+    effective = effective_topic_config({}, {})
+    assert {key: effective[key].value for key in TOPIC_CONFIG_SYNONYMS} == {
+        key: synonym.default for key, synonym in TOPIC_CONFIG_SYNONYMS.items()}
