@@ -54,7 +54,8 @@ class ClientKeys:
 
     def settings(self, config: Mapping[str, object] | None) -> dict[str, str]:
         """``defaults`` with ``config`` over them, aliases under their Kafka name; raises
-        ``KafkaError(INVALID_CONFIG)`` for an unknown or refused key, warns once for one not honoured."""
+        ``KafkaError(INVALID_CONFIG)`` for an unknown or refused key; warns (``ConfigNotHonouredWarning``)
+        for each key accepted and not honoured."""
         given: dict[str, str] = {}
         for raw_key, value in (config or {}).items():
             key = str(raw_key)
