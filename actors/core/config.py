@@ -5,22 +5,68 @@ string values. A default that only makes sense at Kafka's scale may be smaller h
 marked "smaller than Kafka's" below) but never means something else. An invalid value raises
 ``KafkaProtocolError(INVALID_CONFIG)`` naming the key, which a request handler turns into the
 response's error code.
+
+A broker is configured with Kafka's broker keys (``KafkaConfig``'s names: ``log.segment.bytes``,
+``message.max.bytes``, ``log.retention.hours``); a topic with the topic keys (``LogConfig``'s:
+``segment.bytes``, ``max.message.bytes``, ``retention.ms``). The broker keys are the defaults of
+the topic keys (``TOPIC_CONFIG_SYNONYMS``, Kafka's ``KafkaServer.copyKafkaConfigToLog``), so a
+topic's effective value is its own override, else the broker's key, else Kafka's default
+(``effective_topic_config``). A broker configuration with a key raykafka does not know is refused
+with a message naming the key and the nearest known one: Kafka only logs such a key, which hides a
+misspelling until the setting is missed.
 """
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from actors.core.errors import ErrorCode, KafkaProtocolError
+
+
+class TopicConfigSynonym(NamedTuple):
+    """A topic key's broker keys (the first one set wins) and Kafka's default in the topic key's unit."""
+
+    broker_keys: tuple[str, ...]
+    default: str
+
+
+# Topic key -> the broker keys that set its default, as Kafka's LogConfig.TopicConfigSynonyms.
+# One line per topic key; a key here is one CreateTopics and IncrementalAlterConfigs accept.
+TOPIC_CONFIG_SYNONYMS: dict[str, TopicConfigSynonym] = {
+    "segment.bytes": TopicConfigSynonym(("log.segment.bytes",), str(1024 * 1024 * 1024)),
+    "index.interval.bytes": TopicConfigSynonym(("log.index.interval.bytes",), "4096"),
+    "max.message.bytes": TopicConfigSynonym(("message.max.bytes",), "1048588"),
+    "min.insync.replicas": TopicConfigSynonym(("min.insync.replicas",), "1"),
+    "unclean.leader.election.enable": TopicConfigSynonym(("unclean.leader.election.enable",), "false"),
+    "retention.ms": TopicConfigSynonym(("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+                                       str(168 * 3_600_000)),
+    "retention.bytes": TopicConfigSynonym(("log.retention.bytes",), "-1"),
+    "cleanup.policy": TopicConfigSynonym(("log.cleanup.policy",), "delete"),
+    "compression.type": TopicConfigSynonym(("compression.type",), "producer"),
+}
+
+# A broker key in another unit than its topic key: the factor to the topic key's unit.
+_SYNONYM_SCALE = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000}
+
+# Keys a topic may override at creation (Kafka's topic-level names).
+TOPIC_CONFIG_KEYS = frozenset(TOPIC_CONFIG_SYNONYMS)
 
 BROKER_DEFAULTS: dict[str, str] = {
     "num.partitions": "1",
     "default.replication.factor": "1",
     "min.insync.replicas": "1",
-    "segment.bytes": str(1024 * 1024 * 1024),
-    "index.interval.bytes": "4096",
-    "max.message.bytes": "1048588",
+    "log.segment.bytes": str(1024 * 1024 * 1024),
+    "log.index.interval.bytes": "4096",
+    "message.max.bytes": "1048588",
+    "log.retention.hours": "168",
+    "log.retention.bytes": "-1",
+    "log.cleanup.policy": "delete",
     # Kafka's default: a batch is stored with the codec its producer chose (no recompression).
     "compression.type": "producer",
+    # Metadata for an unknown topic, from a client that allows it, creates the topic with
+    # num.partitions and default.replication.factor (replica/auto_create.py).
+    "auto.create.topics.enable": "true",
     # Kafka 2.4's default (2.5 raised it to 30000 with KIP-537). Tests and chaos runs that need
     # faster ISR shrinking set their own.
     "replica.lag.time.max.ms": "10000",
@@ -44,12 +90,23 @@ BROKER_DEFAULTS: dict[str, str] = {
     "raykafka.truncation.policy": "leader-epoch",
 }
 
-# Keys a topic may override at creation (Kafka's topic-level names).
-TOPIC_CONFIG_KEYS = frozenset({
-    "segment.bytes", "index.interval.bytes", "max.message.bytes", "min.insync.replicas",
-    "unclean.leader.election.enable", "retention.ms", "retention.bytes", "cleanup.policy",
-    "compression.type",
+# Broker keys that have no value unless set (Kafka's null defaults), and broker keys whose default
+# lives with the code that reads them: controller.py's CONTROLLER_DEFAULTS, broker_lifecycle.py's
+# LIFECYCLE_DEFAULTS, group_config.py's GROUP_COORDINATOR_DEFAULTS (test_broker_config_keys checks
+# that each of those is listed here), and the listener keys the Ray shells read (wire/listeners.py).
+BROKER_KEYS_WITHOUT_DEFAULT = frozenset({
+    "log.retention.ms", "log.retention.minutes",
+    "broker.session.timeout.ms", "broker.heartbeat.interval.ms", "leader.imbalance.check.interval.seconds",
+    "leader.imbalance.per.broker.percentage", "raykafka.controller.queue.size.max",
+    "controlled.shutdown.max.retries", "controlled.shutdown.retry.backoff.ms",
+    "raykafka.registration.retry.backoff.ms",
+    "group.min.session.timeout.ms", "group.max.session.timeout.ms", "group.initial.rebalance.delay.ms",
+    "group.max.size", "offsets.retention.minutes", "offsets.retention.check.interval.ms",
+    "offsets.commit.timeout.ms", "offset.metadata.max.bytes", "raykafka.group.new.member.join.timeout.ms",
+    "listeners", "advertised.listeners", "socket.request.max.bytes",
 })
+
+BROKER_CONFIG_KEYS = frozenset(BROKER_DEFAULTS) | BROKER_KEYS_WITHOUT_DEFAULT
 
 
 def _parse_bool(key: str, value: str) -> bool:
@@ -69,17 +126,80 @@ def _parse_int(key: str, value: str, minimum: int | None) -> int:
     return number
 
 
-class KafkaConfig:
-    """Kafka-style properties over a defaults table. Values are strings; getters parse them."""
+def unknown_key_message(kind: str, key: str, known: frozenset[str] | set[str]) -> str:
+    """``Unknown <kind> config: 'key'`` and the nearest known key, if one is near."""
+    nearest = difflib.get_close_matches(key, sorted(known), n=1)
+    return f"Unknown {kind} config: {key!r}" + (f" (did you mean {nearest[0]!r}?)" if nearest else "")
 
-    __slots__ = ("_values",)
+
+def check_broker_config_keys(overrides: Mapping[str, object]) -> None:
+    """Refuse a key the broker does not know with ``INVALID_CONFIG`` naming it; a topic key gets
+    the name of its broker key."""
+    for key in map(str, overrides):
+        if key in BROKER_CONFIG_KEYS:
+            continue
+        synonym = TOPIC_CONFIG_SYNONYMS.get(key)
+        if synonym is not None:
+            raise KafkaProtocolError(ErrorCode.INVALID_CONFIG, (
+                f"Unknown broker config: {key!r} is a topic config; the broker's default for it is "
+                f"{' / '.join(synonym.broker_keys)}"))
+        raise KafkaProtocolError(ErrorCode.INVALID_CONFIG, unknown_key_message("broker", key, BROKER_CONFIG_KEYS))
+
+
+class TopicConfigValue(NamedTuple):
+    """A topic key's effective value and where it came from: ``source`` is ``"topic"`` (the topic's
+    override), ``"broker"`` (``synonym``, a broker key set in the broker's configuration) or
+    ``"default"`` (Kafka's default, or the default of ``synonym`` when one has a default)."""
+
+    value: str
+    source: str
+    synonym: str | None
+
+
+def _synonym_value(broker_key: str, raw: str) -> str:
+    scale = _SYNONYM_SCALE.get(broker_key)
+    if scale is None:
+        return str(raw)
+    number = _parse_int(broker_key, raw, None) * scale
+    return "-1" if number < 0 else str(number)  # Kafka: any negative retention is "unlimited"
+
+
+def effective_topic_config(broker_overrides: Mapping[str, object],
+                           topic_overrides: Mapping[str, object]) -> dict[str, TopicConfigValue]:
+    """Each topic key's value: the topic's override, else the first of its broker keys set in
+    ``broker_overrides``, else that broker key's default, else Kafka's topic default."""
+    result = {}
+    for key, synonym in TOPIC_CONFIG_SYNONYMS.items():
+        if key in topic_overrides:
+            result[key] = TopicConfigValue(str(topic_overrides[key]), "topic", None)
+            continue
+        for source, values in (("broker", broker_overrides), ("default", BROKER_DEFAULTS)):
+            broker_key = next((k for k in synonym.broker_keys if k in values), None)
+            if broker_key is not None:
+                raw = values[broker_key]
+                raw = str(raw).lower() if isinstance(raw, bool) else str(raw)
+                result[key] = TopicConfigValue(_synonym_value(broker_key, raw), source, broker_key)
+                break
+        else:
+            result[key] = TopicConfigValue(synonym.default, "default", None)
+    return result
+
+
+class KafkaConfig:
+    """Kafka-style properties over a defaults table. Values are strings; getters parse them.
+
+    ``KafkaConfig(overrides)`` is a broker's configuration: every key must be a broker key
+    (``check_broker_config_keys``). ``for_topic`` gives a topic's, with the topic keys."""
+
+    __slots__ = ("_values", "_overrides")
 
     def __init__(self, overrides: Mapping[str, object] | None = None,
                  defaults: Mapping[str, str] = BROKER_DEFAULTS) -> None:
-        values = dict(defaults)
-        for key, value in (overrides or {}).items():
-            values[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
-        self._values = values
+        overrides = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in (overrides or {}).items()}
+        if defaults is BROKER_DEFAULTS:
+            check_broker_config_keys(overrides)
+        self._values = {**defaults, **overrides}
+        self._overrides = overrides  # the keys set explicitly (Kafka's STATIC_BROKER_CONFIG)
 
     def get_str(self, key: str) -> str:
         return self._values[key]
@@ -91,10 +211,23 @@ class KafkaConfig:
         return _parse_bool(key, self._values[key])
 
     def with_overrides(self, overrides: Mapping[str, object]) -> "KafkaConfig":
-        return KafkaConfig(overrides, defaults=self._values)
+        """These keys over this configuration, unchecked (a module's own defaults); ``overrides``
+        still names only the keys set explicitly in the broker's configuration."""
+        layered = KafkaConfig(overrides, defaults=self._values)
+        layered._overrides = dict(self._overrides)
+        return layered
+
+    def for_topic(self, topic_overrides: Mapping[str, object]) -> "KafkaConfig":
+        """A topic's configuration: every topic key at its effective value over this broker's keys."""
+        effective = effective_topic_config(self._overrides, topic_overrides)
+        return self.with_overrides({key: entry.value for key, entry in effective.items()})
 
     def as_dict(self) -> dict[str, str]:
         return dict(self._values)
+
+    def overrides(self) -> dict[str, str]:
+        """The keys set explicitly, as given."""
+        return dict(self._overrides)
 
     def __contains__(self, key: str) -> bool:
         return key in self._values

@@ -5,20 +5,22 @@ one topic's effective value of each is found: Kafka's ``LogConfig`` keys and
 Theory of operation. A topic's value for a key comes, in Kafka's order of precedence, from the
 topic's own override (ConfigSource TOPIC_CONFIG, 1), from the broker's configuration under the
 key's broker synonym (``segment.bytes`` <- ``log.segment.bytes``; STATIC_BROKER_CONFIG, 4), or from
-the default (DEFAULT_CONFIG, 5). raykafka's brokers have also taken the topic-level spelling in
-their own configuration (``segment.bytes``) and have a few defaults of their own
-(``config.BROKER_DEFAULTS``): a broker value under either spelling counts as the broker's, and the
-broker's defaults come before Kafka's. ``resolve_topic_config`` answers, for every key, the value,
-its source and the synonyms in precedence order (what DescribeConfigs lists with
-``include_synonyms``), as Kafka 2.4's ``AdminManager.createTopicConfigEntry`` does.
+the default (DEFAULT_CONFIG, 5). ``resolve_topic_config`` answers, for every key, the value, its
+source and the synonyms in precedence order (what DescribeConfigs lists with ``include_synonyms``),
+as Kafka 2.4's ``AdminManager.createTopicConfigEntry`` does.
 
-This is the one table of topic keys and their broker synonyms: a broker reading Kafka's broker
-keys, and DescribeConfigs describing a topic, both read it.
+``TOPIC_CONFIGS`` is every key Kafka has, with its type and Kafka's default, for DescribeConfigs.
+The keys raykafka honours (``config.TOPIC_CONFIG_SYNONYMS``) take their value and source from
+``config.effective_topic_config``, which the brokers apply, so what is described is what is used
+(raykafka's own broker defaults, such as ``message.max.bytes`` 1048588, and
+``log.retention.hours`` scaled to ``retention.ms``, included).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from actors.core.config import BROKER_DEFAULTS, TOPIC_CONFIG_SYNONYMS as HONOURED, effective_topic_config
 
 # Kafka's ConfigSource values (DescribeConfigsResponse).
 SOURCE_TOPIC = 1  # TOPIC_CONFIG, "DYNAMIC_TOPIC_CONFIG" in the admin clients
@@ -71,9 +73,10 @@ TOPIC_CONFIGS: dict[str, TopicConfigKey] = {key.name: key for key in (
     TopicConfigKey("unclean.leader.election.enable", "BOOLEAN", "false", "unclean.leader.election.enable"),
 )}
 
-# Topic key -> the broker key that sets its default (LogConfig.TopicConfigSynonyms).
-TOPIC_CONFIG_SYNONYMS: dict[str, str] = {
+# Topic key -> the broker key that sets its default (LogConfig.TopicConfigSynonyms), for every key.
+BROKER_SYNONYMS: dict[str, str] = {
     key.name: key.broker_synonym for key in TOPIC_CONFIGS.values() if key.broker_synonym is not None}
+_SOURCES = {"topic": SOURCE_TOPIC, "broker": SOURCE_STATIC_BROKER, "default": SOURCE_DEFAULT}
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,33 +95,37 @@ class ResolvedConfig:
     synonyms: tuple[ConfigSynonym, ...]  # in precedence order, the topic's own first
 
 
-def resolve_topic_config(topic_overrides: Mapping[str, str], *, broker_config: Mapping[str, str],
+def resolve_topic_config(topic_overrides: Mapping[str, str], *,
                          broker_overrides: Mapping[str, str]) -> list[ResolvedConfig]:
     """Every topic key, sorted, with its value for a topic whose overrides are ``topic_overrides``
-    on a broker whose effective configuration (defaults included) is ``broker_config`` and whose
-    explicitly set keys are ``broker_overrides``."""
+    on a broker whose explicitly set keys are ``broker_overrides``."""
+    effective = effective_topic_config(broker_overrides, topic_overrides)
     resolved = []
     for name in sorted(TOPIC_CONFIGS):
         key = TOPIC_CONFIGS[name]
+        if name in HONOURED:
+            broker_keys = HONOURED[name].broker_keys  # log.retention.ms, .minutes, .hours
+        else:
+            broker_keys = () if key.broker_synonym is None else (key.broker_synonym,)
         synonyms: list[ConfigSynonym] = []
         if name in topic_overrides:
             synonyms.append(ConfigSynonym(name, str(topic_overrides[name]), SOURCE_TOPIC))
-        broker_names = [n for n in (key.broker_synonym, name) if n is not None]
-        set_on_broker = next((n for n in dict.fromkeys(broker_names) if n in broker_overrides), None)
+        set_on_broker = next((n for n in broker_keys if n in broker_overrides), None)
         if set_on_broker is not None:
             synonyms.append(ConfigSynonym(set_on_broker, str(broker_overrides[set_on_broker]), SOURCE_STATIC_BROKER))
-        # The broker's default: what it holds under a key it was not given (``broker_config``
-        # holds the given values too), else Kafka's.
-        default = next((str(broker_config[n]) for n in broker_names
-                        if n in broker_config and n not in broker_overrides), key.default)
+        # The broker synonym's default: raykafka's broker default where it has one, else Kafka's.
+        default = BROKER_DEFAULTS.get(key.broker_synonym or "", key.default)
         if key.broker_synonym is not None and key.broker_synonym_has_default:
             synonyms.append(ConfigSynonym(key.broker_synonym, default, SOURCE_DEFAULT))
-        value = synonyms[0].value if synonyms else default
-        source = synonyms[0].source if synonyms else SOURCE_DEFAULT
+        if name in effective:
+            value, source = effective[name].value, _SOURCES[effective[name].source]
+        else:
+            value = synonyms[0].value if synonyms else default
+            source = synonyms[0].source if synonyms else SOURCE_DEFAULT
         resolved.append(ResolvedConfig(name=name, value=value, source=source,
                                        config_type=CONFIG_TYPES[key.config_type], synonyms=tuple(synonyms)))
     return resolved
 
 
 __all__ = ["CONFIG_TYPES", "SOURCE_DEFAULT", "SOURCE_STATIC_BROKER", "SOURCE_TOPIC", "TOPIC_CONFIGS",
-           "TOPIC_CONFIG_SYNONYMS", "ConfigSynonym", "ResolvedConfig", "TopicConfigKey", "resolve_topic_config"]
+           "BROKER_SYNONYMS", "ConfigSynonym", "ResolvedConfig", "TopicConfigKey", "resolve_topic_config"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from actors.core.config import TOPIC_CONFIG_KEYS, KafkaConfig
+from actors.core.config import TOPIC_CONFIG_KEYS, KafkaConfig, effective_topic_config
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.log_config import LogConfig
 from actors.core.messages.incremental_alter_configs import OP_DELETE, OP_SET, AlterableConfig
@@ -47,6 +47,21 @@ def validate_topic_config(config: Mapping[str, str]) -> None:
             raise _invalid(f"Invalid value {config['cleanup.policy']} for configuration cleanup.policy: "
                            f"String must be one of: {', '.join(sorted(_CLEANUP_POLICIES))}")
     LogConfig.from_properties(config)  # segment.bytes' own bounds, and the other log keys
+
+
+def check_broker_config(overrides: Mapping[str, object]) -> KafkaConfig:
+    """A broker configuration checked before any broker starts with it: every key a broker key
+    (else ``INVALID_CONFIG`` naming it), and the topic defaults it sets (``log.segment.bytes``,
+    ``log.retention.hours``, ...) legal values for their topic keys."""
+    config = KafkaConfig(overrides)
+    effective = effective_topic_config(config.overrides(), {})
+    for key, entry in effective.items():
+        try:
+            validate_topic_config({key: entry.value})
+        except KafkaProtocolError as exc:
+            raise _invalid(f"{exc.message} (set by the broker's {entry.synonym}={overrides[entry.synonym]})"
+                           if entry.source == "broker" else exc.message) from None
+    return config
 
 
 def check_alter_ops(ops: Iterable[AlterableConfig]) -> None:
@@ -82,4 +97,4 @@ def merge_alter_ops(current: Mapping[str, str], ops: Iterable[AlterableConfig]) 
     return merged
 
 
-__all__ = ["check_alter_ops", "merge_alter_ops", "validate_topic_config"]
+__all__ = ["check_alter_ops", "check_broker_config", "merge_alter_ops", "validate_topic_config"]

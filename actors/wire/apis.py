@@ -85,7 +85,9 @@ def _metadata_to_core(body: Any, version: int, context: WireContext) -> Metadata
     names = None if body.topics is None else tuple(str(topic.name) for topic in body.topics)
     if version == 0 and not names:
         names = None
-    return MetadataRequest(topics=names, allow_auto_topic_creation=False, listener_name=context.listener_name)
+    # The flag came with v4; before it every Metadata request allowed auto-creation.
+    allow = True if version < 4 else bool(body.allow_auto_topic_creation)
+    return MetadataRequest(topics=names, allow_auto_topic_creation=allow, listener_name=context.listener_name)
 
 
 def _metadata_to_kio(response: Any, version: int, body: Any) -> Any:

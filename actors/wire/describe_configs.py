@@ -42,8 +42,7 @@ def describe_configs(body: Any, *, broker_id: int, broker_config: Mapping[str, s
             if name not in known_topics:
                 entry.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=f"unknown topic {name}")
             else:
-                for config in resolve_topic_config(topic_overrides.get(name, {}), broker_config=broker_config,
-                                                   broker_overrides=broker_overrides):
+                for config in resolve_topic_config(topic_overrides.get(name, {}), broker_overrides=broker_overrides):
                     entry["configs"].append(_config(
                         config.name, config.value, config.source, keys, read_only=False,
                         synonyms=config.synonyms if include_synonyms else (), config_type=config.config_type))

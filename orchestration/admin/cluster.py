@@ -27,10 +27,11 @@ from loguru import logger
 
 from actors.broker import BrokerActorRemote, broker_actor_name, group_coordinator_actor_name
 from actors.controller import ControllerActorRemote, controller_actor_name
-from actors.core.errors import ErrorCode
+from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.log import Log
 from actors.core.log.log_config import LogConfig
 from actors.core.replica.replica_manager import partition_directory
+from actors.core.topic_configs import check_broker_config
 from actors.file_storage import FileStorage
 from actors.group_coordinator import GroupCoordinatorRemote
 from actors.ray_metadata_store import RayKeyValueStore
@@ -95,6 +96,11 @@ class Cluster(AdminClient):
         ``address`` joins that running Ray (``auto``, or ``host:port``) instead of a local one."""
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
+        config = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in (config or {}).items()}
+        try:
+            check_broker_config(config)  # before anything starts: a broker would refuse it at every restart
+        except KafkaProtocolError as exc:
+            raise KafkaError(exc.error_code, exc.message) from None
         owns_ray = not ray.is_initialized()
         if owns_ray:
             ray.init(address=address, namespace=namespace or f"raykafka-{uuid.uuid4().hex[:8]}",
@@ -102,7 +108,6 @@ class Cluster(AdminClient):
         namespace = ray.get_runtime_context().namespace
         owns_log_dir = log_dir is None
         log_dir = os.path.abspath(log_dir or tempfile.mkdtemp(prefix="raykafka-"))
-        config = {str(k): str(v) for k, v in (config or {}).items()}
         # Brokers refuse to create the offsets topic with fewer live brokers than its replication
         # factor (Kafka's default is 3), so a smaller cluster gets a factor it can meet, as a
         # one-broker Kafka is configured with offsets.topic.replication.factor=1.

@@ -45,6 +45,9 @@ from actors.core.replica.fetch_session_handler import FetchSessionHandler
 from actors.core.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from orchestration.chaos.history import HistoryWriter, topic_partition_key
 from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error
+from orchestration.clients.consumer_config import (  # noqa: F401 (the consumer's API)
+    CONSUMER_DEFAULTS, CONSUMER_KEYS,
+)
 from orchestration.clients.consumer_coordinator import ConsumerCoordinator
 from orchestration.clients.group_member import monotonic_ms
 from orchestration.clients.list_offsets import METADATA_ERRORS as _METADATA_ERRORS, OffsetLookups
@@ -54,30 +57,6 @@ from orchestration.clients.position_validation import PositionEpochs, Validating
 from orchestration.clients.records import ConsumerRecord, fetch_extent
 from orchestration.errors import KafkaError
 
-CONSUMER_DEFAULTS = {
-    "auto.offset.reset": "latest",
-    "fetch.min.bytes": "1",
-    "fetch.max.wait.ms": "500",
-    "fetch.max.bytes": "52428800",
-    "max.partition.fetch.bytes": "1048576",
-    "max.poll.records": "500",
-    "request.timeout.ms": "30000",
-    "retry.backoff.ms": "100",
-    # Group mode (Kafka 2.4's defaults).
-    "group.id": "",
-    # KIP-345: set, the consumer is a static member; it sends no LeaveGroup when it closes, so a
-    # restart within session.timeout.ms takes its old place without a rebalance.
-    "group.instance.id": "",
-    "client.id": "",
-    "enable.auto.commit": "true",
-    "auto.commit.interval.ms": "5000",
-    "session.timeout.ms": "10000",
-    "heartbeat.interval.ms": "3000",
-    "max.poll.interval.ms": "300000",
-    "partition.assignment.strategy": "range",
-    "default.api.timeout.ms": "60000",
-    "metadata.max.age.ms": "300000",
-}
 CLOSE_TIMEOUT_MS = 30000  # Kafka's KafkaConsumer.close() default
 _CLIENT_IDS = itertools.count(1)
 
@@ -97,7 +76,7 @@ class Consumer(BatchPolling, ValidatingPositions, OffsetLookups):
         ``heartbeat_thread=False`` leaves heartbeats to the caller; both for tests. ``history``
         records every poll that returns records under ``process`` (default: the client id, with a
         number added when ``client.id`` is configured, so that it is unique in this Python process)."""
-        settings = {**CONSUMER_DEFAULTS, **{k: str(v) for k, v in (config or {}).items()}}
+        settings = CONSUMER_KEYS.settings(config)
         self.config = settings
         self._reset_policy = settings["auto.offset.reset"].lower()
         if self._reset_policy not in _RESET_POLICIES:

@@ -51,7 +51,9 @@ from orchestration.clients.producer_batch import (  # noqa: F401 (NO_ACKNOWLEDGE
     NO_ACKNOWLEDGEMENT, OUTCOME_UNKNOWN_ERRORS, FutureRecordMetadata, InFlightRequest, ProducerBatch, history_text,
     record_send_outcome, record_size_upper_bound, request_records, split_refused, splittable,
 )
-from orchestration.clients.producer_config import PRODUCER_DEFAULTS, parse_acks  # noqa: F401 (the producer's API)
+from orchestration.clients.producer_config import (  # noqa: F401 (the producer's API)
+    PRODUCER_DEFAULTS, PRODUCER_KEYS, parse_acks,
+)
 from orchestration.clients.producer_drain import ProducerDrain
 from orchestration.clients.records import BatchBuilder
 from orchestration.errors import KafkaError
@@ -70,7 +72,7 @@ class Producer(ProducerDrain):
                  history: HistoryWriter | None = None, process: str | None = None) -> None:
         """``history`` records every send under ``process`` (default: ``producer-N``, unique in
         this Python process, which is all one ``HistoryWriter`` serves)."""
-        settings = {**PRODUCER_DEFAULTS, **{k: str(v) for k, v in (config or {}).items()}}
+        settings = PRODUCER_KEYS.settings(config)
         self.config = settings
         self.acks = parse_acks(settings["acks"])
         self._batch_size = int(settings["batch.size"])
@@ -94,6 +96,7 @@ class Producer(ProducerDrain):
                                            metadata_max_age_ms=float(settings["metadata.max.age.ms"]))
         self._history = history
         self.process = process or f"producer-{next(_PROCESS_IDS)}"
+        self.client_id = settings["client.id"] or self.process
         self._partitioner = StickyPartitioner()
         # Sends take the C-level RLock itself: the Condition's Python __enter__/__exit__ cost more.
         self._lock = threading.RLock()
@@ -106,7 +109,8 @@ class Producer(ProducerDrain):
         self._unfinished = 0  # batches queued or in flight
         self._flushing = 0
         self._closed = False
-        self._sender = threading.Thread(target=self._run, name="raykafka-producer-sender", daemon=True)
+        self._sender = threading.Thread(target=self._run, name=f"raykafka-producer-sender | {self.client_id}",
+                                        daemon=True)
         self._sender.start()
 
     # ----------------------------------------------------------------------------- user API

@@ -12,6 +12,7 @@ Kafka 3.x's 0: under load, records gather into the next batch while requests are
 from __future__ import annotations
 
 from actors.core.errors import ErrorCode
+from orchestration.clients.client_config import COMMON_ALIASES, COMMON_NOT_HONOURED, ClientKeys
 from orchestration.errors import KafkaError
 
 PRODUCER_DEFAULTS = {
@@ -29,7 +30,25 @@ PRODUCER_DEFAULTS = {
     "metadata.max.age.ms": "300000",
     # none, gzip, snappy, lz4 or zstd: the codec every batch is built with.
     "compression.type": "none",
+    "enable.idempotence": "true",  # on unless the other settings forbid it: see idempotence.py
+    "client.id": "",  # names the sender thread; default producer-N
 }
+
+PRODUCER_KEYS = ClientKeys(
+    kind="producer",
+    defaults=PRODUCER_DEFAULTS,
+    aliases={**COMMON_ALIASES, "request.required.acks": "acks", "queue.buffering.max.ms": "linger.ms",
+             "message.send.max.retries": "retries", "message.timeout.ms": "delivery.timeout.ms",
+             "compression.codec": "compression.type"},
+    # Kafka's producer keys this producer does not implement (it partitions as Kafka's default
+    # partitioner does, and writes what it is given as bytes).
+    not_honoured=COMMON_NOT_HONOURED | {
+        "key.serializer", "value.serializer", "partitioner.class", "partitioner.ignore.keys",
+        "partitioner.adaptive.partitioning.enable", "partitioner.availability.timeout.ms",
+        "metadata.max.idle.ms", "transaction.timeout.ms",
+    },
+    refused={"transactional.id": "it has no transactions; the records would be written outside any transaction"},
+)
 
 
 def parse_acks(value: str) -> int:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import argparse
 
+from actors.core.errors import KafkaProtocolError
+from actors.core.topic_configs import check_broker_config
 from orchestration.admin.detached import (
     forget_cluster, raykafka_home, remember_cluster, remembered_cluster, start_local_head, stop_local_head,
 )
 from orchestration.commands.common import add_target_arguments, connected, emit, fail, ray_address, table
+from orchestration.errors import KafkaError
 
 
 def parse_config(pairs: list[str]) -> dict[str, str]:
@@ -33,6 +36,10 @@ def _start(args: argparse.Namespace) -> int:
 
     from orchestration.admin.cluster import Cluster
     config = parse_config(args.config)
+    try:
+        check_broker_config(config)  # an unknown key or bad value is refused before a Ray head starts
+    except KafkaProtocolError as exc:
+        return fail(args, KafkaError(exc.error_code, exc.message))
     head = start_local_head(num_cpus=args.num_cpus) if args.local else {}
     address = head.get("address") or ray_address(args)
     log_dir = args.log_dir or str(raykafka_home() / "logs" / args.namespace)

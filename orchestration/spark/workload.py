@@ -15,7 +15,9 @@ and ignores: ``payloadFile``, ``consumerBacklogSizeGB``, ``warmupDurationMinutes
 raykafka's own: ``recordCount`` (records for the whole workload; give it or
 ``testDurationMinutes``, not both), ``brokers``, ``replicationFactor``, ``acks``,
 ``min.insync.replicas``, ``brokerConfig``, ``topicConfig``, ``producerConfig`` and
-``consumerConfig`` (Kafka's keys), ``consumeTimeoutSeconds`` (how long the consume job may take to
+``consumerConfig`` (Kafka's keys, checked as the brokers and raykafka's clients check them: an
+unknown key is an error naming it; ``producerConfig`` is librdkafka's to check when ``client`` is
+``confluent-kafka``), ``consumeTimeoutSeconds`` (how long the consume job may take to
 read every acknowledged record), and ``faults``: a list of steps in the chaos schedule format
 (``orchestration.chaos.schedule``: ``at`` seconds since the load started or ``after_acks``, ``do``,
 ``target``, ``role``, ``restart``, ``wait_for``, ...), aimed at partition 0 of the first topic;
@@ -27,6 +29,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from actors.core.errors import KafkaProtocolError
+from actors.core.topic_configs import check_broker_config, validate_topic_config
+from orchestration.clients.consumer_config import CONSUMER_KEYS
+from orchestration.clients.producer_config import PRODUCER_KEYS
+from orchestration.errors import KafkaError
 
 KEY_DISTRIBUTORS = ("NO_KEY", "KEY_ROUND_ROBIN", "RANDOM_NANO")
 ACKS = ("0", "1", "all", "-1")
@@ -211,3 +219,18 @@ def _check_together(where: str, workload: Workload) -> None:
         raise WorkloadError(f"{where}: 'recordCount' must be at least the number of producers ({workload.producers})")
     if "acks" in workload.producer_config:
         raise WorkloadError(f"{where}: set 'acks' at the top level, not in 'producerConfig'")
+    _check_kafka_configs(where, workload)
+
+
+def _check_kafka_configs(where: str, workload: Workload) -> None:
+    """Each Kafka config mapping against the keys its reader knows, as a cluster or client would."""
+    checks = [("brokerConfig", check_broker_config, workload.broker_config),
+              ("topicConfig", validate_topic_config, workload.topic_config),
+              ("consumerConfig", CONSUMER_KEYS.settings, workload.consumer_config)]
+    if workload.client == "raykafka":
+        checks.append(("producerConfig", PRODUCER_KEYS.settings, workload.producer_config))
+    for key, check, config in checks:
+        try:
+            check(config)
+        except (KafkaProtocolError, KafkaError) as exc:
+            raise WorkloadError(f"{where}: '{key}': {exc.message}") from None

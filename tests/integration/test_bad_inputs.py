@@ -45,10 +45,11 @@ CALL_TIMEOUT_S = 90
 # acks=all waits for every follower of a new topic to start fetching.
 ACKS_ALL_TIMEOUT_MS = 60_000
 SETTLE_TIMEOUT_S = 60
-# max.message.bytes is small so that an oversized offset commit (INVALID_COMMIT_OFFSET_SIZE) is cheap to build.
+# message.max.bytes (the default of every topic's max.message.bytes) is small so that an oversized
+# offset commit (INVALID_COMMIT_OFFSET_SIZE) is cheap to build.
 MAX_MESSAGE_BYTES = 8192
 CONFIG = {"offsets.topic.num.partitions": "3", "offsets.topic.replication.factor": "3",
-          "group.initial.rebalance.delay.ms": "0", "max.message.bytes": str(MAX_MESSAGE_BYTES),
+          "group.initial.rebalance.delay.ms": "0", "message.max.bytes": str(MAX_MESSAGE_BYTES),
           "auto.leader.rebalance.enable": "false", "broker.heartbeat.interval.ms": "500",
           "replica.fetch.wait.max.ms": "100", "raykafka.registration.retry.backoff.ms": "100"}
 RAISES = "raises"  # the request cannot be parsed: the call fails with INVALID_REQUEST
@@ -517,9 +518,10 @@ CASES = [
     # Metadata (a read of the broker's cache: nothing can be stale).
     Case("Metadata", "an unknown topic", follower, "handle_metadata",
          lambda w: MetadataRequest(topics=("no-such-topic",)), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-    Case("Metadata", "an invalid topic name (no auto-creation)", follower, "handle_metadata",
+    # Auto-creation (auto.create.topics.enable) refuses the name as Kafka's createTopic does.
+    Case("Metadata", "an invalid topic name to auto-create", follower, "handle_metadata",
          lambda w: MetadataRequest(topics=("bad/name",), allow_auto_topic_creation=True),
-         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+         ErrorCode.INVALID_TOPIC_EXCEPTION),
     Case("Metadata", "a topic name that is a number", follower, "handle_metadata",
          lambda w: MetadataRequest(topics=(TOPIC, 5)), RAISES),
 

@@ -1,6 +1,6 @@
 """DescribeConfigs describes a topic as Kafka 2.4's AdminManager does: every topic key Kafka has,
 each with its value and source (the topic's override, the broker's configuration under the broker
-key or raykafka's topic-level spelling, else the default), read_only false, and the synonyms in
+key, else the default; for the keys raykafka honours, the value its brokers use), read_only false, and the synonyms in
 precedence order when asked; checked on kio-encoded answers of every served version, no Ray."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from kio.index import load_request_schema
 
 from actors.core.config import KafkaConfig
 from actors.core.topic_config_synonyms import (
-    SOURCE_DEFAULT, SOURCE_STATIC_BROKER, SOURCE_TOPIC, TOPIC_CONFIG_SYNONYMS, TOPIC_CONFIGS,
+    SOURCE_DEFAULT, SOURCE_STATIC_BROKER, SOURCE_TOPIC, BROKER_SYNONYMS, TOPIC_CONFIGS,
 )
 from actors.wire.apis import APIS
 from actors.wire.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC, describe_configs
@@ -57,7 +57,7 @@ def test_a_topic_lists_every_kafka_topic_key_writable_with_its_source(version):
         == ("5000", SOURCE_STATIC_BROKER), "a broker key sets its topic key's value"
     assert (configs["segment.ms"].value, configs["segment.ms"].config_source) == ("604800000", SOURCE_DEFAULT)
     # raykafka's own broker default (config.BROKER_DEFAULTS) is the topic's default.
-    assert configs["max.message.bytes"].value == KafkaConfig().get_str("max.message.bytes")
+    assert configs["max.message.bytes"].value == KafkaConfig().get_str("message.max.bytes")
     if version >= 3:
         assert configs["segment.bytes"].config_type == 3 and configs["cleanup.policy"].config_type == 7
 
@@ -76,12 +76,12 @@ def test_synonyms_are_listed_in_precedence_order_when_asked_and_only_then():
     assert plain.configs[0].synonyms == ()
 
 
-def test_a_broker_set_with_the_topic_level_spelling_is_the_brokers_value():
-    (result,) = described(1, [(RESOURCE_TOPIC, "orders", ("segment.bytes",))], include_synonyms=True,
-                          broker_overrides={"segment.bytes": "4096"})
+def test_a_broker_key_in_another_unit_is_described_in_the_topic_keys_unit():
+    (result,) = described(1, [(RESOURCE_TOPIC, "orders", ("retention.ms",))], include_synonyms=True,
+                          broker_overrides={"log.retention.hours": "2"})
     (config,) = result.configs
-    assert (config.value, config.config_source) == ("4096", SOURCE_STATIC_BROKER)
-    assert config.synonyms[0].name == "segment.bytes"
+    assert (config.value, config.config_source) == (str(2 * 3_600_000), SOURCE_STATIC_BROKER)
+    assert (config.synonyms[0].name, config.synonyms[0].value) == ("log.retention.hours", "2")
 
 
 def test_an_unknown_topic_and_another_brokers_id_are_refused_and_this_broker_is_described():
@@ -93,6 +93,6 @@ def test_an_unknown_topic_and_another_brokers_id_are_refused_and_this_broker_is_
 
 def test_every_topic_key_with_a_broker_synonym_is_in_the_synonym_table():
     assert set(TOPIC_CONFIGS) == KAFKA_TOPIC_KEYS
-    assert TOPIC_CONFIG_SYNONYMS["segment.bytes"] == "log.segment.bytes"
-    assert TOPIC_CONFIG_SYNONYMS["max.message.bytes"] == "message.max.bytes"
-    assert "leader.replication.throttled.replicas" not in TOPIC_CONFIG_SYNONYMS
+    assert BROKER_SYNONYMS["segment.bytes"] == "log.segment.bytes"
+    assert BROKER_SYNONYMS["max.message.bytes"] == "message.max.bytes"
+    assert "leader.replication.throttled.replicas" not in BROKER_SYNONYMS

@@ -47,7 +47,7 @@ class Broker:
     def __init__(self) -> None:
         self.disk, self.seams = SlowDisk(), Seams()
         self.core = BrokerCore(broker_id=0, storage=self.disk, config=KafkaConfig({
-            "segment.bytes": str(SEGMENT_BYTES), "log.flush.offset.checkpoint.interval.ms": "600000",
+            "log.segment.bytes": str(SEGMENT_BYTES), "log.flush.offset.checkpoint.interval.ms": "600000",
             "replica.high.watermark.checkpoint.interval.ms": "600000"}),
             host="broker-0", incarnation_id="incarnation", cluster_id="cluster", now_ms=0)
         self.worker = RayStorageWorker("test-storage")

@@ -25,7 +25,7 @@ from tests.support.core_driver import CoreDriver, make_batch
 
 FLUSH_INTERVAL_MS = 1_000
 # One batch of one small record per segment: every append after the first rolls.
-CONFIG = {"segment.bytes": "100", "log.flush.offset.checkpoint.interval.ms": str(FLUSH_INTERVAL_MS),
+CONFIG = {"log.segment.bytes": "100", "log.flush.offset.checkpoint.interval.ms": str(FLUSH_INTERVAL_MS),
           "replica.high.watermark.checkpoint.interval.ms": "600000"}
 
 

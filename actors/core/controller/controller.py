@@ -382,7 +382,7 @@ class ControllerCore:
             elect_offline_partitions=self._elect_offline_partitions))
 
     def describe_topic_config(self, name: str) -> dict | None:
-        return topic_config_changes.describe_topic_config(self.context, name, self.config.as_dict())
+        return topic_config_changes.describe_topic_config(self.context, name, self.config)
 
     # ----------------------------------------------------------------------- controlled shutdown
     def handle_controlled_shutdown(self, request_id: int, request: ControlledShutdownRequest,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from actors.core.config import TOPIC_CONFIG_KEYS
+from actors.core.config import KafkaConfig, effective_topic_config
 from actors.core.controller.broker_requests import BrokerRequests
 from actors.core.effects import Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
@@ -72,22 +72,21 @@ def _unclean(config: dict[str, str], default: bool) -> bool:
     return default if value is None else str(value).strip().lower() == "true"
 
 
-# Kafka's defaults for the topic keys the broker configuration does not carry.
-TOPIC_KEY_DEFAULTS = {"retention.ms": "604800000", "retention.bytes": "-1", "cleanup.policy": "delete"}
+_SOURCE_NAMES = {"topic": "DYNAMIC_TOPIC_CONFIG", "broker": "STATIC_BROKER_CONFIG", "default": "DEFAULT_CONFIG"}
 
 
-def describe_topic_config(context, name: str, defaults: dict[str, str]) -> dict | None:
+def describe_topic_config(context, name: str, config: KafkaConfig) -> dict | None:
     """Each key a topic may set, with its value and where it comes from (Kafka's DescribeConfigs
-    sources): ``DYNAMIC_TOPIC_CONFIG`` for the topic's override, ``DEFAULT_CONFIG`` otherwise."""
+    sources): ``DYNAMIC_TOPIC_CONFIG`` for the topic's override, ``STATIC_BROKER_CONFIG`` for a
+    broker key set in the configuration (``synonym`` names it), ``DEFAULT_CONFIG`` otherwise."""
     topic = context.topics.get(name)
     if topic is None or name in context.topics_to_delete:
         return None
     described = {}
-    for key in sorted(TOPIC_CONFIG_KEYS):
-        if key in topic.config:
-            described[key] = {"value": topic.config[key], "source": "DYNAMIC_TOPIC_CONFIG"}
-        else:
-            described[key] = {"value": defaults.get(key, TOPIC_KEY_DEFAULTS.get(key)), "source": "DEFAULT_CONFIG"}
+    for key, entry in sorted(effective_topic_config(config.overrides(), topic.config).items()):
+        described[key] = {"value": entry.value, "source": _SOURCE_NAMES[entry.source]}
+        if entry.source == "broker":
+            described[key]["synonym"] = entry.synonym
     return described
 
 

@@ -84,7 +84,11 @@ class BrokerCore:
         if isinstance(request, (CreateTopicsRequest, DeleteTopicsRequest)) and request.forward_id:
             return self.topic_operations.on_controller_response(request, response, now_ms)
         if isinstance(request, CreateTopicsRequest):
-            return self.coordinator_finder.on_create_topics_response(response)
+            # The offsets topic's creation is the coordinator finder's; an auto-created topic's
+            # answer needs nothing (the Metadata that asked was answered LEADER_NOT_AVAILABLE).
+            if request.topics[0].name == OFFSETS_TOPIC:
+                return self.coordinator_finder.on_create_topics_response(response)
+            return []
         if isinstance(request, AllocateProducerIdsRequest):
             return self.producer_ids.on_allocate_response(response)
         if isinstance(request, IncrementalAlterConfigsRequest):

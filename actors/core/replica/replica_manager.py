@@ -61,6 +61,7 @@ from actors.core.messages.stop_replica import (
 )
 from actors.core.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from actors.core.replica import fetch, produce, replication
+from actors.core.replica.auto_create import TopicAutoCreation
 from actors.core.replica.alter_partition_manager import AlterPartitionManager
 from actors.core.replica.fetch_session import SESSION_CACHE_SLOTS_KEY, FetchSessionCache
 from actors.core.replica.fetcher_manager import FetcherManager
@@ -96,7 +97,7 @@ class ReplicaManager:
         self.codecs = codecs
         self.storage = storage
         self.config = config
-        log_config_for(config)  # a bad log default (compression.type=brotli) stops the start, naming the key
+        log_config_for(config.for_topic({}))  # a bad log default (compression.type=brotli) stops the start
         self.controller_epoch = -1
         # Set by registration; control requests for an earlier incarnation of this broker are stale.
         self.broker_epoch = -1
@@ -124,6 +125,7 @@ class ReplicaManager:
             broker_id, self, now_ms=now_ms,
             flush_interval_ms=config.get_int("log.flush.offset.checkpoint.interval.ms", 1),
             high_watermark_interval_ms=config.get_int("replica.high.watermark.checkpoint.interval.ms", 1))
+        self.topic_auto_creation = TopicAutoCreation(broker_id, config)  # Metadata's auto.create.topics.enable
         self.recovered_partitions = self._load_logs()
 
     # ---------------------------------------------------------------------------------- startup
@@ -140,7 +142,7 @@ class ReplicaManager:
             topic_partition = parse_partition_directory(name)
             if topic_partition is None:
                 continue
-            log = Log.open(self.storage, name, log_config_for(self.config),
+            log = Log.open(self.storage, name, log_config_for(self.config.for_topic({})),
                            recovery_point=recovery_points.get(topic_partition, 0),
                            log_start_offset=log_start_offsets.get(topic_partition, 0),
                            work_queue=self.log_flusher.work_queue, failure_channel=self.log_dir_failure_channel)
@@ -178,7 +180,7 @@ class ReplicaManager:
         errors = []
         changed = []
         for topic_state in request.topic_states:
-            topic_config = self.config.with_overrides(dict(topic_state.topic_config))
+            topic_config = self.config.for_topic(dict(topic_state.topic_config))
             for state in topic_state.partition_states:
                 topic_partition = (topic_state.topic_name, state.partition_index)
                 error = self._apply_partition_state(topic_partition, state, topic_config, now_ms, effects)
@@ -253,7 +255,7 @@ class ReplicaManager:
         """Kafka's ``TopicConfigHandler.processConfigChanges``: the topic's new overrides reach its
         live partitions (min.insync.replicas for the next produce, the log's segment settings for
         the next roll). Nothing happens when they did not change."""
-        topic_config = self.config.with_overrides(dict(overrides))
+        topic_config = self.config.for_topic(dict(overrides))
         previous = self.topic_configs.get(topic)
         if previous is not None and previous.as_dict() == topic_config.as_dict():
             return []
@@ -324,7 +326,9 @@ class ReplicaManager:
 
     # -------------------------------------------------------------------------- client requests
     def handle_metadata(self, request_id: int, request: MetadataRequest, now_ms: int) -> list[Effect]:
-        return [Respond(request_id=request_id, response=self.metadata_cache.handle_metadata(request))]
+        response, effects = self.topic_auto_creation.apply(
+            request, self.metadata_cache.handle_metadata(request), len(self.metadata_cache.brokers), now_ms)
+        return effects + [Respond(request_id=request_id, response=response)]
 
     def leader_partition(self, topic_partition: TopicPartition) -> Partition:
         partition = self.partitions.get(topic_partition)
