@@ -26,7 +26,7 @@ def run(story) -> None:
     async def main():
         disk, seams, halts = FaultyStorage(InMemoryStorage()), Seams(), []
         core = BrokerCore(broker_id=0, storage=disk, config=KafkaConfig({
-            "segment.bytes": str(SEGMENT_BYTES), "log.flush.offset.checkpoint.interval.ms": "600000"}),
+            "log.segment.bytes": str(SEGMENT_BYTES), "log.flush.offset.checkpoint.interval.ms": "600000"}),
             host="broker-0", incarnation_id="incarnation", cluster_id="cluster", now_ms=0)
         worker = RayStorageWorker("test-storage")
         driver = BrokerDriver(core, seams, seams, seams, worker, halt=halts.append)
