@@ -7,18 +7,6 @@ import pytest
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.checkpoints import (
     CheckpointFileError, LeaderEpochCheckpointFile, OffsetCheckpointFile)
-from actors.core.log.storage import InMemoryStorage
-from actors.file_storage import FileStorage
-
-
-@pytest.fixture(params=["memory", "files"])
-def storage(request, tmp_path):
-    if request.param == "memory":
-        yield InMemoryStorage()
-        return
-    file_storage = FileStorage(str(tmp_path / "logs"))
-    yield file_storage
-    file_storage.close()
 
 
 def test_offsets_round_trip_in_kafka_format(storage):

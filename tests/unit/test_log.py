@@ -19,7 +19,6 @@ from actors.core.log import segment as segment_module
 from actors.core.log.log import Log
 from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import InMemoryStorage
-from actors.file_storage import FileStorage
 
 DIRECTORY = "orders-0"
 
@@ -79,16 +78,6 @@ def all_batches(log: Log) -> list[tuple[int, int, int]]:
         result.extend(batches)
         offset = batches[-1][1] + 1
     raise AssertionError("read loop did not finish")
-
-
-@pytest.fixture(params=["memory", "files"])
-def storage(request, tmp_path):
-    if request.param == "memory":
-        yield InMemoryStorage()
-        return
-    file_storage = FileStorage(str(tmp_path / "logs"))
-    yield file_storage
-    file_storage.close()
 
 
 def open_log(storage, **config) -> Log:

@@ -16,7 +16,6 @@ from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import InMemoryStorage
 from actors.core.log.time_index import TIME_INDEX_ENTRY, TimeIndex
 from actors.core.log.timestamps import offset_for_timestamp
-from actors.file_storage import FileStorage
 from tests.support.core_driver import CoreDriver, produce_result
 
 DIRECTORY = "clicks-0"
@@ -55,16 +54,6 @@ class CountingStorage(InMemoryStorage):
         if path.endswith(".log"):
             self.log_bytes_read += len(data)
         return data
-
-
-@pytest.fixture(params=["memory", "files"])
-def storage(request, tmp_path):
-    if request.param == "memory":
-        yield InMemoryStorage()
-        return
-    file_storage = FileStorage(str(tmp_path / "logs"))
-    yield file_storage
-    file_storage.close()
 
 
 def fill(log: Log, rng: random.Random, batch_count: int, *, ordered: bool) -> list[tuple[int, int]]:
