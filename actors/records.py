@@ -21,11 +21,11 @@ from aiokafka.record._crecords import DefaultRecordBatch as _CDefaultRecordBatch
 from crc32c import crc32c
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
-from actors.core.log.record_batch import HEADER_SIZE_BYTES, as_byte_view, read_header
+from actors.core.log.record_batch import (
+    CONTROL_FLAG, HEADER_SIZE_BYTES, LOG_APPEND_TIME_FLAG, as_byte_view, read_header,
+)
 
 NO_COMPRESSION = 0
-# The attributes bit that marks a control batch (transaction markers), per Kafka's v2 format.
-_CONTROL_FLAG = 0x20
 
 
 class ConsumerRecord(NamedTuple):
@@ -115,7 +115,6 @@ _ATTRIBUTES_POSITION = 21
 _MAX_TIMESTAMP = struct.Struct(">q")
 _MAX_TIMESTAMP_POSITION = 35
 _TRANSACTIONAL_FLAG = 0x10
-_LOG_APPEND_TIME_FLAG = 0x08
 
 
 def rebuild_batch(batch, compression_type: int, from_offset: int = -1) -> bytes | None:
@@ -140,10 +139,10 @@ def rebuild_batch(batch, compression_type: int, from_offset: int = -1) -> bytes 
     rebuilt = builder.build()
     _BASE_OFFSET.pack_into(rebuilt, 0, base_offset)
     _LEADER_EPOCH.pack_into(rebuilt, _LEADER_EPOCH_POSITION, header.partition_leader_epoch)
-    if header.attributes & _LOG_APPEND_TIME_FLAG:
+    if header.attributes & LOG_APPEND_TIME_FLAG:
         # The builder writes create time; the broker's timestamp type and time are kept, and the
         # CRC (which covers both) made again.
-        attributes = _ATTRIBUTES.unpack_from(rebuilt, _ATTRIBUTES_POSITION)[0] | _LOG_APPEND_TIME_FLAG
+        attributes = _ATTRIBUTES.unpack_from(rebuilt, _ATTRIBUTES_POSITION)[0] | LOG_APPEND_TIME_FLAG
         _ATTRIBUTES.pack_into(rebuilt, _ATTRIBUTES_POSITION, attributes)
         _MAX_TIMESTAMP.pack_into(rebuilt, _MAX_TIMESTAMP_POSITION, header.max_timestamp)
         struct.pack_into(">I", rebuilt, _CRC_POSITION, crc32c(memoryview(rebuilt)[_CRC_START_POSITION:]))
@@ -181,7 +180,7 @@ def _whole_batches(buffer, from_offset: int):
         if end > size:
             return
         position = end
-        if header.last_offset < from_offset or header.attributes & _CONTROL_FLAG:
+        if header.last_offset < from_offset or header.attributes & CONTROL_FLAG:
             continue
         yield header, _CDefaultRecordBatch(view[header.position:end])
 

@@ -27,10 +27,8 @@ from __future__ import annotations
 import collections
 from typing import Callable, NamedTuple
 
-from actors.core.log.record_batch import HEADER_SIZE_BYTES, as_byte_view, read_header
+from actors.core.log.record_batch import CONTROL_FLAG, HEADER_SIZE_BYTES, as_byte_view, read_header
 from actors.records import NO_COMPRESSION, ConsumerRecord, read_records, rebuild_batch
-
-_CONTROL_FLAG = 0x20  # attributes: a control batch (transaction markers)
 
 
 class FetchedBatch(NamedTuple):
@@ -116,7 +114,7 @@ class FetchedPartition:
             end = header.end_position
             if end > size:
                 break  # a batch torn off at the end of a size-limited fetch: fetched again next time
-            if header.last_offset < self.position or header.attributes & _CONTROL_FLAG:
+            if header.last_offset < self.position or header.attributes & CONTROL_FLAG:
                 position = end
                 continue
             if taken and taken_bytes + header.size_in_bytes > max_bytes:

@@ -20,16 +20,6 @@ from actors.file_storage import FileStorage
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-@pytest.fixture(params=["memory", "files"])
-def storage(request, tmp_path):
-    if request.param == "memory":
-        yield InMemoryStorage()
-        return
-    file_storage = FileStorage(str(tmp_path / "root"))
-    yield file_storage
-    file_storage.close()
-
-
 def test_both_implement_the_protocol(tmp_path):
     assert isinstance(InMemoryStorage(), Storage)
     assert isinstance(FileStorage(str(tmp_path)), Storage)
