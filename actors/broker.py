@@ -30,18 +30,18 @@ from actors.core.effects import AddPartitionsToFetcher, CoordinatorLeadershipCha
 from actors.core.errors import ErrorCode
 from actors.core.log.storage_faults import FaultyStorage
 from actors.core.metrics import REQUEST_TOTAL_TIME, broker_tags
-from actors.core.replica.broker_core import BrokerCore
-from actors.core.replica.follower_messages import FollowerAppendRequest
+from actors.core.broker.broker_core import BrokerCore
+from actors.core.fetcher.follower_messages import FollowerAppendRequest
 from actors.drivers.broker import BrokerDriver
 from actors.drivers.request_types import handler_name
 from actors.file_storage import FileStorage
 from actors.kafka_listener import KafkaListener
 from actors.ray_metadata_store import active_controller
-from actors.compression_codecs import KafkaCompressionCodecs
-from actors.ray_seams import RayClock, RayEventLog, RayStorageWorker, RayTransport, monotonic_ms, tick_forever
+from actors.codecs.compression import KafkaCompressionCodecs
+from actors.ray_seams import RayClock, RayEventLog, RayStorageWorker, RayMessenger, monotonic_ms, tick_forever
 from actors.shared_records import ZERO_COPY_THRESHOLD_BYTES, pack_together, resolve_shared_records
 from actors.shell_support import CallNumbers
-from actors.transport import CONTROLLER_NODE, broker_node, shell_transport
+from actors.fault_network import CONTROLLER_NODE, broker_node, shell_fault_network
 
 TICK_INTERVAL_S = 0.05
 FETCHER_CHECK_INTERVAL_S = 1.0
@@ -73,13 +73,13 @@ async def _get_object(ref):
     return await ref if isinstance(ref, ray.ObjectRef) else None
 
 
-class _Transport(RayTransport):
+class _Messenger(RayMessenger):
     """The broker's destinations on Ray: the active controller, its fetchers, its group coordinator."""
 
     def __init__(self, actor: "BrokerActor") -> None:
         super().__init__(f"broker {actor.broker_id}", self._invoke)
         self._actor = actor
-        self._network = shell_transport(broker_node(actor.broker_id), actor.namespace)
+        self._network = shell_fault_network(broker_node(actor.broker_id), actor.namespace)
         self._controller = None
         self.fetchers: dict[str, Any] = {}  # "fetcher:<leader>:<id>" -> actor
         self._fetcher_calls = CallNumbers()
@@ -169,14 +169,14 @@ class BrokerActor:
                           host=broker_actor_name(broker_id), incarnation_id=self.incarnation_id,
                           cluster_id=namespace, now_ms=monotonic_ms(), coordinator_host=group_coordinator_actor_name,
                           listeners=self._kafka_listener.bind(), codecs=KafkaCompressionCodecs())
-        self._transport = _Transport(self)
+        self._messenger = _Messenger(self)
         self._clock = RayClock(self._wakeup, f"broker {broker_id}")
         self._event_log = RayEventLog()
         self._running = asyncio.Event()  # cleared by pause(): a stop-the-world pause, for fault injection
         self._running.set()
         # Fsyncs and checkpoint writes run on a thread of their own, off the event loop.
         self._storage_worker = RayStorageWorker(f"broker-{broker_id}-storage", gate=self._running.wait)
-        self._driver = BrokerDriver(core, self._transport, self._clock, self._event_log, self._storage_worker,
+        self._driver = BrokerDriver(core, self._messenger, self._clock, self._event_log, self._storage_worker,
                                     halt=self._halt)
         logger.info("broker {} started in {:.2f}s with {} recovered partitions from {}", broker_id,
                     time.monotonic() - started, core.describe_broker()["recovered_partitions"], log_dir)
@@ -215,7 +215,7 @@ class BrokerActor:
         for hung only after ``FETCHER_UNANSWERED_CHECKS_MAX`` checks in a row go unanswered, and is
         then killed before its replacement starts."""
         unanswered: dict[str, int] = {}
-        fetchers = self._transport.fetchers
+        fetchers = self._messenger.fetchers
         while True:
             await asyncio.sleep(FETCHER_CHECK_INTERVAL_S)
             for name in set(unanswered) - set(fetchers):
@@ -240,7 +240,7 @@ class BrokerActor:
                     reason = type(exc).__name__
                 unanswered.pop(name, None)
                 logger.warning("broker {}: {} is gone ({}); starting a new one", self.broker_id, name, reason)
-                self._transport.stop(name)
+                self._messenger.stop(name)
                 _, leader_id, fetcher_id = name.split(":")
                 self._driver.on_fetcher_died((int(leader_id), int(fetcher_id)))
 
@@ -269,12 +269,12 @@ class BrokerActor:
         return await self._call("handle_init_producer_id", request)
 
     async def handle_incremental_alter_configs(self, request):
-        """Checked here, then forwarded to the controller (see actors/core/replica/config_forwarding.py)."""
+        """Checked here, then forwarded to the controller (see actors/core/broker/config_forwarding.py)."""
         return await self._call("handle_incremental_alter_configs", request)
 
     async def handle_create_topics(self, request):
         """Forwarded to the controller, then held until this broker's metadata shows the topics
-        with leaders (see actors/core/replica/topic_operations.py)."""
+        with leaders (see actors/core/broker/topic_operations.py)."""
         return await self._call("handle_create_topics", request)
 
     async def handle_delete_topics(self, request):
@@ -323,7 +323,7 @@ class BrokerActor:
         return {(int(name.split(":")[1]), int(name.split(":")[2])): {
             "actor": handle, "partitions": self._driver.core.fetcher_partitions(
                 (int(name.split(":")[1]), int(name.split(":")[2])))}
-            for name, handle in self._transport.fetchers.items()}
+            for name, handle in self._messenger.fetchers.items()}
 
     def _halt(self, reason: str) -> None:
         """The log directory failed (the driver stopped stepping): exit the process, uncleanly, as

@@ -26,7 +26,7 @@ from actors.core.controller.controller import ControllerCore
 from actors.core.controller.metadata_store import MetadataStore
 from actors.drivers.controller import ControllerDriver
 from actors.ray_metadata_store import RayKeyValueStore, set_active_controller
-from actors.ray_seams import RayClock, RayEventLog, RayTransport, monotonic_ms, tick_forever
+from actors.ray_seams import RayClock, RayEventLog, RayMessenger, monotonic_ms, tick_forever
 from actors.request_send_thread import RequestSendThreadRemote
 from actors.shell_support import CallNumbers
 
@@ -44,7 +44,7 @@ def controller_actor_name(generation: int = 0) -> str:
     return "raykafka-controller" if generation == 0 else f"raykafka-controller-{generation}"
 
 
-class _Transport(RayTransport):
+class _Messenger(RayMessenger):
     """The controller's destinations on Ray: its send threads, ``send-thread:<broker id>``."""
 
     def __init__(self, actor: "ControllerActor") -> None:
@@ -90,8 +90,8 @@ class ControllerActor:
         self.send_thread_options = {int(k): dict(v) for k, v in (send_thread_options or {}).items()}
         core = ControllerCore(store=MetadataStore(RayKeyValueStore(namespace), claimant=actor_name),
                               config=KafkaConfig(self.config), now_ms=monotonic_ms(), random_source=random.Random())
-        self._transport = _Transport(self)
-        self._driver = ControllerDriver(core, self._transport, RayClock(self._wakeup, "controller"), RayEventLog())
+        self._messenger = _Messenger(self)
+        self._driver = ControllerDriver(core, self._messenger, RayClock(self._wakeup, "controller"), RayEventLog())
         set_active_controller(namespace, actor_name, core.controller_epoch)
         logger.info("controller {} active with epoch {}", actor_name, core.controller_epoch)
         self._unanswered_checks: dict[int, int] = {}  # broker id -> checks its thread left unanswered
@@ -130,9 +130,9 @@ class ControllerActor:
         """A dead or stopped send thread is replaced, and its broker sent the current state again."""
         while True:
             await asyncio.sleep(SEND_THREAD_CHECK_INTERVAL_S)
-            for broker_id, thread in list(self._transport.threads.items()):
+            for broker_id, thread in list(self._messenger.threads.items()):
                 reason = await self._check_send_thread(broker_id, thread)
-                if reason is None or self._transport.threads.get(broker_id) is not thread:
+                if reason is None or self._messenger.threads.get(broker_id) is not thread:
                     continue
                 logger.warning("send thread for broker {} is gone ({})", broker_id, reason)
                 self._unanswered_checks.pop(broker_id, None)
@@ -143,7 +143,7 @@ class ControllerActor:
         try:
             await asyncio.wait_for(thread.status.remote(), timeout=SEND_THREAD_CHECK_TIMEOUT_S)
         except (asyncio.TimeoutError, ActorUnavailableError) as exc:
-            if self._transport.threads.get(broker_id) is not thread:
+            if self._messenger.threads.get(broker_id) is not thread:
                 return None
             unanswered = self._unanswered_checks.get(broker_id, 0) + 1
             self._unanswered_checks[broker_id] = unanswered
@@ -225,13 +225,13 @@ class ControllerActor:
 
     async def send_thread(self, broker_id: int):
         """The send-thread actor for ``broker_id`` (fault injection kills it)."""
-        return self._transport.threads.get(broker_id)
+        return self._messenger.threads.get(broker_id)
 
     async def queue_sizes(self) -> dict[int, ChannelQueueStatus | None]:
         """Per broker, its send queue: waiting requests (Kafka's QueueSize) and queue times; None
         for a send thread that did not answer (it is dead or stopped, and about to be replaced)."""
         sizes: dict[int, ChannelQueueStatus | None] = {}
-        for broker_id, thread in list(self._transport.threads.items()):
+        for broker_id, thread in list(self._messenger.threads.items()):
             try:
                 sizes[broker_id] = await asyncio.wait_for(thread.status.remote(), timeout=5)
             except Exception:

@@ -26,8 +26,8 @@ from actors.core.group.broker_link import BrokerLink
 from actors.core.group.coordinator import GroupCoordinatorCore
 from actors.drivers.group_coordinator import GroupCoordinatorDriver
 from actors.group_lag import export_lag_forever
-from actors.ray_seams import RayClock, RayEventLog, RayTransport, monotonic_ms, tick_forever
-from actors.records import KafkaRecordCodec
+from actors.ray_seams import RayClock, RayEventLog, RayMessenger, monotonic_ms, tick_forever
+from actors.codecs.record_batches import KafkaRecordCodec
 
 TICK_INTERVAL_S = 0.1
 
@@ -42,7 +42,7 @@ class GroupCoordinatorActor:
         core = GroupCoordinatorCore(broker_id=broker_id, now_ms=monotonic_ms(), config=dict(config or {}),
                                     member_id_random=random.Random())
         self._driver = GroupCoordinatorDriver(
-            BrokerLink(core, KafkaRecordCodec()), RayTransport(f"group coordinator {broker_id}", self._invoke),
+            BrokerLink(core, KafkaRecordCodec()), RayMessenger(f"group coordinator {broker_id}", self._invoke),
             RayClock(lambda: self._driver.on_wakeup(), f"group coordinator {broker_id}"), RayEventLog())
         # Ray runs an async actor's constructor inside its event loop, so tasks can start here.
         self._ticker = asyncio.get_running_loop().create_task(

@@ -16,7 +16,7 @@ acks=0 is handled and not answered.
 
 Targets: data and metadata requests go to this broker actor's own handlers (in-process), also
 CreateTopics and DeleteTopics, which the broker forwards to the active controller (as KIP-590
-brokers do) and answers once its own metadata agrees (actors/core/replica/topic_operations.py);
+brokers do) and answers once its own metadata agrees (actors/core/broker/topic_operations.py);
 group requests go to this broker's group coordinator actor. What the listener cannot read closes
 that connection and touches nothing else; a target that cannot be reached is answered with the
 API's error code (COORDINATOR_NOT_AVAILABLE, or NOT_CONTROLLER from the broker), which clients retry.

@@ -5,11 +5,11 @@ loop timer that calls the shell's wake-up (a deadline already pending is not arm
 ``TIMERS_PENDING_MAX`` are pending, past that the shell's periodic tick stands in). ``RayEventLog``
 sends log lines to loguru and ``Metric`` effects to Ray's metrics (a gauge, a counter, or a
 histogram, by name; a counter's increases summed for up to ``COUNTER_FLUSH_INTERVAL_S``).
-``RayTransport`` runs each call as a task on the actor's event loop: ``invoke`` (the shell's: which
+``RayMessenger`` runs each call as a task on the actor's event loop: ``invoke`` (the shell's: which
 actor, which method, through the network-fault seam or not) is awaited, and its answer, or
 ``REQUEST_TIMED_OUT`` / ``NETWORK_EXCEPTION`` for a call that timed out or raised, goes to the
 driver's ``on_reply`` on the loop, so the driver is never entered twice at once. Stopping the
-transport cancels its calls in flight. ``RayStorageWorker`` runs a driver's storage work (fsyncs,
+messenger cancels its calls in flight. ``RayStorageWorker`` runs a driver's storage work (fsyncs,
 checkpoint writes) on one executor thread of its own, in the order given, and reports each back on
 the event loop (after the shell's ``gate``: a paused broker hears nothing), so a slow disk never
 stalls the requests the loop serves; ``drain`` waits for the work already given, before a clean
@@ -182,7 +182,7 @@ class RayEventLog:
                 logger.exception("exporting {} failed", name)
 
 
-class RayTransport:
+class RayMessenger:
     """Calls as event-loop tasks; a shell gives ``invoke`` (and ``tell``/``start``/``stop`` if it needs them)."""
 
     def __init__(self, what: str, invoke: Callable[[str, Any, float], Awaitable[Any]]) -> None:

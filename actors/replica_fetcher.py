@@ -24,13 +24,13 @@ from ray.exceptions import ActorDiedError
 
 from actors.core.config import KafkaConfig
 from actors.core.messages.fetch import FetchRequest
-from actors.core.replica.fetcher import FetcherCore
-from actors.core.replica.follower_messages import FollowerAppendRequest
+from actors.core.fetcher.fetcher import FetcherCore
+from actors.core.fetcher.follower_messages import FollowerAppendRequest
 from actors.drivers.fetcher import FetcherDriver
 from actors.drivers.request_types import handler_name
-from actors.ray_seams import RayClock, RayEventLog, RayTransport, monotonic_ms, tick_forever
+from actors.ray_seams import RayClock, RayEventLog, RayMessenger, monotonic_ms, tick_forever
 from actors.shell_support import OrderedInbox
-from actors.transport import broker_node, shell_transport
+from actors.fault_network import broker_node, shell_fault_network
 
 TICK_INTERVAL_S = 0.05
 
@@ -44,10 +44,10 @@ class ReplicaFetcherActor:
         self._broker = broker
         self._leader = None
         # Fetches cross the network between this broker and the leader's: network faults apply there.
-        self._network = shell_transport(broker_node(broker_id), namespace)
+        self._network = shell_fault_network(broker_node(broker_id), namespace)
         core = FetcherCore(broker_id=broker_id, leader_id=leader_id, fetcher_id=fetcher_id,
                            config=KafkaConfig(config), now_ms=monotonic_ms())
-        self._driver = FetcherDriver(core, RayTransport(f"fetcher {broker_id}->{leader_id}", self._invoke),
+        self._driver = FetcherDriver(core, RayMessenger(f"fetcher {broker_id}->{leader_id}", self._invoke),
                                      RayClock(lambda: self._driver.on_wakeup(), "fetcher"), RayEventLog())
         self._inbox = OrderedInbox()  # the broker numbers its calls; apply them in that order
         # topic -> [first Fetch naming it sent, last append carrying its records answered (monotonic

@@ -26,9 +26,9 @@ from actors.core.controller.channel_queue import QUEUE_SIZE_MAX_DEFAULT, Channel
 from actors.core.controller.send_thread import RequestSendThreadCore
 from actors.drivers.request_types import handler_name
 from actors.drivers.send_thread import RequestSendThreadDriver
-from actors.ray_seams import RayClock, RayEventLog, RayTransport
+from actors.ray_seams import RayClock, RayEventLog, RayMessenger
 from actors.shell_support import OrderedInbox
-from actors.transport import CONTROLLER_NODE, broker_node, shell_transport
+from actors.fault_network import CONTROLLER_NODE, broker_node, shell_fault_network
 
 IDLE_PROBE_INTERVAL_S = 0.5
 PROBE_TIMEOUT_S = 30.0
@@ -41,7 +41,7 @@ class SendThreadStopped(RuntimeError):
     """The worker loop has ended: this send thread sends nothing more and must be replaced."""
 
 
-class _Transport(RayTransport):
+class _Messenger(RayMessenger):
     def __init__(self, actor: "RequestSendThreadActor") -> None:
         super().__init__(f"send thread for broker {actor.broker_id}", actor._invoke)
         self._actor = actor
@@ -62,9 +62,9 @@ class RequestSendThreadActor:
         self._controller = controller
         self._broker = None
         # The controller and this broker talk over the network: network faults apply here.
-        self._network = shell_transport(CONTROLLER_NODE, namespace)
+        self._network = shell_fault_network(CONTROLLER_NODE, namespace)
         core = RequestSendThreadCore(broker_id=broker_id, broker_epoch=broker_epoch, queue_size_max=queue_size_max)
-        self._driver = RequestSendThreadDriver(core, _Transport(self), RayClock(self._wakeup, "send thread"),
+        self._driver = RequestSendThreadDriver(core, _Messenger(self), RayClock(self._wakeup, "send thread"),
                                                RayEventLog())
         self._inbox = OrderedInbox()  # batches join the queue in the controller's order
         self._injected_failure: BaseException | None = None
@@ -132,7 +132,7 @@ class RequestSendThreadActor:
                 since_probe_s += TICK_INTERVAL_S
                 if since_probe_s >= IDLE_PROBE_INTERVAL_S and self._driver.core.queue.in_flight is None:
                     since_probe_s = 0.0
-                    self._driver.transport.spawn(self._probe())
+                    self._driver.messenger.spawn(self._probe())
         except asyncio.CancelledError:
             raise  # the actor is going away
         except BaseException:

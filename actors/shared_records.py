@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from actors.core.replica.follower_messages import FollowerAppendRequest
+from actors.core.fetcher.follower_messages import FollowerAppendRequest
 
 # Answers whose records come to at least this many bytes travel as one object in Ray's shared
 # memory, which the reader maps without a copy (Ray inlines small objects, where a copy is cheap).

@@ -25,7 +25,7 @@ TIMEOUT_S = 600
 class _BareFetcher:
     def read(self, namespace: str, broker_ids: list[int], topic: str, ends: dict[int, int], max_bytes: int) -> dict:
         from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
-        from actors.records import next_offset_after
+        from actors.codecs.record_batches import next_offset_after
         from orchestration.clients.broker_directory import BrokerDirectory
         directory = BrokerDirectory(namespace=namespace, bootstrap_broker_ids=broker_ids)
         leaders = {partition: directory.broker(directory.leader_for(topic, partition)[0]) for partition in ends}

@@ -25,7 +25,7 @@ ROUNDS = 200
 class _IdleFetcher:
     def measure(self, namespace: str, broker_ids: list[int], topic: str, ends: dict[int, int], rounds: int) -> dict:
         from actors.core.messages.fetch import FetchPartition, FetchRequest
-        from actors.core.replica.fetch_session_handler import FetchSessionHandler
+        from actors.core.fetcher.fetch_session_handler import FetchSessionHandler
         from orchestration.clients.broker_directory import BrokerDirectory
         directory = BrokerDirectory(namespace=namespace, bootstrap_broker_ids=broker_ids)
         by_leader: dict[int, dict] = {}

@@ -1,9 +1,12 @@
 """Starting and steering a raykafka cluster from outside: the Cluster API and its clients.
 
 The rooms: ``clients/`` (producer, consumer, consumer groups), ``admin/`` (the ``Cluster`` and its
-admin API, and the Ray it runs on), ``chaos/`` (faults, the history of a run, the invariant
-sampler, the checker, the scenario runner), ``spark/`` (load and consume jobs on Spark on Ray) and
-``cli`` (the ``raykafka`` command). ``errors`` holds ``KafkaError``, which all of them raise.
+admin API, and the Ray it runs on), ``chaos/`` (faults, the invariant sampler, the checker, the
+scenario runner), ``spark/`` (load and consume jobs on Spark on Ray), ``simulation/`` (the
+deterministic simulator: the shipped drivers over a seeded network, no Ray), ``commands/`` (the
+``raykafka`` command's subcommands) and ``cli`` (the command itself). ``history`` is the record of
+what clients did and saw, written by the clients and the admin API and read by the checker;
+``errors`` holds ``KafkaError``, which all of them raise; ``progress`` draws waits in a terminal.
 
 Names are imported on first use, so that pure modules here (the history checker, say) can be used
 without loading Ray.
@@ -31,8 +34,8 @@ _EXPORTS = {
     "KafkaError": "orchestration.errors",
     "LogTruncationError": "orchestration.clients.position_validation",
     "Producer": "orchestration.clients.producer",
-    "ConsumerRecord": "actors.records",
-    "RecordMetadata": "actors.records",
+    "ConsumerRecord": "actors.codecs.record_batches",
+    "RecordMetadata": "actors.codecs.record_batches",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -138,7 +138,7 @@ def _chaos_list(args: argparse.Namespace) -> int:
 def _draw_history(output, title: str) -> str:
     """The run's rate and latency over time with its faults as bands, drawn from its history, as
     ``raykafka load run`` draws its own."""
-    from orchestration.chaos.history import read_history
+    from orchestration.history import read_history
     from orchestration.spark.plot import draw, fault_bands, windows_from_history
     try:
         produce, consume, faults = windows_from_history(read_history(output / "history.jsonl"))

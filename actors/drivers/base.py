@@ -23,7 +23,7 @@ from actors.core.effects import ArmTimer, LogEvent, Metric, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages.validation import request_schema_error
 from actors.drivers.request_types import REQUEST_TYPES
-from actors.drivers.seams import Clock, EventLog, Reply, Transport
+from actors.drivers.seams import Clock, EventLog, Reply, Messenger
 
 REQUESTS_PENDING_MAX = 1_000_000
 
@@ -31,9 +31,9 @@ REQUESTS_PENDING_MAX = 1_000_000
 class Driver:
     """A core's effects interpreted through the seams; subclasses add their actor kind's effects."""
 
-    def __init__(self, name: str, transport: Transport, clock: Clock, log: EventLog) -> None:
+    def __init__(self, name: str, messenger: Messenger, clock: Clock, log: EventLog) -> None:
         self.name = name
-        self.transport = transport
+        self.messenger = messenger
         self.clock = clock
         self.log = log
         self._answers: dict[int, Reply] = {}

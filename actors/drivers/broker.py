@@ -18,7 +18,7 @@ answered by ``Respond``, at once or from a purgatory). The core's other effects:
 The group coordinator's own calls (its writes to ``__consumer_offsets``, the reads of a load, the
 look at this broker's incarnation and leaderships) come in through ``serve_coordinator``.
 
-Fetch answers carry record payloads; the transport's ``pack`` may turn a large one into a form
+Fetch answers carry record payloads; the messenger's ``pack`` may turn a large one into a form
 that travels without a copy (a shared-memory object for Ray), chosen per answer here, not by the
 core. ``StorageWork`` (every fsync, checkpoint and snapshot write and directory removal: the
 periodic flush, segment rolls, truncations, deletions) goes to the storage worker seam, which runs
@@ -51,9 +51,9 @@ from actors.core.group.messages import (
 from actors.core.log.log_work import run_log_work
 from actors.core.log.storage import Storage
 from actors.core.messages.fetch import FetchRequest, FetchResponse
-from actors.core.replica.broker_core import BrokerCore
+from actors.core.broker.broker_core import BrokerCore
 from actors.drivers.base import Driver
-from actors.drivers.seams import Clock, EventLog, InlineStorageWorker, Reply, StorageWorker, Transport
+from actors.drivers.seams import Clock, EventLog, InlineStorageWorker, Reply, StorageWorker, Messenger
 
 # How long the controller may take to answer one of this broker's requests.
 CONTROLLER_CALL_TIMEOUT_MS = 5_000
@@ -70,9 +70,9 @@ def run_storage_work(storage: Storage, work: StorageWork) -> None:
 
 
 class BrokerDriver(Driver):
-    def __init__(self, core: BrokerCore, transport: Transport, clock: Clock, log: EventLog,
+    def __init__(self, core: BrokerCore, messenger: Messenger, clock: Clock, log: EventLog,
                  storage_worker: StorageWorker | None = None, halt: Callable[[str], None] | None = None) -> None:
-        super().__init__(f"broker {core.broker_id}", transport, clock, log)
+        super().__init__(f"broker {core.broker_id}", messenger, clock, log)
         self.core = core
         # The host's end of this process after a log directory failure (None: only stop stepping).
         self._halt = halt
@@ -123,8 +123,8 @@ class BrokerDriver(Driver):
         if not states:
             self.fetchers.discard(key)  # nothing left for it; the next AddPartitions starts one
             return
-        self.transport.start(fetcher_name(key), leader_id=key[0], fetcher_id=key[1])
-        self.transport.tell(fetcher_name(key), AddPartitionsToFetcher(leader_id=key[0], fetcher_id=key[1],
+        self.messenger.start(fetcher_name(key), leader_id=key[0], fetcher_id=key[1])
+        self.messenger.tell(fetcher_name(key), AddPartitionsToFetcher(leader_id=key[0], fetcher_id=key[1],
                                                                       partitions=tuple(states)))
 
     def shutdown(self) -> None:
@@ -134,7 +134,7 @@ class BrokerDriver(Driver):
             return
         self.stopped = True
         for key in sorted(self.fetchers):
-            self.transport.stop(fetcher_name(key))
+            self.messenger.stop(fetcher_name(key))
         self.fetchers.clear()
         self.apply(self.core.shutdown())
 
@@ -145,7 +145,7 @@ class BrokerDriver(Driver):
             return
         self.stopped = self.halted = True
         for key in sorted(self.fetchers):
-            self.transport.stop(fetcher_name(key))
+            self.messenger.stop(fetcher_name(key))
         self.fetchers.clear()
         self.log.log("error", f"{self.name} halts: its log directory failed ({reason})")
         if self._halt is not None:
@@ -159,25 +159,25 @@ class BrokerDriver(Driver):
             assert effect.destination == "controller", effect
             request = effect.message
             timeout_ms = CONTROLLER_CALL_TIMEOUT_MS if effect.timeout_ms is None else effect.timeout_ms
-            self.transport.call("controller", request, timeout_ms=timeout_ms,
+            self.messenger.call("controller", request, timeout_ms=timeout_ms,
                                 on_reply=lambda response: self._on_controller_response(request, response))
         elif isinstance(effect, AddPartitionsToFetcher):
             key = (effect.leader_id, effect.fetcher_id)
             if key not in self.fetchers:
                 self.fetchers.add(key)
-                self.transport.start(fetcher_name(key), leader_id=key[0], fetcher_id=key[1])
-            self.transport.tell(fetcher_name(key), effect)
+                self.messenger.start(fetcher_name(key), leader_id=key[0], fetcher_id=key[1])
+            self.messenger.tell(fetcher_name(key), effect)
         elif isinstance(effect, RemovePartitionsFromFetcher):
             key = (effect.leader_id, effect.fetcher_id)
             if key not in self.fetchers:
                 return
             if effect.stop_fetcher:
                 self.fetchers.discard(key)
-                self.transport.stop(fetcher_name(key))
+                self.messenger.stop(fetcher_name(key))
             else:
-                self.transport.tell(fetcher_name(key), effect)
+                self.messenger.tell(fetcher_name(key), effect)
         elif isinstance(effect, (CoordinatorLeadershipChange, CoordinatorMetadataUpdate)):
-            self.transport.tell("coordinator", effect)
+            self.messenger.tell("coordinator", effect)
         elif isinstance(effect, LogDirFailure):
             self.halt(effect.reason)
         elif isinstance(effect, StorageWork):
@@ -206,7 +206,7 @@ class BrokerDriver(Driver):
             partitions = []
             for partition in topic.partitions:
                 records = partition.records
-                packed = records if not records else self.transport.pack(records, for_replica=for_replica)
+                packed = records if not records else self.messenger.pack(records, for_replica=for_replica)
                 changed |= packed is not records
                 partitions.append(partition if packed is records else dataclasses.replace(partition, records=packed))
             topics.append(dataclasses.replace(topic, partitions=tuple(partitions)))
@@ -218,7 +218,7 @@ class BrokerDriver(Driver):
         payloads = [p.records for t in response.responses for p in t.partitions if p.records]
         if not payloads:
             return response
-        packed = iter(self.transport.pack_together(payloads))
+        packed = iter(self.messenger.pack_together(payloads))
         return dataclasses.replace(response, responses=tuple(dataclasses.replace(topic, partitions=tuple(
             dataclasses.replace(p, records=next(packed)) if p.records else p for p in topic.partitions))
             for topic in response.responses))

@@ -24,7 +24,7 @@ from actors.core.controller.controller import ControllerCore
 from actors.core.controller.send_thread import BrokerUnreachable, ControlBatch, ControlResponse, ResyncBroker
 from actors.core.effects import AddBrokerChannel, RemoveBrokerChannel, Send
 from actors.drivers.base import Driver
-from actors.drivers.seams import Clock, EventLog, Reply, Transport
+from actors.drivers.seams import Clock, EventLog, Reply, Messenger
 
 
 def send_thread_name(broker_id: int) -> str:
@@ -32,8 +32,8 @@ def send_thread_name(broker_id: int) -> str:
 
 
 class ControllerDriver(Driver):
-    def __init__(self, core: ControllerCore, transport: Transport, clock: Clock, log: EventLog) -> None:
-        super().__init__("controller", transport, clock, log)
+    def __init__(self, core: ControllerCore, messenger: Messenger, clock: Clock, log: EventLog) -> None:
+        super().__init__("controller", messenger, clock, log)
         self.core = core
         # Read once here, so that an invalid value stops the controller from starting at all.
         self.queue_size_max = core.config.get_int("raykafka.controller.queue.size.max", QUEUE_SIZE_MIN)
@@ -86,16 +86,16 @@ class ControllerDriver(Driver):
                 self._add_send_thread(effect.broker_id, effect.broker_epoch)
             elif isinstance(effect, RemoveBrokerChannel):
                 if self.send_threads.pop(effect.broker_id, None) is not None:
-                    self.transport.stop(send_thread_name(effect.broker_id))
+                    self.messenger.stop(send_thread_name(effect.broker_id))
             elif not self.apply_common(effect):
                 self.apply_own(effect)
         self._flush(batches, full_state_for)
 
     def _add_send_thread(self, broker_id: int, broker_epoch: int) -> None:
         if self.send_threads.pop(broker_id, None) is not None:
-            self.transport.stop(send_thread_name(broker_id))
+            self.messenger.stop(send_thread_name(broker_id))
         self.send_threads[broker_id] = broker_epoch
-        self.transport.start(send_thread_name(broker_id), broker_id=broker_id, broker_epoch=broker_epoch,
+        self.messenger.start(send_thread_name(broker_id), broker_id=broker_id, broker_epoch=broker_epoch,
                              broker_host=self.core.context.brokers[broker_id].host,
                              queue_size_max=self.queue_size_max)
 
@@ -105,6 +105,6 @@ class ControllerDriver(Driver):
                 self.log.log("debug", f"controller: no channel to broker {broker_id}; dropping "
                                       f"{', '.join(type(r).__name__ for r in requests)}")
                 continue
-            self.transport.tell(send_thread_name(broker_id), ControlBatch(
+            self.messenger.tell(send_thread_name(broker_id), ControlBatch(
                 requests=tuple(requests), full_state=broker_id == full_state_for))
         batches.clear()

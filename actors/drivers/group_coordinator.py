@@ -17,7 +17,7 @@ from actors.core.group.broker_link import BrokerLink
 from actors.core.group.messages import InternalProduceRequest
 from actors.drivers.base import Driver
 from actors.drivers.request_types import REQUEST_TYPES
-from actors.drivers.seams import Clock, EventLog, Reply, Transport
+from actors.drivers.seams import Clock, EventLog, Reply, Messenger
 
 # How long the broker may take to answer a read or a look at its state; a write may take the
 # produce timeout the core asked for and this much more.
@@ -26,8 +26,8 @@ PRODUCE_CALL_MARGIN_MS = 5_000
 
 
 class GroupCoordinatorDriver(Driver):
-    def __init__(self, link: BrokerLink, transport: Transport, clock: Clock, log: EventLog) -> None:
-        super().__init__(f"group coordinator {link.core.broker_id}", transport, clock, log)
+    def __init__(self, link: BrokerLink, messenger: Messenger, clock: Clock, log: EventLog) -> None:
+        super().__init__(f"group coordinator {link.core.broker_id}", messenger, clock, log)
         self.link = link
         self.core = link.core
 
@@ -56,7 +56,7 @@ class GroupCoordinatorDriver(Driver):
         request = effect.message
         timeout_ms = request.produce.timeout_ms + PRODUCE_CALL_MARGIN_MS \
             if isinstance(request, InternalProduceRequest) else BROKER_CALL_TIMEOUT_MS
-        self.transport.call("broker", request, timeout_ms=timeout_ms, on_reply=lambda response: self.apply(
+        self.messenger.call("broker", request, timeout_ms=timeout_ms, on_reply=lambda response: self.apply(
             self.link.on_broker_response(request, response, self.now_ms())))
 
     def describe(self) -> dict:

@@ -11,7 +11,7 @@ from actors.core.messages import (
     ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest,
     OffsetForLeaderEpochRequest, ProduceRequest, StopReplicaRequest, SyncGroupRequest, UpdateMetadataRequest,
 )
-from actors.core.replica.follower_messages import FollowerAppendRequest, FollowerTruncateRequest
+from actors.core.fetcher.follower_messages import FollowerAppendRequest, FollowerTruncateRequest
 
 REQUEST_TYPES: dict[str, type] = {
     "handle_produce": ProduceRequest,

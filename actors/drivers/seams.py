@@ -1,4 +1,4 @@
-"""The seams a driver talks to the world through: a transport, a clock, a log and a storage worker.
+"""The seams a driver talks to the world through: a messenger, a clock, a log and a storage worker.
 
 Theory of operation. A driver (one per actor kind, in this package) owns a sans-I/O core, steps it
 and interprets its effects. Everything it does beyond the core goes through these seams, which a
@@ -6,7 +6,7 @@ host implements: the Ray shells in ``actors/*.py`` over Ray calls, asyncio timer
 the simulator in ``orchestration/simulation/`` over a seeded, single-threaded network and a fake clock.
 Nothing here imports Ray or asyncio, so the simulator runs exactly the code that ships.
 
-- ``Transport``: calls to other actors by a name the driver knows (``"leader"``, ``"controller"``,
+- ``Messenger``: calls to other actors by a name the driver knows (``"leader"``, ``"controller"``,
   ``"broker"``, ``"fetcher:<leader id>:<fetcher id>"`` ...; each host resolves the names of its
   actor kind). ``call`` sends a request and hands its answer, exactly once, to ``on_reply``; a call
   that fails hands over an ``ErrorCode`` instead: ``REQUEST_TIMED_OUT`` when no answer came within
@@ -43,7 +43,7 @@ CALL_TIMED_OUT = ErrorCode.REQUEST_TIMED_OUT
 PEER_UNREACHABLE = ErrorCode.NETWORK_EXCEPTION
 
 
-class Transport(Protocol):
+class Messenger(Protocol):
     def call(self, destination: str, request: Any, *, timeout_ms: int, on_reply: Reply) -> None: ...
 
     def tell(self, destination: str, event: Any) -> None: ...

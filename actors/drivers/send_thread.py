@@ -1,7 +1,7 @@
 """The controller request-send thread's driver: a ``RequestSendThreadCore`` and its effects.
 
 Theory of operation. The controller hands each batch of control requests for this thread's broker
-to ``enqueue`` (in the controller's order: the transport keeps one caller's order). The core's
+to ``enqueue`` (in the controller's order: the messenger keeps one caller's order). The core's
 ``Send("broker", request)`` becomes a call to the broker whose answer, or the ``ErrorCode`` of a
 failed call, goes back into the core; its ``Send("controller", event)`` (a response, a resync
 wanted, the broker gone) is told to the controller, which expects no answer. ``on_broker_died``
@@ -16,15 +16,15 @@ from actors.core.controller.channel_queue import ChannelQueueStatus
 from actors.core.controller.send_thread import ControlBatch, RequestSendThreadCore
 from actors.core.effects import Send
 from actors.drivers.base import Driver
-from actors.drivers.seams import Clock, EventLog, Transport
+from actors.drivers.seams import Clock, EventLog, Messenger
 
 # How long the broker may take to answer one control request before the send counts as failed.
 SEND_THREAD_CALL_TIMEOUT_MS = 30_000
 
 
 class RequestSendThreadDriver(Driver):
-    def __init__(self, core: RequestSendThreadCore, transport: Transport, clock: Clock, log: EventLog) -> None:
-        super().__init__(f"send thread for broker {core.broker_id}", transport, clock, log)
+    def __init__(self, core: RequestSendThreadCore, messenger: Messenger, clock: Clock, log: EventLog) -> None:
+        super().__init__(f"send thread for broker {core.broker_id}", messenger, clock, log)
         self.core = core
 
     def enqueue(self, requests: Iterable[Any], full_state: bool = False) -> int:
@@ -48,10 +48,10 @@ class RequestSendThreadDriver(Driver):
     def apply_own(self, effect: Any) -> None:
         assert isinstance(effect, Send), f"{self.name} cannot apply {effect!r}"
         if effect.destination == "controller":
-            self.transport.tell("controller", effect.message)
+            self.messenger.tell("controller", effect.message)
             return
         assert effect.destination == "broker", effect
         request = effect.message
-        self.transport.call("broker", request, timeout_ms=SEND_THREAD_CALL_TIMEOUT_MS,
+        self.messenger.call("broker", request, timeout_ms=SEND_THREAD_CALL_TIMEOUT_MS,
                             on_reply=lambda response: self.apply(self.core.on_broker_response(
                                 request, response, self.now_ms())))

@@ -42,7 +42,7 @@ from orchestration.admin.detached import (
 from orchestration.admin.placement import BrokerPlacement
 from orchestration.admin.status import cluster_status
 from orchestration.admin.wait import wait_until
-from orchestration.chaos.history import HistoryWriter
+from orchestration.history import HistoryWriter
 from orchestration.clients.broker_directory import BrokerDirectory
 from orchestration.clients.consumer import Consumer
 from orchestration.clients.producer import Producer

@@ -1,4 +1,4 @@
-"""Checks a run's history (``orchestration.chaos.history``) for the anomalies Jepsen's Kafka workload
+"""Checks a run's history (``orchestration.history``) for the anomalies Jepsen's Kafka workload
 names, and for broken replication invariants in the cluster samples.
 
 Theory of operation. ``check(events)`` sorts the events by time (stably, so file order breaks
@@ -51,7 +51,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestration.chaos.history import read_history, topic_partition_key, validate_event
+from orchestration.history import read_history, topic_partition_key, validate_event
 
 HISTORY_KINDS = ("lost-write", "inconsistent-offsets", "duplicate", "non-monotonic-poll", "poll-skip",
                  "non-monotonic-send", "aborted-read", "unseen", "read-above-commit")
@@ -383,7 +383,7 @@ class _Checker:
 
 
 def check(events: Iterable[dict], unseen_is_anomaly: bool = False) -> Report:
-    """Checks a history (dicts in the ``orchestration.chaos.history`` format, in any order)."""
+    """Checks a history (dicts in the ``orchestration.history`` format, in any order)."""
     return _Checker(events).report(unseen_is_anomaly)
 
 

@@ -10,13 +10,13 @@ Each primitive names a Kafka failure:
 - a planned stop (``controlled_shutdown``);
 - a long stop-the-world pause (``pause``/``resume``: the actor holds every request and timer, so
   it misses heartbeats and fetches while Ray still calls it alive);
-- network faults between nodes through the shells' transport seam (``actors/transport.py``):
+- network faults between nodes through the shells' fault network (``actors/fault_network.py``):
   ``partition`` (one way or both), ``isolate``, ``delay``, ``drop``, and ``heal``;
 - a whole Ray node gone (``remove_node``/``restore_node``), for clusters placed on a
   multi-node Ray (``orchestration.admin.ray_nodes.RayNodes``).
 Every fault is written to the history, when one is given, with its time, before it is done (so a
 checker can relate what clients saw to it). Network rules take effect everywhere within
-``actors.transport.RULES_IN_FORCE_S``; the network primitives wait that long before returning.
+``actors.fault_network.RULES_IN_FORCE_S``; the network primitives wait that long before returning.
 """
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ from collections.abc import Iterable
 
 import ray
 
-from actors.transport import CONTROLLER_NODE, RULES_IN_FORCE_S, LinkRule, broker_node, publish_rules
+from actors.fault_network import CONTROLLER_NODE, RULES_IN_FORCE_S, LinkRule, broker_node, publish_rules
 from orchestration.admin.cluster import Cluster
-from orchestration.chaos.history import HistoryWriter
+from orchestration.history import HistoryWriter
 
 Node = int | str  # a broker id, or a node name ("broker-1", "controller")
 

@@ -29,7 +29,7 @@ from typing import Any
 from loguru import logger
 
 from orchestration.chaos.checker import ANOMALY_KINDS, Report, check
-from orchestration.chaos.history import HistoryWriter, read_history
+from orchestration.history import HistoryWriter, read_history
 
 # A row's producers run in one of two modes (``Scenario.producer_modes``, ``run_scenario``'s
 # ``producer_mode``). RETRIES_0: no retries and one request in flight, since a retried request

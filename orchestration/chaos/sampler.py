@@ -44,7 +44,7 @@ from typing import Any
 
 from loguru import logger
 
-from orchestration.chaos.history import HistoryWriter
+from orchestration.history import HistoryWriter
 
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 # A round's digests cover at most this many offsets below each leader's HW, so a long run does not

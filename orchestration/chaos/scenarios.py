@@ -13,7 +13,7 @@ from pathlib import Path
 import ray
 
 from orchestration.chaos.checker import check
-from orchestration.chaos.history import read_history
+from orchestration.history import read_history
 from orchestration.chaos.runner import IDEMPOTENT, Run, Scenario
 from orchestration.errors import KafkaError
 from orchestration.chaos.schedule import load_schedule

@@ -8,5 +8,5 @@ thread keeps the session alive, and ``position_validation`` checks its positions
 leader's log (KIP-320); ``group_member`` holds what both know of the member, and
 ``group_channel`` carries their requests to the coordinator actors. ``broker_directory`` is what
 every client shares: finding broker actors by name, asking them, caching cluster metadata and
-retrying. ``records`` is the clients' view of the record format in ``actors.records``.
+retrying. ``records`` is the clients' view of the record format in ``actors.codecs.record_batches``.
 """

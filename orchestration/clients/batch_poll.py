@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from orchestration.clients.arrow_records import record_batches_to_arrow
 from orchestration.clients.fetched import FetchedBatch
-from orchestration.clients.records import ConsumerRecord, read_records
+from actors.codecs.record_batches import ConsumerRecord, read_records
 
 
 class BatchPolling:

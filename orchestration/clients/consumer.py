@@ -41,9 +41,9 @@ from ray.exceptions import ActorDiedError
 
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import NO_EPOCH
-from actors.core.replica.fetch_session_handler import FetchSessionHandler
+from actors.core.fetcher.fetch_session_handler import FetchSessionHandler
 from actors.core.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
-from orchestration.chaos.history import HistoryWriter, topic_partition_key
+from orchestration.history import HistoryWriter, topic_partition_key
 from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error
 from orchestration.clients.consumer_config import (  # noqa: F401 (the consumer's API)
     CONSUMER_DEFAULTS, CONSUMER_KEYS,
@@ -54,7 +54,7 @@ from orchestration.clients.list_offsets import METADATA_ERRORS as _METADATA_ERRO
 from orchestration.clients.batch_poll import BatchPolling
 from orchestration.clients.fetched import FetchBuffer, FetchedPartition
 from orchestration.clients.position_validation import PositionEpochs, ValidatingPositions
-from orchestration.clients.records import ConsumerRecord, fetch_extent
+from actors.codecs.record_batches import ConsumerRecord, fetch_extent
 from orchestration.errors import KafkaError
 
 CLOSE_TIMEOUT_MS = 30000  # Kafka's KafkaConsumer.close() default

@@ -28,7 +28,7 @@ import collections
 from typing import Callable, NamedTuple
 
 from actors.core.log.record_batch import CONTROL_FLAG, HEADER_SIZE_BYTES, as_byte_view, read_header
-from actors.records import NO_COMPRESSION, ConsumerRecord, read_records, rebuild_batch
+from actors.codecs.record_batches import NO_COMPRESSION, ConsumerRecord, read_records, rebuild_batch
 
 
 class FetchedBatch(NamedTuple):
@@ -148,7 +148,7 @@ def batch_of(topic: str, partition: int, data: memoryview) -> FetchedBatch:
 
 def trim_batch(batch: memoryview, from_offset: int) -> memoryview | None:
     """A v2 batch with only the records of ``batch`` at or after ``from_offset``, built again
-    (``actors.records.rebuild_batch``: producer fields, leader epoch and timestamps kept),
+    (``actors.codecs.record_batches.rebuild_batch``: producer fields, leader epoch and timestamps kept),
     uncompressed. None when no record is left."""
     rebuilt = rebuild_batch(batch, NO_COMPRESSION, from_offset)
     return None if rebuilt is None else memoryview(rebuilt)

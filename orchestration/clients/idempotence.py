@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from actors.core.errors import ErrorCode
 from actors.core.log.producer_state import increment_sequence
 from actors.core.messages import InitProducerIdRequest
-from actors.records import with_producer_state
+from actors.codecs.record_batches import with_producer_state
 from orchestration.errors import KafkaError
 
 NO_PRODUCER_ID = -1

@@ -43,7 +43,7 @@ from ray.exceptions import ActorDiedError, RayTaskError
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.compression import producer_codec
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
-from orchestration.chaos.history import HistoryWriter
+from orchestration.history import HistoryWriter
 from orchestration.clients.broker_directory import BrokerDirectory, MetadataRefresher, as_future, as_kafka_error, cancel_quietly
 from orchestration.clients.idempotence import Idempotence, idempotence_enabled
 from orchestration.clients.partitioner import StickyPartitioner
@@ -55,7 +55,7 @@ from orchestration.clients.producer_config import (  # noqa: F401 (the producer'
     PRODUCER_DEFAULTS, PRODUCER_KEYS, parse_acks,
 )
 from orchestration.clients.producer_drain import ProducerDrain
-from orchestration.clients.records import BatchBuilder
+from actors.codecs.record_batches import BatchBuilder
 from orchestration.errors import KafkaError
 
 # Errors after which the leader the metadata names is probably wrong: ask for metadata again. A

@@ -28,8 +28,8 @@ import numpy as np
 from loguru import logger
 
 from actors.core.errors import ErrorCode
-from actors.records import with_producer_state
-from orchestration.clients.records import BatchBuilder, RecordMetadata, read_records
+from actors.codecs.record_batches import with_producer_state
+from actors.codecs.record_batches import BatchBuilder, RecordMetadata, read_records
 
 # An attempt answered with one of these may have appended its records: the leader appended and
 # then could not replicate in time (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND, both from

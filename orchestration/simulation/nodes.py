@@ -1,7 +1,7 @@
 """The simulator's nodes: the shipped drivers (actors/drivers/) over the simulated seams.
 
 Theory of operation. ``Nodes``, under ``simulation.Simulation``, holds the nodes (controller, brokers,
-fetchers, send threads, the client), each running its Ray actor's driver over a ``SimTransport``,
+fetchers, send threads, the client), each running its Ray actor's driver over a ``SimMessenger``,
 ``SimClock`` and ``SimLog`` (seams.py) instead of Ray. Only the hosting differs from the Ray shells:
 
 - names: a broker's ``controller`` is the ``controller`` node, its ``fetcher:<leader>:<id>`` the
@@ -38,19 +38,19 @@ from actors.core.group.broker_link import BrokerLink
 from actors.core.group.coordinator import GroupCoordinatorCore
 from actors.core.group.messages import BrokerStateRequest, InternalProduceRequest, OffsetsLogReadRequest
 from actors.core.messages import JoinGroupRequest
-from actors.core.replica.broker_core import BrokerCore
-from actors.core.replica.fetcher import FetcherCore
+from actors.core.broker.broker_core import BrokerCore
+from actors.core.fetcher.fetcher import FetcherCore
 from actors.drivers.broker import BrokerDriver
 from actors.drivers.controller import ControllerDriver
 from actors.drivers.fetcher import FetcherDriver
 from actors.drivers.group_coordinator import GroupCoordinatorDriver
 from actors.drivers.request_types import handler_name
 from actors.drivers.send_thread import RequestSendThreadDriver
-from actors.compression_codecs import KafkaCompressionCodecs
-from actors.records import KafkaRecordCodec
+from actors.codecs.compression import KafkaCompressionCodecs
+from actors.codecs.record_batches import KafkaRecordCodec
 from orchestration.simulation.consumer import GroupMember
 from orchestration.simulation.network import EVENT, REQUEST, RESPONSE, Message, MessageFilter
-from orchestration.simulation.seams import SimClock, SimLog, SimStorageWorker, SimTransport
+from orchestration.simulation.seams import SimClock, SimLog, SimStorageWorker, SimMessenger
 from orchestration.simulation.watched_maps import WatchedLeaderships, WatchedPartitions
 
 TopicPartition = tuple[str, int]
@@ -131,7 +131,7 @@ class Truncation:
     cause: str  # the message type that caused it
 
 
-class _ControllerTransport(SimTransport):
+class _ControllerMessenger(SimMessenger):
     """The controller's send threads are threads of its process: a batch reaches one at once."""
 
     def tell(self, destination: str, event: Any) -> None:
@@ -140,7 +140,7 @@ class _ControllerTransport(SimTransport):
         channel.driver.on_event(event)
 
 
-class _CoordinatorTransport(SimTransport):
+class _CoordinatorMessenger(SimMessenger):
     """A call to a broker that is down fails as Ray fails a call to an actor that died, or that is
     not there by its name: BROKER_NOT_AVAILABLE, the Ray coordinator host's word for it."""
 
@@ -209,9 +209,9 @@ class Nodes:
             return None
         return node
 
-    def _seams(self, node: _Node, route: Callable[[str], tuple[str, int | None]], transport=SimTransport,
-               **hooks) -> tuple[SimTransport, SimClock, SimLog]:
-        return transport(self, node, route, **hooks), SimClock(self, node), SimLog(self, node)
+    def _seams(self, node: _Node, route: Callable[[str], tuple[str, int | None]], messenger=SimMessenger,
+               **hooks) -> tuple[SimMessenger, SimClock, SimLog]:
+        return messenger(self, node, route, **hooks), SimClock(self, node), SimLog(self, node)
 
     def _deliver(self, message: Message) -> None:
         node = self._alive(message.destination, message.destination_incarnation)
@@ -348,7 +348,7 @@ class Nodes:
                               random_source=self.controller_random)
         core.context.leadership = WatchedLeaderships(core.context.leadership)
         node.driver = ControllerDriver(core, *self._seams(
-            node, None, transport=_ControllerTransport, start=self._start_channel, stop=self._stop_channel))
+            node, None, messenger=_ControllerMessenger, start=self._start_channel, stop=self._stop_channel))
         self.nodes[CONTROLLER] = node
 
     def restart_controller(self) -> None:
@@ -387,7 +387,7 @@ class Nodes:
                                     member_id_random=self.member_id_random)
         routes = {"broker": (f"broker:{broker_id}", None)}  # by name: it outlives a broker's restart
         node.driver = GroupCoordinatorDriver(BrokerLink(core, KafkaRecordCodec()), *self._seams(
-            node, routes.__getitem__, transport=_CoordinatorTransport))
+            node, routes.__getitem__, messenger=_CoordinatorMessenger))
         self.nodes[name] = node
         node.driver.start()
 

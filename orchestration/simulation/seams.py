@@ -1,7 +1,7 @@
-"""The seams of actors/drivers/seams.py in the simulator: each node's transport, clock, log and storage worker.
+"""The seams of actors/drivers/seams.py in the simulator: each node's messenger, clock, log and storage worker.
 
 Theory of operation. Every node of a ``Simulation`` (orchestration/simulation/simulation.py) that runs a driver gets
-its own ``SimTransport``, ``SimClock`` and ``SimLog``. A call becomes a request ``Message`` on the
+its own ``SimMessenger``, ``SimClock`` and ``SimLog``. A call becomes a request ``Message`` on the
 simulated network with a ``Call`` awaiting its reply (failed with ``REQUEST_TIMED_OUT`` at its
 deadline, or ``NETWORK_EXCEPTION`` when the callee is down); a told event becomes an event
 ``Message``. ``around`` wraps the handling of each answer (the simulation watches a broker's logs
@@ -25,7 +25,7 @@ from actors.drivers.seams import CALL_TIMED_OUT, InlineStorageWorker
 Route = Callable[[str], tuple[str, int | None]]
 
 
-class SimTransport:
+class SimMessenger:
     def __init__(self, sim: Any, node: Any, route: Route, *, start: Callable[..., None] | None = None,
                  stop: Callable[[str], None] | None = None,
                  around: Callable[[str, Callable[[], None]], None] | None = None) -> None:
@@ -102,4 +102,4 @@ class SimStorageWorker:
             InlineStorageWorker().run(work, on_done)
 
 
-__all__ = ["SimClock", "SimLog", "SimStorageWorker", "SimTransport"]
+__all__ = ["SimClock", "SimLog", "SimStorageWorker", "SimMessenger"]

@@ -58,9 +58,9 @@ from actors.core.log.storage_faults import FaultyStorage
 from actors.core.messages import CreateTopicsRequest, ProduceRequest
 from actors.core.messages.create_topics import CreatableReplicaAssignment, CreatableTopic, CreateableTopicConfig
 from actors.core.messages.produce import PartitionProduceData, ProduceResponse, TopicProduceData
-from actors.core.replica.broker_core import BrokerCore
-from actors.core.replica.fetcher import FetcherCore
-from actors.records import BatchBuilder, next_offset_after, read_records
+from actors.core.broker.broker_core import BrokerCore
+from actors.core.fetcher.fetcher import FetcherCore
+from actors.codecs.record_batches import BatchBuilder, next_offset_after, read_records
 from orchestration.simulation.consumer import GroupMember
 from orchestration.simulation.invariants import (
     Election, Invariants, IsrJoin, SimulationInvariantError,

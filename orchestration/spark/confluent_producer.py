@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future
 
-from actors.records import RecordMetadata
+from actors.codecs.record_batches import RecordMetadata
 from orchestration.clients.producer_batch import history_text
 
 # Errors librdkafka reports for a record it never sent: a definite failure.

@@ -73,11 +73,11 @@ class TaskHistory:
                                           "value": record_id(value)})
 
     def fail(self, process, value, error, time=None) -> None:
-        from orchestration.chaos.history import error_name
+        from orchestration.history import error_name
         self._add(process, "fail", "send", {"value": record_id(value), "error": error_name(error)})
 
     def info(self, process, value, error, time=None) -> None:
-        from orchestration.chaos.history import error_name
+        from orchestration.history import error_name
         self._add(process, "info", "send", {"value": record_id(value), "error": error_name(error)})
 
     def poll(self, process, records, positions_before, time=None) -> None:
@@ -117,7 +117,7 @@ class JobProgress:
     def consumer_state(self, subscription: str, topic: str) -> str:
         """``wait`` (the load goes on), ``done`` (``subscription`` has read every partition of
         ``topic`` up to its target) or ``give-up`` (the deadline has passed)."""
-        from orchestration.chaos.history import split_topic_partition
+        from orchestration.history import split_topic_partition
         if self.targets is None:
             return "wait"
         ends = self.read_ends.get(subscription, {})
@@ -268,7 +268,7 @@ def run_consumer(target: RayTarget, task: ConsumerTask, progress_name: str) -> I
     """One member of a subscription's group; reads until the whole group has read every partition
     up to the acknowledged ends (``JobProgress.targets``) or ``timeout_s`` passes."""
     from orchestration.clients.consumer import Consumer
-    from orchestration.chaos.history import topic_partition_key
+    from orchestration.history import topic_partition_key
     directory = target.directory()
     progress = ray.get_actor(progress_name, namespace=target.namespace)
     history = TaskHistory()
@@ -345,7 +345,7 @@ def write_events(history, events: Iterable[tuple], wall_zero: float) -> None:
 
 def acknowledged_ends(load_rows: Iterable[tuple]) -> dict[str, int]:
     """Per "topic-partition", the offset after the highest acknowledged record."""
-    from orchestration.chaos.history import topic_partition_key
+    from orchestration.history import topic_partition_key
     ends: dict[str, int] = {}
     for row in load_rows:
         if row[8] == "ok":

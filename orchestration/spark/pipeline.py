@@ -276,7 +276,7 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
     from orchestration.chaos.runner import Run, Scenario
     from orchestration.chaos.checker import check
     from orchestration.chaos.faults import Faults
-    from orchestration.chaos.history import HistoryWriter, read_history
+    from orchestration.history import HistoryWriter, read_history
     from orchestration.chaos.sampler import Sampler
     from orchestration.spark import jobs
     from orchestration.spark.session import RayTarget

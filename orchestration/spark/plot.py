@@ -69,7 +69,7 @@ def draw(path: str | Path, produce_windows: list[dict], consume_windows: list[di
 
 def windows_from_history(events) -> tuple[list[dict], list[dict], list[tuple[float, str, str]]]:
     """Per-second acknowledged sends (with publish latency p50/p99), per-second records read, and
-    the faults, from a history's events (``orchestration.chaos.history.read_history``)."""
+    the faults, from a history's events (``orchestration.history.read_history``)."""
     invoked, acked, read, faults = {}, defaultdict(list), defaultdict(int), []
     for event in events:
         value, f, type_ = event["value"], event["f"], event["type"]

@@ -23,7 +23,7 @@ from actors.core.messages import (
     OffsetForLeaderTopic, PartitionProduceData, ProduceRequest, StopReplicaRequest, StopReplicaTopic,
     SyncGroupRequest, SyncGroupRequestAssignment, TopicPartitions, TopicProduceData, UpdateMetadataRequest,
 )
-from actors.core.replica.follower_messages import (
+from actors.core.fetcher.follower_messages import (
     FollowerAppendPartition, FollowerAppendRequest, FollowerTruncatePartition, FollowerTruncateRequest,
     TruncationMode,
 )

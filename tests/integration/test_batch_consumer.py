@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from actors.records import read_records
+from actors.codecs.record_batches import read_records
 
 pytestmark = pytest.mark.integration
 

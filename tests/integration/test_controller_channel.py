@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import ray
 
-from actors.transport import CONTROLLER_NODE
+from actors.fault_network import CONTROLLER_NODE
 from orchestration.admin.wait import wait_until
 from orchestration.chaos.faults import Faults
 from tests.support.clusters import running_cluster

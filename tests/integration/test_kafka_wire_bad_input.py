@@ -172,7 +172,7 @@ def read_frame(sock: socket.socket) -> bytes:
 def test_pipelined_requests_are_answered_in_order_and_acks_0_gets_no_answer(cluster):
     import datetime
 
-    from actors.records import BatchBuilder
+    from actors.codecs.record_batches import BatchBuilder
     cluster.create_topic("wire-order", partitions=1, replication_factor=1)
     (partition,) = cluster.describe_topic("wire-order")
     leader = dict(enumerate(addresses(cluster)))[partition.leader]
@@ -283,7 +283,7 @@ def test_records_kafka_refuses_get_its_error_code_and_leave_the_log_unchanged(
 
 
 def test_a_fetch_below_v10_is_refused_zstd_and_v10_reads_it(cluster, validated_topics):
-    from actors.records import read_records
+    from actors.codecs.record_batches import read_records
     from tests.support.batches import ZSTD, client_batch
     cluster.create_topic("wire-zstd", assignment=[[0]])
     answer = send_and_read(validated_topics, 0, 8, produce_body(8, "wire-zstd", {0: client_batch(

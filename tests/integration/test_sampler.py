@@ -7,7 +7,7 @@ import pytest
 
 from orchestration.chaos.checker import INVARIANT_KINDS, check
 from orchestration.admin.wait import wait_until
-from orchestration.chaos.history import HistoryWriter, read_history
+from orchestration.history import HistoryWriter, read_history
 from orchestration.chaos.sampler import Sampler
 
 pytestmark = pytest.mark.integration

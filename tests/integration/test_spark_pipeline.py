@@ -8,7 +8,7 @@ import pytest
 
 from orchestration.chaos.runner import FAST_FAILOVER_CONFIG
 from orchestration.errors import KafkaError
-from orchestration.chaos.history import read_history
+from orchestration.history import read_history
 from orchestration.spark.jobs import record_id
 from orchestration.spark.pipeline import run_on
 from orchestration.spark.session import RayTarget, SparkOnRay, SparkSizing, check_java

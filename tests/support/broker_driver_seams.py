@@ -48,7 +48,7 @@ class SlowDisk(InMemoryStorage):
 
 
 class Seams:
-    """Transport, clock and log: a fixed clock, calls kept unanswered unless the test answers them."""
+    """Messenger, clock and log: a fixed clock, calls kept unanswered unless the test answers them."""
 
     def __init__(self) -> None:
         self.now = 0

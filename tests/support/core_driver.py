@@ -16,9 +16,9 @@ from actors.core.messages.update_metadata import (
     UpdateMetadataBroker, UpdateMetadataPartitionState, UpdateMetadataRequest, UpdateMetadataTopicState,
 )
 from actors.core.replica.replica_manager import ReplicaManager
-from actors.compression_codecs import KafkaCompressionCodecs
+from actors.codecs.compression import KafkaCompressionCodecs
 from actors.drivers.broker import run_storage_work
-from actors.records import BatchBuilder
+from actors.codecs.record_batches import BatchBuilder
 
 
 def make_batch(values, keys=None, timestamp_ms: int = 1_700_000_000_000) -> bytes:

@@ -13,7 +13,7 @@ import pytest
 from crc32c import crc32c
 
 from actors.core.log.record_batch import parse_batches, read_header, stamp_batch, verify_crc
-from actors.records import BatchBuilder, fetch_extent, read_records, with_producer_state
+from actors.codecs.record_batches import BatchBuilder, fetch_extent, read_records, with_producer_state
 from orchestration.clients.arrow_records import arrow_schema, record_batches_to_arrow
 from orchestration.clients.fetched import FetchedPartition, trim_batch
 from tests.support.core_driver import make_batch

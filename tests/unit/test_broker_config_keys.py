@@ -15,8 +15,8 @@ from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.group.group_config import GROUP_COORDINATOR_DEFAULTS
 from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.metadata import MetadataRequest
-from actors.core.replica.auto_create import CREATION_RETRY_MS
-from actors.core.replica.broker_lifecycle import LIFECYCLE_DEFAULTS
+from actors.core.broker.auto_create import CREATION_RETRY_MS
+from actors.core.broker.broker_lifecycle import LIFECYCLE_DEFAULTS
 from actors.core.topic_configs import check_broker_config
 from tests.support.controller_driver import ControllerDriver
 from tests.support.core_driver import CoreDriver, make_batch, produce_result

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from orchestration.chaos.checker import ANOMALY_KINDS, check, main
-from orchestration.chaos.history import (
+from orchestration.history import (
     HistoryWriter,
     read_history,
     split_topic_partition,

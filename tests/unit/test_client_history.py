@@ -14,7 +14,7 @@ from ray.exceptions import RayActorError, RayTaskError
 
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages import AllocateProducerIdsResponse, InitProducerIdResponse
-from actors.core.replica.producer_ids import ProducerIdManager
+from actors.core.broker.producer_id_manager import ProducerIdManager
 from actors.core.messages.produce import (
     PartitionProduceData, PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceData,
     TopicProduceResponse,
@@ -22,7 +22,7 @@ from actors.core.messages.produce import (
 from orchestration.chaos.checker import check
 from orchestration.clients.consumer import Consumer
 from orchestration.errors import KafkaError
-from orchestration.chaos.history import HistoryWriter, read_history
+from orchestration.history import HistoryWriter, read_history
 from orchestration.clients.producer import NO_ACKNOWLEDGEMENT, Producer
 from tests.support.core_driver import CoreDriver, make_batch
 from tests.unit.test_consumer_group_client import CoreCoordinator, FakeChannel, heartbeat, membership, poll_until

@@ -13,7 +13,7 @@ from actors.core.log.log_validator import check_produce_records
 from actors.core.log.record_batch import holds_zstd_batch
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from actors.core.replica.fetch import refuse_zstd
-from actors.records import read_records
+from actors.codecs.record_batches import read_records
 from tests.support.batches import GZIP, LZ4, SNAPPY, ZSTD, client_batch as batch
 from tests.support.core_driver import CoreDriver, fetch_result
 

@@ -12,7 +12,7 @@ from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.compression import PRODUCER_CODECS
 from actors.core.log.record_batch import COMPRESSION_CODEC_MASK, CRC_START_POSITION, parse_batches, stamp_batch
 from actors.core.topic_configs import validate_topic_config
-from actors.records import BatchBuilder, read_records, with_producer_state
+from actors.codecs.record_batches import BatchBuilder, read_records, with_producer_state
 from orchestration.clients.arrow_records import record_batches_to_arrow
 from orchestration.clients.fetched import batch_of, trim_batch
 from orchestration.errors import KafkaError

@@ -9,7 +9,7 @@ import pytest
 from actors.core.errors import ErrorCode
 from actors.core.log.storage import InMemoryStorage
 from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
-from actors.records import read_records
+from actors.codecs.record_batches import read_records
 from tests.support.core_driver import CoreDriver, fetch_result, make_batch
 
 MAX_WAIT_MS = 500

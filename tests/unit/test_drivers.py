@@ -1,5 +1,5 @@
 """Proves the drivers interpret effects as the Ray actors and the simulator both rely on, over a
-recording transport: a broker starts a fetcher once, tells it changes in order, stops it when
+recording messenger: a broker starts a fetcher once, tells it changes in order, stops it when
 told and restarts a dead one from where its logs end; a failed controller call reaches the broker
 core as NETWORK_EXCEPTION; the controller hands each step's sends to one broker's send thread as
 one batch, in order with channel changes, drops them without a send thread, and marks a resync."""
@@ -17,7 +17,7 @@ from actors.drivers.controller import ControllerDriver
 
 
 class Recorder:
-    """Transport, clock and log in one: every seam call in order."""
+    """Messenger, clock and log in one: every seam call in order."""
 
     def __init__(self) -> None:
         self.calls: list[tuple] = []

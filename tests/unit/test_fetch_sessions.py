@@ -5,7 +5,7 @@ from __future__ import annotations
 from actors.core.errors import ErrorCode
 from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchResponse, ForgottenTopic
 from actors.core.replica.fetch_session import FetchSessionCache, next_epoch
-from actors.core.replica.fetch_session_handler import FetchSessionHandler
+from actors.core.fetcher.fetch_session_handler import FetchSessionHandler
 from tests.support.core_driver import CoreDriver, make_batch
 
 PARTITIONS = 64
@@ -199,8 +199,8 @@ def test_a_parked_incremental_fetch_answers_only_what_arrived():
 def _fetcher_with(partitions: int):
     from actors.core.config import KafkaConfig
     from actors.core.effects import Send
-    from actors.core.replica.fetcher import FetcherCore
-    from actors.core.replica.follower_messages import InitialFetchState
+    from actors.core.fetcher.fetcher import FetcherCore
+    from actors.core.fetcher.follower_messages import InitialFetchState
     fetcher = FetcherCore(broker_id=2, leader_id=1, fetcher_id=0, config=KafkaConfig({}), now_ms=0)
     effects = fetcher.add_partitions([InitialFetchState(topic="t", partition=p, fetch_offset=0, current_leader_epoch=1)
                                       for p in range(partitions)], now_ms=0)

@@ -22,14 +22,14 @@ from actors.core.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetForLeaderPartitionResult,
     OffsetForLeaderTopicResult,
 )
-from actors.core.replica import fetcher as fetcher_module
-from actors.core.replica.fetcher import FetchState, FetcherCore
-from actors.core.replica.follower_messages import (
+from actors.core.fetcher import fetcher as fetcher_module
+from actors.core.fetcher.fetcher import FetchState, FetcherCore
+from actors.core.fetcher.follower_messages import (
     FollowerAppendRequest, FollowerAppendResponse, FollowerPartitionState, FollowerTruncateRequest,
     FollowerTruncateResponse, InitialFetchState,
 )
-from actors.core.replica.truncation import apply_follower_truncation
-from actors.records import next_offset_after, read_records
+from actors.core.fetcher.truncation import apply_follower_truncation
+from actors.codecs.record_batches import next_offset_after, read_records
 from tests.support.core_driver import make_batch
 
 TOPIC = "orders"

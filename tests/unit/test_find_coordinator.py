@@ -12,7 +12,7 @@ from actors.core.messages.find_coordinator import (
     COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION, FindCoordinatorRequest,
 )
 from actors.core.messages.metadata import MetadataResponseBroker
-from actors.core.replica.find_coordinator import OFFSETS_TOPIC_CREATION_RETRY_MS, CoordinatorFinder
+from actors.core.broker.find_coordinator import OFFSETS_TOPIC_CREATION_RETRY_MS, CoordinatorFinder
 from tests.support.core_driver import CoreDriver
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from actors.core.effects import ArmTimer, CoordinatorMetadataUpdate, Respond, Send
 from actors.core.errors import ErrorCode
-from actors.core.group import records as rec
+from actors.core.group import offsets_topic_records as rec
 from actors.core.group.assignors import subscription_metadata
 from actors.core.group.coordinator import GroupCoordinatorCore
 from actors.core.group.group_metadata import GroupState, OffsetAndMetadata

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from actors.core.effects import CoordinatorMetadataUpdate
 from actors.core.errors import ErrorCode
-from actors.core.group import records as rec
+from actors.core.group import offsets_topic_records as rec
 from tests.unit.test_group_coordinator import KNOWN_PARTITIONS, Driver, group_in_partition
 
 

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from actors.core.group import records as rec
+from actors.core.group import offsets_topic_records as rec
 from actors.core.group.group_metadata import (
     VALID_PREVIOUS_STATES, GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata, is_valid_transition,
 )

@@ -15,7 +15,7 @@ from ray.exceptions import RayActorError
 from actors.core.errors import ErrorCode
 from actors.core.messages.produce import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 from actors.core.log.record_batch import parse_batches
-from actors.records import read_records
+from actors.codecs.record_batches import read_records
 from orchestration.errors import KafkaError
 from tests.support.core_driver import fetch_request
 from tests.unit.test_client_history import (

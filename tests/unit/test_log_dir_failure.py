@@ -14,7 +14,7 @@ from actors.core.log.log import Log
 from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import InMemoryStorage
 from actors.core.log.storage_faults import DISK_FULL, FSYNC_ERROR, WRITE_ERROR, FaultyStorage
-from actors.records import read_records
+from actors.codecs.record_batches import read_records
 from tests.support.core_driver import CoreDriver, fetch_result, make_batch, produce_result
 
 CONFIG = LogConfig.from_properties({"index.interval.bytes": "1"})  # an index entry per batch

@@ -11,7 +11,7 @@ from actors.core.errors import ErrorCode
 from actors.core.log.storage import InMemoryStorage
 from actors.core.log.storage_faults import DISK_FULL, FSYNC_ERROR, FaultyStorage
 from actors.core.messages.broker_registration import BrokerRegistrationResponse
-from actors.core.replica.broker_core import BrokerCore
+from actors.core.broker.broker_core import BrokerCore
 from actors.drivers.broker import BrokerDriver
 from actors.ray_seams import RayStorageWorker
 from tests.support.broker_driver_seams import Seams, ask, wait_until

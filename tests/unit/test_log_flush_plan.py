@@ -11,7 +11,7 @@ from actors.core.log.checkpoints import (
 from actors.core.log.log import Log
 from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import InMemoryStorage
-from actors.records import read_records
+from actors.codecs.record_batches import read_records
 from tests.support.core_driver import CoreDriver, make_batch
 
 FLUSH_INTERVAL_MS = 1_000

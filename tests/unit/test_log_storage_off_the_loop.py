@@ -21,8 +21,8 @@ from actors.core.log.storage import InMemoryStorage
 from actors.core.messages.broker_registration import BrokerRegistrationResponse
 from actors.core.messages.metadata import MetadataRequest, MetadataResponse
 from actors.core.messages.stop_replica import StopReplicaRequest, StopReplicaTopic
-from actors.core.replica.broker_core import BrokerCore
-from actors.core.replica.follower_messages import (
+from actors.core.broker.broker_core import BrokerCore
+from actors.core.fetcher.follower_messages import (
     FollowerAppendPartition,
     FollowerAppendRequest,
     FollowerTruncatePartition,

@@ -16,11 +16,11 @@ from actors.core.log.log import Log
 from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import InMemoryStorage
 from actors.core.messages.stop_replica import StopReplicaRequest, StopReplicaTopic
-from actors.core.replica.follower_messages import (
+from actors.core.fetcher.follower_messages import (
     FollowerAppendPartition, FollowerAppendRequest, FollowerTruncatePartition, FollowerTruncateRequest,
     TruncationMode,
 )
-from actors.records import read_records
+from actors.codecs.record_batches import read_records
 from tests.support.core_driver import CoreDriver, make_batch
 
 FLUSH_INTERVAL_MS = 1_000

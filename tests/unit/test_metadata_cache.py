@@ -17,8 +17,8 @@ from actors.core.messages.metadata import MetadataRequest, MetadataResponse, Met
 from actors.core.messages.update_metadata import (
     UpdateMetadataBroker, UpdateMetadataPartitionState, UpdateMetadataRequest, UpdateMetadataTopicState,
 )
-from actors.core.replica.broker_core import BrokerCore
-from actors.core.replica.metadata_cache import LEADER_DURING_DELETE, MetadataCache
+from actors.core.broker.broker_core import BrokerCore
+from actors.core.broker.metadata_cache import LEADER_DURING_DELETE, MetadataCache
 
 
 def state(partition=0, *, leader=1, leader_epoch=4, replicas=(1, 2, 3), isr=None, offline=()):

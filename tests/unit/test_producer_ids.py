@@ -10,7 +10,7 @@ from actors.core.errors import ErrorCode
 from actors.core.messages import (
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, InitProducerIdRequest, InitProducerIdResponse,
 )
-from actors.core.replica.producer_ids import PARKED_REQUESTS_MAX, ProducerIdManager
+from actors.core.broker.producer_id_manager import PARKED_REQUESTS_MAX, ProducerIdManager
 from tests.support.controller_driver import ControllerDriver
 
 

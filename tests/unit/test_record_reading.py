@@ -11,7 +11,7 @@ import pytest
 from kafka.record.memory_records import MemoryRecords
 
 from actors.core.log.record_batch import parse_batches, stamp_batch
-from actors.records import BatchBuilder, ConsumerRecord, read_records
+from actors.codecs.record_batches import BatchBuilder, ConsumerRecord, read_records
 
 
 def reference_records(topic: str, partition: int, buffer, from_offset: int) -> list[ConsumerRecord]:

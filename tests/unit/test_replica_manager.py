@@ -13,7 +13,7 @@ from actors.core.messages.list_offsets import (
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from actors.core.replica.replica_manager import OFFSETS_TOPIC
 from actors.core.messages.metadata import MetadataRequest
-from actors.records import read_records
+from actors.codecs.record_batches import read_records
 from tests.support.core_driver import CoreDriver, fetch_result, make_batch, produce_result
 
 

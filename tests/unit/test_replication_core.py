@@ -13,7 +13,7 @@ from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from actors.core.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
 )
-from actors.core.replica.follower_messages import (
+from actors.core.fetcher.follower_messages import (
     FollowerAppendPartition, FollowerAppendRequest, FollowerTruncatePartition, FollowerTruncateRequest,
     TruncationMode,
 )

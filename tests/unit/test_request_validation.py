@@ -17,7 +17,7 @@ from actors.core.messages import (
     PartitionProduceData, ProduceRequest, TopicProduceData,
 )
 from actors.core.messages.validation import request_schema_error
-from actors.core.replica.follower_messages import (
+from actors.core.fetcher.follower_messages import (
     FollowerTruncatePartition, FollowerTruncateRequest, TruncationMode,
 )
 from actors.drivers.base import Driver
@@ -124,7 +124,7 @@ def test_a_driver_refuses_an_unparsable_request_without_stepping_the_core():
         return []
 
     log = _Log()
-    driver = Driver("test", transport=None, clock=_Clock(), log=log)
+    driver = Driver("test", messenger=None, clock=_Clock(), log=log)
     with pytest.raises(KafkaProtocolError) as raised:
         driver.request(handle_heartbeat, HeartbeatRequest(group_id="g", generation_id="1", member_id="m"),
                        stepped.append)

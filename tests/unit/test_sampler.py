@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from orchestration.chaos.checker import INVARIANT_KINDS, check
-from orchestration.chaos.history import HistoryWriter, read_history
+from orchestration.history import HistoryWriter, read_history
 from orchestration.chaos.sampler import Sampler, build_samples, digest_requests, digests_agree
 
 TOPIC = "t"

@@ -18,8 +18,8 @@ from actors.core.errors import ErrorCode
 from actors.core.messages.fetch import (
     EpochEndOffset, FetchableTopicResponse, FetchPartition, FetchPartitionData, FetchRequest, FetchResponse, FetchTopic,
 )
-from actors.core.replica.fetcher import FetcherCore
-from actors.core.replica.follower_messages import (
+from actors.core.fetcher.fetcher import FetcherCore
+from actors.core.fetcher.follower_messages import (
     FollowerAppendPartition, FollowerAppendRequest, FollowerAppendResponse, FollowerPartitionState,
     FollowerTruncateRequest, InitialFetchState, TruncationMode,
 )
@@ -30,8 +30,8 @@ TOPIC = "orders"
 
 
 # ------------------------------------------------------------------- the leader's broker driver
-class PackingTransport:
-    """Transport, clock and log: records every pack call."""
+class PackingMessenger:
+    """Messenger, clock and log: records every pack call."""
 
     def __init__(self) -> None:
         self.packs: list[tuple] = []
@@ -64,23 +64,23 @@ def fetch_answer(payloads: dict[int, bytes], errors: dict[int, ErrorCode] | None
                            records=payload) for p, payload in payloads.items())),))
 
 
-def answer_through_driver(replica_id: int, response: FetchResponse) -> tuple[list, PackingTransport]:
-    transport = PackingTransport()
+def answer_through_driver(replica_id: int, response: FetchResponse) -> tuple[list, PackingMessenger]:
+    messenger = PackingMessenger()
     core = SimpleNamespace(broker_id=0, handle_fetch=lambda request_id, request, now_ms: [
         Respond(request_id=request_id, response=response)])
-    driver = BrokerDriver(core, transport, transport, transport)
+    driver = BrokerDriver(core, messenger, messenger, messenger)
     answered: list = []
     request = FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, replica_id=replica_id, topics=(
         FetchTopic(topic=TOPIC, partitions=tuple(FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=1 << 20)
                                                  for p in range(4))),))
     driver.handle("handle_fetch", request, answered.append)
-    return answered, transport
+    return answered, messenger
 
 
 def test_a_follower_fetch_answer_of_many_partitions_is_packed_as_one_object():
     response = fetch_answer({0: b"a" * 10, 1: b"", 2: b"c" * 30, 3: b"d" * 40}, {1: ErrorCode.NOT_LEADER_OR_FOLLOWER})
-    answered, transport = answer_through_driver(replica_id=2, response=response)
-    assert transport.packs == [("pack_together", [b"a" * 10, b"c" * 30, b"d" * 40])], transport.packs
+    answered, messenger = answer_through_driver(replica_id=2, response=response)
+    assert messenger.packs == [("pack_together", [b"a" * 10, b"c" * 30, b"d" * 40])], messenger.packs
     partitions = answered[0].responses[0].partitions
     assert [p.records for p in partitions] == ["shared#0", b"", "shared#1", "shared#2"]
     assert partitions[1].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -88,14 +88,14 @@ def test_a_follower_fetch_answer_of_many_partitions_is_packed_as_one_object():
 
 def test_a_consumer_fetch_answer_is_still_packed_per_partition():
     response = fetch_answer({0: b"a" * 10, 1: b"b" * 20})
-    _, transport = answer_through_driver(replica_id=-1, response=response)
-    assert transport.packs == [("pack", b"a" * 10, False), ("pack", b"b" * 20, False)], transport.packs
+    _, messenger = answer_through_driver(replica_id=-1, response=response)
+    assert messenger.packs == [("pack", b"a" * 10, False), ("pack", b"b" * 20, False)], messenger.packs
 
 
 def test_an_answer_with_no_records_packs_nothing():
     response = fetch_answer({0: b"", 1: b""})
-    answered, transport = answer_through_driver(replica_id=2, response=response)
-    assert transport.packs == [] and answered == [response]
+    answered, messenger = answer_through_driver(replica_id=2, response=response)
+    assert messenger.packs == [] and answered == [response]
 
 
 # ------------------------------------------------------------------------- pack_together itself

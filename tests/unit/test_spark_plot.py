@@ -39,7 +39,7 @@ def test_windows_from_a_history(tmp_path):
 
 def test_a_chaos_run_draws_its_picture_from_its_history(tmp_path):
     from orchestration.cli import _draw_history
-    from orchestration.chaos.history import HistoryWriter
+    from orchestration.history import HistoryWriter
     with HistoryWriter(tmp_path / "history.jsonl") as history:
         history.invoke("p", "t", None, "a", time=0.1)
         history.ok("p", "t", 0, 0, "a", time=0.2)

@@ -11,7 +11,7 @@ from actors.core.config import KafkaConfig
 from actors.core.errors import ErrorCode
 from actors.core.messages.broker_registration import BrokerRegistrationResponse
 from actors.core.messages.metadata import MetadataRequest, MetadataResponse
-from actors.core.replica.broker_core import BrokerCore
+from actors.core.broker.broker_core import BrokerCore
 from actors.drivers.broker import BrokerDriver
 from actors.ray_seams import RayStorageWorker
 from tests.support.broker_driver_seams import WAIT_LIMIT_S, Seams, SlowDisk, ask, wait_until

@@ -12,7 +12,7 @@ from actors.core.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 )
 from actors.core.messages.update_metadata import UpdateMetadataRequest
-from actors.core.replica.config_forwarding import ConfigForwarder
+from actors.core.broker.config_forwarding import ConfigForwarder
 from tests.support.controller_driver import ControllerDriver
 from tests.support.core_driver import CoreDriver, make_batch, produce_result
 

@@ -16,7 +16,7 @@ from actors.core.messages.create_topics import (
 )
 from actors.core.messages.delete_topics import DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse
 from actors.core.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
-from actors.core.replica.metadata_cache import LEADER_DURING_DELETE
+from actors.core.broker.metadata_cache import LEADER_DURING_DELETE
 from tests.support.controller_driver import ControllerDriver
 from tests.unit.test_metadata_cache import registered_broker, state, update
 

@@ -9,8 +9,8 @@ from actors.core.errors import ErrorCode
 from actors.core.log.log import Log
 from actors.core.log.log_config import LogConfig
 from actors.core.log.storage import InMemoryStorage
-from actors.core.replica.follower_messages import FollowerTruncatePartition, TruncationMode
-from actors.core.replica.truncation import apply_follower_truncation, offset_truncation_state
+from actors.core.fetcher.follower_messages import FollowerTruncatePartition, TruncationMode
+from actors.core.fetcher.truncation import apply_follower_truncation, offset_truncation_state
 from tests.support.core_driver import make_batch
 
 

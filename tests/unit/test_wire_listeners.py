@@ -9,7 +9,7 @@ from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages.broker_registration import BrokerEndpoint
 from actors.core.messages.metadata import MetadataRequest
 from actors.core.messages.update_metadata import UpdateMetadataBroker, UpdateMetadataRequest
-from actors.core.replica.metadata_cache import MetadataCache
+from actors.core.broker.metadata_cache import MetadataCache
 from actors.wire.listeners import (
     Listener, advertised_endpoints, decode_remembered_ports, encode_remembered_ports, parse_listeners,
     ports_to_bind,

@@ -40,7 +40,7 @@ from actors.core.controller.context import BrokerInfo, ControllerContext
 from actors.core.controller.deletion import TopicDeletion
 from actors.core.controller.metadata_propagation import MetadataPropagation, refusal
 from actors.core.controller.metadata_store import MetadataStore
-from actors.core.controller.producer_ids import allocate_producer_ids
+from actors.core.controller.producer_id_control import allocate_producer_ids
 from actors.core.controller.reassignment import PartitionReassignments
 from actors.core.controller.state import PartitionState, ReplicaState, TopicPartition
 from actors.core.controller.topics import create_topics

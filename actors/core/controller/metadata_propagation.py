@@ -2,7 +2,7 @@
 
 Theory of operation. Kafka 2.4's broker holds a CreateTopics answer until its own metadata cache
 shows the new partitions led, and a DeleteTopics answer until the topic left it (raykafka's broker
-does too: actors/core/replica/topic_operations.py). That makes the broker that answered agree with
+does too: actors/core/broker/topic_operations.py). That makes the broker that answered agree with
 the answer, not the others: a client that lists topics right after, on another broker, may still
 miss a new topic (librdkafka's ``list_topics`` asks any broker). So the controller, which alone
 knows when each broker applied an UpdateMetadata (its send threads hand every answer back), holds

@@ -1,7 +1,7 @@
 """IncrementalAlterConfigs on the controller: store a topic's new overrides and tell every broker.
 
 Theory of operation. A broker checked the request and forwarded it (see
-``actors/core/replica/config_forwarding.py``). For each topic the controller merges the operations
+``actors/core/broker/config_forwarding.py``). For each topic the controller merges the operations
 into the stored overrides and checks the result (``topic_configs.merge_alter_ops``); a topic it
 does not know, or one queued for deletion, is ``UNKNOWN_TOPIC_OR_PARTITION``, a bad result
 ``INVALID_CONFIG``. Unless ``validate_only``, the merged overrides are written to the metadata

@@ -4,6 +4,6 @@
 - ``membership``: rebalances, heartbeats, delayed joins; ``group_manager``: ownership, loading and
   ``__consumer_offsets`` writes; ``group_metadata``: the group state machine and its table.
 - ``messages``: the offsets-log append the core asks its shell for, and DeleteGroups.
-- ``records``: the ``__consumer_offsets`` key/value schemas (Kafka's binary layout).
+- ``offsets_topic_records``: the ``__consumer_offsets`` key/value schemas (Kafka's binary layout).
 - ``assignors`` (range, roundrobin, sticky), ``consumer_protocol``: for the consumer client.
 """

@@ -57,7 +57,7 @@ Records = list[tuple[bytes, bytes | None]]
 
 
 class RecordCodec(Protocol):
-    """Kafka's v2 record-batch format (the host passes kafka-python's, actors/records.py)."""
+    """Kafka's v2 record-batch format (the host passes kafka-python's, actors/codecs/record_batches.py)."""
 
     def encode(self, records: Iterable[tuple[bytes, bytes | None]], timestamp_ms: int) -> bytes: ...
 

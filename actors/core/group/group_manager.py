@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from actors.core.effects import Effect, LogEvent, Send
 from actors.core.errors import ErrorCode
-from actors.core.group import records as rec
+from actors.core.group import offsets_topic_records as rec
 from actors.core.group.group_config import GroupConfig
 from actors.core.group.group_metadata import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 from actors.core.group.messages import (

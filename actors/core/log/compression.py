@@ -9,7 +9,7 @@ default, which keeps what the producer sent. The leader's append (Kafka 2.4's
 topic's target (the fast path: no per-record work, as for ``producer``), and otherwise
 decompresses it and builds it again with the target codec (the slow path). Building is the
 ``CompressionCodecs``' job: the core has no record builder (aiokafka's loads asyncio), so the shell
-hands it one (``actors.compression_codecs.KafkaCompressionCodecs``). Reading compressed records
+hands it one (``actors.codecs.compression.KafkaCompressionCodecs``). Reading compressed records
 is the core's own (``decompress_records``: zlib and cramjam), for the log's validation and
 ListOffsets by timestamp.
 

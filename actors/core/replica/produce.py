@@ -21,7 +21,7 @@ from actors.core.log.log_validator import check_produce_records
 from actors.core.messages.produce import (
     PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
 )
-from actors.core.replica.metadata_cache import INTERNAL_TOPICS
+from actors.core.broker.metadata_cache import INTERNAL_TOPICS
 from actors.core.replica.purgatory import DelayedOperation
 from actors.core.replica.replica_manager_view import ReplicaManagerView
 

@@ -61,13 +61,13 @@ from actors.core.messages.stop_replica import (
 )
 from actors.core.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from actors.core.replica import fetch, produce, replication
-from actors.core.replica.auto_create import TopicAutoCreation
+from actors.core.broker.auto_create import TopicAutoCreation
 from actors.core.replica.alter_partition_manager import AlterPartitionManager
 from actors.core.replica.fetch_session import SESSION_CACHE_SLOTS_KEY, FetchSessionCache
-from actors.core.replica.fetcher_manager import FetcherManager
+from actors.core.fetcher.fetcher_manager import FetcherManager
 from actors.core.replica.log_dir_failure_handler import storage_step
 from actors.core.replica.log_flusher import LogFlusher
-from actors.core.replica.metadata_cache import MetadataCache
+from actors.core.broker.metadata_cache import MetadataCache
 from actors.core.replica.partition import Partition
 from actors.core.replica.purgatory import DelayedOperation, Purgatory
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from actors.core.effects import Effect
 from actors.core.replica.alter_partition_manager import AlterPartitionManager
 from actors.core.replica.fetch_session import FetchSessionCache
-from actors.core.replica.fetcher_manager import FetcherManager
+from actors.core.fetcher.fetcher_manager import FetcherManager
 from actors.core.replica.partition import Partition
 from actors.core.replica.purgatory import DelayedOperation, Purgatory
 

@@ -33,13 +33,13 @@ from actors.core.messages.offset_for_leader_epoch import (
     OffsetForLeaderTopicResult,
 )
 from actors.core.replica.alter_partition_manager import IsrChange
-from actors.core.replica.follower_messages import (
+from actors.core.fetcher.follower_messages import (
     FollowerAppendRequest, FollowerAppendResponse, FollowerPartitionState, FollowerTruncateRequest,
     FollowerTruncateResponse, InitialFetchState,
 )
 from actors.core.replica.partition import Partition
 from actors.core.replica.replica_manager_view import ReplicaManagerView
-from actors.core.replica.truncation import apply_follower_truncation
+from actors.core.fetcher.truncation import apply_follower_truncation
 
 
 LEADER_EPOCH_POLICY = "leader-epoch"

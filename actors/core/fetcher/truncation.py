@@ -34,7 +34,7 @@ from __future__ import annotations
 from actors.core.errors import ErrorCode
 from actors.core.log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from actors.core.log.log import Log
-from actors.core.replica.follower_messages import (
+from actors.core.fetcher.follower_messages import (
     FollowerPartitionState, FollowerTruncatePartition, TruncationMode,
 )
 

@@ -35,7 +35,7 @@ from actors.core.errors import ErrorCode
 from actors.core.messages import create_topics, delete_topics
 from actors.core.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from actors.core.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
-from actors.core.replica.metadata_cache import MetadataCache
+from actors.core.broker.metadata_cache import MetadataCache
 from actors.core.replica.purgatory import DelayedOperation, Purgatory
 
 FORWARDED_MAX = 1000

@@ -1,7 +1,7 @@
-"""The transport seam: network faults between actors, for fault injection.
+"""The fault network: faults on the links between actors, for fault injection.
 
 Theory of operation. Every call one raykafka process makes to another goes through
-``Transport.call`` in the calling shell: a broker asking the controller, a replica fetcher asking
+``FaultNetwork.call`` in the calling shell: a broker asking the controller, a replica fetcher asking
 its leader, a controller send thread calling its broker. Each side of such a call is a *node*:
 ``broker-<id>`` (a broker and everything it runs: its fetchers and its group coordinator) or
 ``controller`` (the controller and its send threads), as they would be hosts in a Kafka cluster.
@@ -22,11 +22,11 @@ until its request times out). A rule on (A, B) affects only messages from A to B
 partition is one rule and a full partition two. Rules name nodes or ``*``.
 
 Clients (producers, consumers) do not go through the seam: partitions here are between servers.
-The pure part (``LinkRule``, ``NetworkRules``) does no I/O; ``Transport`` reads the store.
+The pure part (``LinkRule``, ``NetworkRules``) does no I/O; ``FaultNetwork`` reads the store.
 
 Reading the store is a blocking call to Ray's GCS. A shell that calls often (a replica fetcher,
 several calls per replicated batch) must not stall its event loop on it for every
-``RULES_REFRESH_S``, so ``Transport`` given ``run_off_loop`` (the shells: the event loop's
+``RULES_REFRESH_S``, so ``FaultNetwork`` given ``run_off_loop`` (the shells: the event loop's
 executor) reads on another thread once its copy is ``RULES_REFRESH_S`` old, while calls go on
 with the copy they have; only a copy ``RULES_STALE_MAX_S`` old (a call after a quiet spell, or a
 read that has not come back) is read at once, on the calling path, as before. A copy dates from
@@ -133,8 +133,8 @@ class NetworkRules:
         return cls((LinkRule(**rule) for rule in data["rules"]), int(data["version"]))
 
 
-class Transport:
-    """One shell's side of the seam: ``await transport.call(destination, lambda: handle.m.remote(x), timeout_s)``.
+class FaultNetwork:
+    """One shell's side of the seam: ``await network.call(destination, lambda: handle.m.remote(x), timeout_s)``.
 
     ``load_rules`` reads the published rules (the Ray store in the shells; a test passes its own).
     ``run_off_loop(work)``, if given, runs ``work`` on another thread and returns a future of its
@@ -234,6 +234,6 @@ def _in_loop_executor(work: Callable[[], Any]) -> asyncio.Future:
     return asyncio.get_running_loop().run_in_executor(None, work)
 
 
-def shell_transport(node: str, ray_namespace: str) -> Transport:
-    """A shell's transport: called on its event loop, it refreshes the rules off it."""
-    return Transport(node, store_rules_loader(ray_namespace), run_off_loop=_in_loop_executor)
+def shell_fault_network(node: str, ray_namespace: str) -> FaultNetwork:
+    """A shell's fault network: called on its event loop, it refreshes the rules off it."""
+    return FaultNetwork(node, store_rules_loader(ray_namespace), run_off_loop=_in_loop_executor)

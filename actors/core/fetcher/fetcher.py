@@ -52,11 +52,11 @@ from actors.core.messages.list_offsets import (
 from actors.core.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetForLeaderPartition, OffsetForLeaderTopic,
 )
-from actors.core.replica.fetch_session_handler import FetchSessionHandler
-from actors.core.replica.fetch_state import (
+from actors.core.fetcher.fetch_session_handler import FetchSessionHandler
+from actors.core.fetcher.fetch_state import (
     TRANSITIONS, FetchState, InFlight, PartitionFetchState, Step, StepKind, TopicPartition,
 )
-from actors.core.replica.follower_messages import (
+from actors.core.fetcher.follower_messages import (
     FollowerAppendPartition, FollowerAppendRequest, FollowerAppendResponse, FollowerPartitionState,
     FollowerTruncatePartition, FollowerTruncateRequest, FollowerTruncateResponse, InitialFetchState,
     TruncationMode,

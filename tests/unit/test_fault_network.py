@@ -1,4 +1,4 @@
-"""The transport seam decides each message's fate from the link rules: cut and dropped requests
+"""The fault network decides each message's fate from the link rules: cut and dropped requests
 never run, lost answers come after the request ran, delays hold messages back, and rules that
 change while a call is in flight catch its answer (driven with fake sends, no Ray)."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from actors.transport import LinkDown, LinkRule, NetworkRules, Transport
+from actors.fault_network import LinkDown, LinkRule, NetworkRules, FaultNetwork
 
 
 def rules(*items: LinkRule) -> NetworkRules:
@@ -68,8 +68,8 @@ class FakePeer:
         return value * 2
 
 
-def transport_with(current: list[NetworkRules]) -> Transport:
-    return Transport("a", lambda: current[0], rng=random.Random(1))
+def network_with(current: list[NetworkRules]) -> FaultNetwork:
+    return FaultNetwork("a", lambda: current[0], rng=random.Random(1))
 
 
 def run(coroutine):
@@ -78,44 +78,44 @@ def run(coroutine):
 
 def test_without_rules_the_call_goes_through():
     peer = FakePeer()
-    assert run(transport_with([NetworkRules()]).call("b", lambda: peer.handle(21), 1.0)) == 42
+    assert run(network_with([NetworkRules()]).call("b", lambda: peer.handle(21), 1.0)) == 42
     assert peer.received == 1
 
 
 def test_a_cut_request_never_reaches_the_peer_and_fails_fast():
-    peer, transport = FakePeer(), transport_with([rules(LinkRule("a", "b", "cut"))])
+    peer, network = FakePeer(), network_with([rules(LinkRule("a", "b", "cut"))])
 
     async def scenario():
         loop = asyncio.get_running_loop()
         started = loop.time()
         with pytest.raises(LinkDown):
-            await transport.call("b", lambda: peer.handle(1), 30.0)
+            await network.call("b", lambda: peer.handle(1), 30.0)
         return loop.time() - started
 
     assert run(scenario()) < 5.0 and peer.received == 0
 
 
 def test_a_cut_answer_comes_after_the_request_ran():
-    peer, transport = FakePeer(), transport_with([rules(LinkRule("b", "a", "cut"))])
+    peer, network = FakePeer(), network_with([rules(LinkRule("b", "a", "cut"))])
     with pytest.raises(LinkDown):
-        run(transport.call("b", lambda: peer.handle(1), 30.0))
+        run(network.call("b", lambda: peer.handle(1), 30.0))
     assert peer.received == 1, "the request ran: only its answer was lost (an indeterminate outcome)"
 
 
 def test_a_dropped_request_times_out_at_the_callers_deadline():
-    peer, transport = FakePeer(), transport_with([rules(LinkRule("a", "b", "drop", probability=1.0))])
+    peer, network = FakePeer(), network_with([rules(LinkRule("a", "b", "drop", probability=1.0))])
     with pytest.raises(asyncio.TimeoutError):
-        run(transport.call("b", lambda: peer.handle(1), 0.2))
+        run(network.call("b", lambda: peer.handle(1), 0.2))
     assert peer.received == 0
 
 
 def test_a_delay_holds_the_request_back():
-    peer, transport = FakePeer(), transport_with([rules(LinkRule("a", "b", "delay", delay_ms=150))])
+    peer, network = FakePeer(), network_with([rules(LinkRule("a", "b", "delay", delay_ms=150))])
 
     async def scenario():
         loop = asyncio.get_running_loop()
         started = loop.time()
-        assert await transport.call("b", lambda: peer.handle(2), 5.0) == 4
+        assert await network.call("b", lambda: peer.handle(2), 5.0) == 4
         return loop.time() - started
 
     assert run(scenario()) >= 0.15
@@ -123,13 +123,13 @@ def test_a_delay_holds_the_request_back():
 
 def test_a_cut_made_while_the_call_is_in_flight_catches_its_answer():
     current = [NetworkRules()]
-    peer, transport = FakePeer(latency_s=0.3), transport_with(current)
+    peer, network = FakePeer(latency_s=0.3), network_with(current)
 
     async def scenario():
-        call = asyncio.ensure_future(transport.call("b", lambda: peer.handle(1), 5.0))
+        call = asyncio.ensure_future(network.call("b", lambda: peer.handle(1), 5.0))
         await asyncio.sleep(0.05)
         current[0] = rules(LinkRule("b", "a", "cut"))
-        transport._loaded_at = None  # as if the refresh interval had passed
+        network._loaded_at = None  # as if the refresh interval had passed
         with pytest.raises(LinkDown):
             await call
 
@@ -142,14 +142,14 @@ def test_a_cut_made_while_an_answer_is_held_back_by_a_delay_catches_it():
     """The answer left the callee and sits on a slow link; the link is cut before it arrives."""
     delayed = rules(LinkRule("b", "a", "delay", delay_ms=300))
     current = [delayed]
-    peer, transport = FakePeer(), transport_with(current)
+    peer, network = FakePeer(), network_with(current)
 
     async def scenario():
-        call = asyncio.ensure_future(transport.call("b", lambda: peer.handle(1), 5.0))
+        call = asyncio.ensure_future(network.call("b", lambda: peer.handle(1), 5.0))
         await asyncio.sleep(0.1)
         assert peer.received == 1 and not call.done(), "the request ran; its answer is held back"
         current[0] = NetworkRules(delayed.rules + (LinkRule("b", "a", "cut"),), 2)
-        transport._loaded_at = None  # as if the refresh interval had passed
+        network._loaded_at = None  # as if the refresh interval had passed
         with pytest.raises(LinkDown):
             await call
 
@@ -198,54 +198,54 @@ class OffLoop:
             future.set_result(work())
 
 
-def off_loop_transport():
+def off_loop_network():
     clock, store, off_loop = Clock(), Store(), OffLoop()
-    return Transport("a", store.load, clock=clock, rng=random.Random(1), run_off_loop=off_loop), clock, store, off_loop
+    return FaultNetwork("a", store.load, clock=clock, rng=random.Random(1), run_off_loop=off_loop), clock, store, off_loop
 
 
 def test_a_refresh_of_rules_read_recently_runs_off_the_calling_path():
     """A fetcher calls its leader many times a second: once its copy is RULES_REFRESH_S old the
     store is read on another thread while calls go on with the copy they have, and the calls
     after that read came back judge by what it read."""
-    from actors.transport import RULES_REFRESH_S
-    transport, clock, store, off_loop = off_loop_transport()
-    first = transport.rules()
+    from actors.fault_network import RULES_REFRESH_S
+    network, clock, store, off_loop = off_loop_network()
+    first = network.rules()
     assert store.reads == 1, "the first call has no copy: it reads at once"
     clock.now_s += RULES_REFRESH_S + EPSILON_S
     store.current = rules(LinkRule("a", "b", "cut"))
-    assert transport.rules() is first and store.reads == 1, "the call went on with its copy"
+    assert network.rules() is first and store.reads == 1, "the call went on with its copy"
     assert len(off_loop.works) == 1
-    assert transport.rules() is first and len(off_loop.works) == 1, "one refresh at a time"
+    assert network.rules() is first and len(off_loop.works) == 1, "one refresh at a time"
     off_loop.finish()
-    assert store.reads == 2 and transport.rules() is store.current
+    assert store.reads == 2 and network.rules() is store.current
 
 
 def test_rules_older_than_the_staleness_bound_are_read_on_the_calling_path():
     """A call after a quiet spell, or while a refresh has not come back, never judges by rules
     older than RULES_STALE_MAX_S: it reads them itself, as the fault injector's wait counts on."""
-    from actors.transport import RULES_IN_FORCE_S, RULES_REFRESH_S, RULES_STALE_MAX_S
+    from actors.fault_network import RULES_IN_FORCE_S, RULES_REFRESH_S, RULES_STALE_MAX_S
     assert RULES_STALE_MAX_S < RULES_IN_FORCE_S, "the fault injector's wait puts a fault in force everywhere"
-    transport, clock, store, off_loop = off_loop_transport()
-    transport.rules()
+    network, clock, store, off_loop = off_loop_network()
+    network.rules()
     clock.now_s += RULES_STALE_MAX_S + EPSILON_S
     store.current = rules(LinkRule("a", "b", "cut"))
-    assert transport.rules() is store.current and store.reads == 2 and not off_loop.works
+    assert network.rules() is store.current and store.reads == 2 and not off_loop.works
     clock.now_s += RULES_REFRESH_S + EPSILON_S
-    transport.rules()  # starts a refresh that does not come back in time
+    network.rules()  # starts a refresh that does not come back in time
     clock.now_s += RULES_STALE_MAX_S - RULES_REFRESH_S
     newest = store.current = rules(LinkRule("b", "a", "cut"))
-    assert transport.rules() is newest, "the stale copy was read again on the calling path"
+    assert network.rules() is newest, "the stale copy was read again on the calling path"
     store.current = rules()
     off_loop.finish()  # the late refresh began before the read that overtook it: older news
-    assert transport.rules() is newest
+    assert network.rules() is newest
 
 
 def test_a_cut_published_while_calls_flow_catches_them_within_the_staleness_bound():
-    from actors.transport import RULES_STALE_MAX_S
-    peer, (transport, clock, store, off_loop) = FakePeer(), off_loop_transport()
-    assert run(transport.call("b", lambda: peer.handle(1), 1.0)) == 2
+    from actors.fault_network import RULES_STALE_MAX_S
+    peer, (network, clock, store, off_loop) = FakePeer(), off_loop_network()
+    assert run(network.call("b", lambda: peer.handle(1), 1.0)) == 2
     store.current = rules(LinkRule("a", "b", "cut"))
     clock.now_s += RULES_STALE_MAX_S + EPSILON_S
     with pytest.raises(LinkDown):
-        run(transport.call("b", lambda: peer.handle(1), 0.01))
+        run(network.call("b", lambda: peer.handle(1), 0.01))
     assert peer.received == 1

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.core.messages._base import NO_EPOCH
-from actors.core.replica.follower_messages import FollowerAppendPartition, FollowerTruncatePartition
+from actors.core.fetcher.follower_messages import FollowerAppendPartition, FollowerTruncatePartition
 
 __all__ = ["FetchState", "InFlight", "PartitionFetchState", "Step", "StepKind", "TRANSITIONS"]
 

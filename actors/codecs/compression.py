@@ -7,7 +7,7 @@ no builder and is the core's own (``compression.decompress_records``).
 """
 from __future__ import annotations
 
-from actors.records import read_header, rebuild_batch
+from actors.codecs.record_batches import read_header, rebuild_batch
 
 
 class KafkaCompressionCodecs:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from actors.core.effects import AddPartitionsToFetcher, Effect, RemovePartitionsFromFetcher
 from actors.core.java_hash import fetcher_id_for
-from actors.core.replica.follower_messages import InitialFetchState
+from actors.core.fetcher.follower_messages import InitialFetchState
 
 TopicPartition = tuple[str, int]
 FetcherKey = tuple[int, int]  # (leader broker id, fetcher id)

@@ -37,14 +37,14 @@ from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.delete_topics import DeleteTopicsRequest
 from actors.core.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from actors.core.messages.update_metadata import UpdateMetadataRequest
-from actors.core.replica.broker_lifecycle import BrokerLifecycle
-from actors.core.replica.config_forwarding import ConfigForwarder
-from actors.core.replica.find_coordinator import CoordinatorFinder
-from actors.core.replica.metadata_cache import LEADER_DURING_DELETE
+from actors.core.broker.broker_lifecycle import BrokerLifecycle
+from actors.core.broker.config_forwarding import ConfigForwarder
+from actors.core.broker.find_coordinator import CoordinatorFinder
+from actors.core.broker.metadata_cache import LEADER_DURING_DELETE
 from actors.core.replica.log_reads import BatchDigest, read_log, replica_digest
-from actors.core.replica.producer_ids import ProducerIdManager
+from actors.core.broker.producer_id_manager import ProducerIdManager
 from actors.core.replica.replica_manager import OFFSETS_TOPIC, ReplicaManager
-from actors.core.replica.topic_operations import TopicOperations
+from actors.core.broker.topic_operations import TopicOperations
 
 
 PARKED_CONTROL_REQUESTS_MAX = 10_000
