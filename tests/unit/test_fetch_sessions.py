@@ -3,8 +3,8 @@ and the fetcher's session handler against it, as Kafka's FetchSessionTest does."
 from __future__ import annotations
 
 from actors.core.errors import ErrorCode
-from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchResponse, ForgottenTopic
-from actors.core.replica.fetch_session import FetchSessionCache, next_epoch
+from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchResponse, ForgottenTopic, next_epoch
+from actors.core.replica.fetch_session import FetchSessionCache
 from actors.core.fetcher.fetch_session_handler import FetchSessionHandler
 from tests.support.core_driver import CoreDriver, make_batch
 

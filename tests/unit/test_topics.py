@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from actors.core.controller.topics import assign_replicas_to_brokers, validate_topic_name
+from actors.core.controller.topics import assign_replicas_to_brokers
+from actors.core.topics import validate_topic_name
 from actors.core.errors import ErrorCode, KafkaProtocolError
 
 KAFKA_ADMIN_TEST_ASSIGNMENT = {

@@ -19,11 +19,11 @@ from __future__ import annotations
 import dataclasses
 
 from actors.core.config import KafkaConfig
-from actors.core.controller.topics import validate_topic_name
 from actors.core.effects import Effect, LogEvent, Send
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from actors.core.messages.metadata import MetadataRequest, MetadataResponse
+from actors.core.topics import validate_topic_name
 
 CREATION_RETRY_MS = 5000
 PENDING_TOPICS_MAX = 1000

@@ -36,8 +36,8 @@ from actors.core.messages.metadata import (
     MetadataResponseTopic,
 )
 from actors.core.messages.update_metadata import UpdateMetadataPartitionState, UpdateMetadataRequest
+from actors.core.topics import INTERNAL_TOPICS
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets"})
 # Kafka's controller marks a partition being deleted with leader -2 (LeaderDuringDelete).
 LEADER_DURING_DELETE = -2
 

@@ -1,4 +1,5 @@
-"""Topic validation and Kafka's rack-unaware replica assignment (``AdminUtils.assignReplicasToBrokers``).
+"""A new topic's checks (``validate_new_topic``; its name by actors/core/topics.py) and Kafka's
+rack-unaware replica assignment (``AdminUtils.assignReplicasToBrokers``).
 
 Kafka spreads leaders round-robin over the brokers from a start index, and places each
 partition's followers at a shift from its leader that grows by one every time the round-robin
@@ -14,24 +15,7 @@ from actors.core.controller.state import PartitionState, ReplicaState
 from actors.core.effects import Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages.create_topics import CreatableTopicResult, CreateTopicsResponse
-
-TOPIC_NAME_LENGTH_MAX = 249
-_LEGAL_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-
-
-def validate_topic_name(name: object) -> None:
-    """Kafka's ``Topic.validate``: 1-249 characters of ``[a-zA-Z0-9._-]``, not '.' or '..'."""
-    if not isinstance(name, str) or not name:
-        raise KafkaProtocolError(ErrorCode.INVALID_TOPIC_EXCEPTION, "topic name is empty")
-    if name in (".", ".."):
-        raise KafkaProtocolError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name cannot be {name!r}")
-    if len(name) > TOPIC_NAME_LENGTH_MAX:
-        raise KafkaProtocolError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                                 f"topic name is longer than {TOPIC_NAME_LENGTH_MAX} characters")
-    illegal = sorted(set(name) - _LEGAL_CHARACTERS)
-    if illegal:
-        raise KafkaProtocolError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                                 f"topic name {name!r} has illegal characters {''.join(illegal)!r}")
+from actors.core.topics import validate_topic_name
 
 
 def assign_replicas_to_brokers(*, num_partitions: int, replication_factor: int, brokers: list[int],

@@ -24,8 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from actors.core.errors import ErrorCode
-from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic, ForgottenTopic
-from actors.core.replica.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
+from actors.core.messages.fetch import (
+    FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, FetchPartition, FetchRequest, FetchResponse, FetchTopic,
+    ForgottenTopic, next_epoch,
+)
 
 TopicPartition = tuple[str, int]
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
+from actors.core.topics import OFFSETS_TOPIC
 
 OFFSETS_LOG_DESTINATION = "offsets-log"
-GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
+GROUP_METADATA_TOPIC_NAME = OFFSETS_TOPIC
 ACKS_ALL = -1
 
 

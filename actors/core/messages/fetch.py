@@ -3,6 +3,13 @@
 ``replica_id`` is -1 for a consumer, the follower's broker id for a replica fetcher. A consumer
 reads up to the high watermark, a follower up to the log end offset; the follower's
 ``fetch_offset`` doubles as its acknowledgement of everything below it.
+
+A request's ``session_id``/``session_epoch`` place it in an incremental fetch session (KIP-227;
+Kafka's ``FetchMetadata``): ``INVALID_SESSION_ID`` with ``FINAL_EPOCH`` is a sessionless full
+fetch, ``INITIAL_EPOCH`` a full fetch that opens a session, and each later request of a session
+carries ``next_epoch`` of the one before. Both sides count with these: the broker's session cache
+(actors/core/replica/fetch_session.py) and the follower's session handler
+(actors/core/fetcher/fetch_session_handler.py).
 """
 from __future__ import annotations
 
@@ -11,6 +18,18 @@ from typing import Any
 
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import CONSUMER_REPLICA_ID, NO_EPOCH, message
+
+INVALID_SESSION_ID = 0
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+EPOCH_MAX = 2**31 - 1
+
+
+def next_epoch(epoch: int) -> int:
+    """The epoch after ``epoch``: FINAL stays FINAL, and the largest wraps to 1 (0 means INITIAL)."""
+    if epoch < 0:
+        return FINAL_EPOCH
+    return 1 if epoch >= EPOCH_MAX else epoch + 1
 
 
 @message
@@ -47,8 +66,8 @@ class FetchRequest:
     isolation_level: int = 0
     # KIP-227 (actors/core/replica/fetch_session.py): id 0 with epoch -1 is a sessionless full
     # fetch; epoch 0 asks for a new session; id > 0 with epoch > 0 is an incremental fetch.
-    session_id: int = 0
-    session_epoch: int = -1
+    session_id: int = INVALID_SESSION_ID
+    session_epoch: int = FINAL_EPOCH
     forgotten_topics_data: tuple[ForgottenTopic, ...] = ()
     rack_id: str = ""
 
@@ -93,7 +112,7 @@ class FetchResponse:
     responses: tuple[FetchableTopicResponse, ...]
     error_code: ErrorCode = ErrorCode.NONE
     throttle_time_ms: int = 0
-    session_id: int = 0  # the session the answer belongs to; 0: none (the next fetch must be full)
+    session_id: int = INVALID_SESSION_ID  # the session the answer belongs to; 0: none (the next fetch must be full)
 
     def __reduce__(self):
         return _reduce_fetch_response(self)

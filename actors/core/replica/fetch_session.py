@@ -22,7 +22,8 @@ it is (``new_context``):
 
 The epoch moves when the request is taken in (so a duplicate of it is refused) and is checked
 again when the answer is made, which for a fetch parked in the purgatory is later
-(``FetchContext.respond``). Epochs count 1, 2, ... up to 2^31-1 and wrap to 1.
+(``FetchContext.respond``). Epochs count 1, 2, ... up to 2^31-1 and wrap to 1 (``next_epoch``,
+with the session constants, in actors/core/messages/fetch.py).
 
 Limits: at most ``max.incremental.fetch.session.cache.slots`` sessions (Kafka's default 1000).
 A new session takes a slot when one is free, else evicts, as Kafka's ``tryEvict`` does, the
@@ -38,25 +39,15 @@ from dataclasses import dataclass, replace
 
 from actors.core.errors import ErrorCode
 from actors.core.messages.fetch import (
-    FetchableTopicResponse, FetchPartition, FetchPartitionData, FetchRequest, FetchResponse, FetchTopic,
+    FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, FetchableTopicResponse, FetchPartition, FetchPartitionData,
+    FetchRequest, FetchResponse, FetchTopic, next_epoch,
 )
 
-INVALID_SESSION_ID = 0
-INITIAL_EPOCH = 0
-FINAL_EPOCH = -1
-EPOCH_MAX = 2**31 - 1
 # Kafka's MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS: how long a session is safe from eviction.
 EVICTION_MS = 120_000
 SESSION_CACHE_SLOTS_KEY = "max.incremental.fetch.session.cache.slots"
 
 TopicPartition = tuple[str, int]
-
-
-def next_epoch(epoch: int) -> int:
-    """The epoch after ``epoch``: FINAL stays FINAL, and the largest wraps to 1 (0 means INITIAL)."""
-    if epoch < 0:
-        return FINAL_EPOCH
-    return 1 if epoch >= EPOCH_MAX else epoch + 1
 
 
 @dataclass(slots=True)
