@@ -1,10 +1,12 @@
-"""Drive a pure ReplicaManager step by step, as the broker shell would, and collect its answers."""
+"""Drive a pure ReplicaManager step by step, as the broker shell would, and collect its answers;
+Metadata is answered, and the metadata cache fed from UpdateMetadata, as ``BrokerCore`` does."""
 from __future__ import annotations
 
 import itertools
 
 from actors.core.config import KafkaConfig
 from actors.core.effects import ArmTimer, LogDirFailure, Metric, Respond, StorageWork
+from actors.core.errors import ErrorCode
 from actors.core.log.storage import InMemoryStorage
 from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from actors.core.messages.leader_and_isr import (
@@ -15,6 +17,8 @@ from actors.core.messages.produce import PartitionProduceData, ProduceRequest, T
 from actors.core.messages.update_metadata import (
     UpdateMetadataBroker, UpdateMetadataPartitionState, UpdateMetadataRequest, UpdateMetadataTopicState,
 )
+from actors.core.broker.auto_create import TopicAutoCreation
+from actors.core.broker.metadata_cache import MetadataCache
 from actors.core.replica.replica_manager import ReplicaManager
 from actors.codecs.compression import KafkaCompressionCodecs
 from actors.drivers.broker import run_storage_work
@@ -39,9 +43,12 @@ class CoreDriver:
         self.storage = storage if storage is not None else InMemoryStorage()
         self.now_ms = now_ms
         self.config = config or {}
+        self.metadata_cache = MetadataCache()
+        self.topic_auto_creation = TopicAutoCreation(broker_id, KafkaConfig(self.config))
         self.manager = ReplicaManager(broker_id=broker_id, storage=self.storage,
                                       config=KafkaConfig(self.config), now_ms=now_ms,
-                                      codecs=KafkaCompressionCodecs())
+                                      codecs=KafkaCompressionCodecs(),
+                                      partition_leader=self.metadata_cache.partition_leader)
         self.answers: dict[int, object] = {}
         self.timers: list[int] = []
         self.metrics: list[Metric] = []  # every Metric effect, in order
@@ -87,8 +94,19 @@ class CoreDriver:
     def call(self, handler_name: str, request):
         """Step the core with one request; returns its request id (the answer may come later)."""
         request_id = next(self._ids)
+        if handler_name == "handle_metadata":
+            self._apply(self.handle_metadata(request_id, request, self.now_ms))
+            return request_id
         self._apply(getattr(self.manager, handler_name)(request_id, request, self.now_ms))
+        if handler_name == "handle_update_metadata" and self.answers[request_id].error_code == ErrorCode.NONE:
+            self.metadata_cache.update(request)
         return request_id
+
+    def handle_metadata(self, request_id: int, request, now_ms: int) -> list:
+        """The broker's Metadata answer from this driver's cache (``BrokerCore.handle_metadata``)."""
+        response, effects = self.topic_auto_creation.apply(
+            request, self.metadata_cache.handle_metadata(request), len(self.metadata_cache.brokers), now_ms)
+        return effects + [Respond(request_id=request_id, response=response)]
 
     def ask(self, handler_name: str, request):
         """Step the core and return the immediate answer (fails if the request was parked)."""

@@ -137,7 +137,7 @@ def test_the_controller_describes_a_broker_key_as_static_broker_config_with_its_
 # ------------------------------------------------------------------- auto.create.topics.enable
 def metadata(driver: CoreDriver, *topics: str, allow: bool = True) -> tuple[dict, list]:
     """The topics' error codes in the broker's Metadata answer, and the CreateTopics it sends."""
-    effects = driver.manager.handle_metadata(0, MetadataRequest(topics=topics, allow_auto_topic_creation=allow),
+    effects = driver.handle_metadata(0, MetadataRequest(topics=topics, allow_auto_topic_creation=allow),
                                              driver.now_ms)
     (answer,) = [e.response for e in effects if isinstance(e, Respond)]
     sent = [e.message for e in effects if isinstance(e, Send) and isinstance(e.message, CreateTopicsRequest)]

@@ -13,15 +13,15 @@ from actors.core.messages.find_coordinator import (
 )
 from actors.core.messages.metadata import MetadataResponseBroker
 from actors.core.broker.find_coordinator import OFFSETS_TOPIC_CREATION_RETRY_MS, CoordinatorFinder
-from tests.support.core_driver import CoreDriver
+from actors.core.broker.metadata_cache import MetadataCache
+from actors.core.config import KafkaConfig
 
 
 def finder_with_live_brokers(live: int, factor: int) -> CoordinatorFinder:
-    driver = CoreDriver(broker_id=0, config={"offsets.topic.replication.factor": str(factor),
-                                             "offsets.topic.num.partitions": "3"})
-    driver.manager.metadata_cache.brokers = {
-        b: MetadataResponseBroker(node_id=b, host=f"broker-{b}", port=0, rack=None) for b in range(live)}
-    return CoordinatorFinder(driver.manager, coordinator_host=lambda b: f"broker-{b}")
+    config = KafkaConfig({"offsets.topic.replication.factor": str(factor), "offsets.topic.num.partitions": "3"})
+    cache = MetadataCache()
+    cache.brokers = {b: MetadataResponseBroker(node_id=b, host=f"broker-{b}", port=0, rack=None) for b in range(live)}
+    return CoordinatorFinder(0, config, cache, coordinator_host=lambda b: f"broker-{b}")
 
 
 def find(finder: CoordinatorFinder, now_ms: int = 0, key_type: int = COORDINATOR_KEY_TYPE_GROUP):
@@ -55,7 +55,7 @@ def test_fewer_live_brokers_than_the_replication_factor_is_refused_and_nothing_i
 def test_once_enough_brokers_are_alive_the_topic_is_created():
     finder = finder_with_live_brokers(live=2, factor=3)
     find(finder)
-    finder.manager.metadata_cache.brokers[2] = MetadataResponseBroker(node_id=2, host="broker-2", port=0, rack=None)
+    finder.metadata_cache.brokers[2] = MetadataResponseBroker(node_id=2, host="broker-2", port=0, rack=None)
     _, sends, _ = find(finder, now_ms=OFFSETS_TOPIC_CREATION_RETRY_MS)
     assert [t.replication_factor for t in sends[0].topics] == [3]
 

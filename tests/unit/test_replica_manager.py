@@ -11,7 +11,7 @@ from actors.core.messages.list_offsets import (
     EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
 )
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
-from actors.core.replica.replica_manager import OFFSETS_TOPIC
+from actors.core.topics import OFFSETS_TOPIC
 from actors.core.messages.metadata import MetadataRequest
 from actors.codecs.record_batches import read_records
 from tests.support.core_driver import CoreDriver, fetch_result, make_batch, produce_result

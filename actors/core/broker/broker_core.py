@@ -1,4 +1,5 @@
-"""Everything a broker process runs, as one sans-I/O core: its replica manager and its lifecycle.
+"""Everything a broker process runs, as one sans-I/O core: its replica manager, its lifecycle and
+its view of the cluster.
 
 The broker driver (actors/drivers/broker.py) steps this object only. It routes data and control requests to the
 ``ReplicaManager`` and the controller conversation (registration, heartbeats, controlled
@@ -12,6 +13,12 @@ in arrival order, as soon as the epoch is known. The parking lot holds at most
 ``PARKED_CONTROL_REQUESTS_MAX``; past that a request is applied at once, unfenced by broker epoch
 (still fenced by controller and leader epochs), and the controller's resync after registration
 puts the broker right.
+
+The broker answers Metadata (Kafka's ``KafkaApis.handleTopicMetadataRequest``) from its
+``MetadataCache``, creating an unknown topic on the way when it may (``TopicAutoCreation``). The
+cache is fed by UpdateMetadata once the replica manager accepted it (an older controller's is
+refused there, by controller epoch); the replica manager reads it back only through
+``partition_leader``.
 
 The broker also keeps its group coordinator's view of the cluster's partitions current, as Kafka's
 ``KafkaApis.handleUpdateMetadataRequest`` hands the partitions an UpdateMetadata deleted to its
@@ -36,15 +43,18 @@ from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.delete_topics import DeleteTopicsRequest
 from actors.core.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+from actors.core.messages.metadata import MetadataRequest
 from actors.core.messages.update_metadata import UpdateMetadataRequest
+from actors.core.broker.auto_create import TopicAutoCreation
 from actors.core.broker.broker_lifecycle import BrokerLifecycle
 from actors.core.broker.config_forwarding import ConfigForwarder
 from actors.core.broker.find_coordinator import CoordinatorFinder
-from actors.core.broker.metadata_cache import LEADER_DURING_DELETE
+from actors.core.broker.metadata_cache import LEADER_DURING_DELETE, MetadataCache
 from actors.core.replica.log_reads import BatchDigest, read_log, replica_digest
 from actors.core.broker.producer_id_manager import ProducerIdManager
-from actors.core.replica.replica_manager import OFFSETS_TOPIC, ReplicaManager
+from actors.core.replica.replica_manager import ReplicaManager
 from actors.core.broker.topic_operations import TopicOperations
+from actors.core.topics import OFFSETS_TOPIC
 
 
 PARKED_CONTROL_REQUESTS_MAX = 10_000
@@ -56,19 +66,21 @@ class BrokerCore:
                  coordinator_host: Callable[[int], str] = lambda broker_id: f"group-coordinator-{broker_id}",
                  listeners: tuple = (), codecs: CompressionCodecs | None = None) -> None:
         self.broker_id = broker_id
+        self.metadata_cache = MetadataCache()
+        self.topic_auto_creation = TopicAutoCreation(broker_id, config)  # Metadata's auto.create.topics.enable
         # Fetch session ids differ from those of this broker's earlier processes (see fetch_session.py).
         self.replica_manager = ReplicaManager(broker_id=broker_id, storage=storage, config=config,
                                               now_ms=now_ms, fetch_session_seed=zlib.crc32(incarnation_id.encode()),
-                                              codecs=codecs)
+                                              codecs=codecs, partition_leader=self.metadata_cache.partition_leader)
         self.directory_id = load_or_create_directory_id(storage, broker_id, incarnation_id)
         self.lifecycle = BrokerLifecycle(broker_id=broker_id, host=host, incarnation_id=incarnation_id,
                                          cluster_id=cluster_id, config=config, now_ms=now_ms,
                                          directory_id=self.directory_id, listeners=listeners)
         self._parked: list[tuple[Callable, int, Any]] = []
-        self.coordinator_finder = CoordinatorFinder(self.replica_manager, coordinator_host)
+        self.coordinator_finder = CoordinatorFinder(broker_id, config, self.metadata_cache, coordinator_host)
         self.producer_ids = ProducerIdManager(broker_id)
         self.config_forwarder = ConfigForwarder(broker_id)
-        self.topic_operations = TopicOperations(broker_id, self.replica_manager.metadata_cache)
+        self.topic_operations = TopicOperations(broker_id, self.metadata_cache)
         # The version of the coordinator's view last handed out: (broker epoch, cache partitions
         # version) at the time the set of partitions last changed.
         self._coordinator_view_version = (-1, 0)
@@ -138,7 +150,7 @@ class BrokerCore:
         return self.replica_manager.handle_produce(request_id, request, now_ms, internal_topics_allowed=True)
 
     def cached_topics(self) -> frozenset[str]:
-        return frozenset(self.replica_manager.metadata_cache.topics)
+        return frozenset(self.metadata_cache.topics)
 
     def handle_init_producer_id(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self.producer_ids.handle_init_producer_id(request_id, request, self.lifecycle.broker_epoch)
@@ -161,8 +173,10 @@ class BrokerCore:
     def handle_list_offsets(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self.replica_manager.handle_list_offsets(request_id, request, now_ms)
 
-    def handle_metadata(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.replica_manager.handle_metadata(request_id, request, now_ms)
+    def handle_metadata(self, request_id: int, request: MetadataRequest, now_ms: int) -> list[Effect]:
+        response, effects = self.topic_auto_creation.apply(
+            request, self.metadata_cache.handle_metadata(request), len(self.metadata_cache.brokers), now_ms)
+        return effects + [Respond(request_id=request_id, response=response)]
 
     def handle_find_coordinator(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self.coordinator_finder.handle_find_coordinator(request_id, request, now_ms)
@@ -183,11 +197,13 @@ class BrokerCore:
         return self._control(self._update_metadata, request_id, request, now_ms)
 
     def _update_metadata(self, request_id: int, request: UpdateMetadataRequest, now_ms: int) -> list[Effect]:
-        cache = self.replica_manager.metadata_cache
+        cache = self.metadata_cache
         version_before = cache.partitions_version
         effects = self.replica_manager.handle_update_metadata(request_id, request, now_ms)
         accepted = any(isinstance(e, Respond) and e.request_id == request_id and e.response.error_code == ErrorCode.NONE
                        for e in effects)
+        if accepted:
+            cache.update(request)
         # Every partition state marked for deletion counts, known here or not, as in Kafka.
         deleted = tuple((topic.topic_name, state.partition_index) for topic in request.topic_states
                         for state in topic.partition_states if state.leader == LEADER_DURING_DELETE)
@@ -202,7 +218,7 @@ class BrokerCore:
     def coordinator_metadata(self, deleted: tuple[tuple[str, int], ...] = ()) -> CoordinatorMetadataUpdate:
         """The group coordinator's view of the partitions: what the metadata cache holds now."""
         return CoordinatorMetadataUpdate(version=self._coordinator_view_version,
-                                         partitions=self.replica_manager.metadata_cache.topic_partitions(),
+                                         partitions=self.metadata_cache.topic_partitions(),
                                          deleted_partitions=deleted)
 
     def handle_stop_replica(self, request_id: int, request, now_ms: int) -> list[Effect]:

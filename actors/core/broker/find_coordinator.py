@@ -23,7 +23,9 @@ from actors.core.messages.find_coordinator import (
     COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION, FindCoordinatorRequest, FindCoordinatorResponse,
 )
 from actors.core.messages.init_producer_id import TRANSACTIONS_REFUSED_CODE, TRANSACTIONS_REFUSED_MESSAGE
-from actors.core.replica.replica_manager import OFFSETS_TOPIC, ReplicaManager
+from actors.core.broker.metadata_cache import MetadataCache
+from actors.core.config import KafkaConfig
+from actors.core.topics import OFFSETS_TOPIC
 
 OFFSETS_TOPIC_CREATION_RETRY_MS = 5000
 # Kafka's own settings for the offsets topic: compacted, smaller segments.
@@ -31,11 +33,13 @@ OFFSETS_TOPIC_CONFIG = (("cleanup.policy", "compact"), ("segment.bytes", str(100
 
 
 class CoordinatorFinder:
-    def __init__(self, manager: ReplicaManager, coordinator_host: Callable[[int], str]) -> None:
-        self.manager = manager
+    def __init__(self, broker_id: int, config: KafkaConfig, metadata_cache: MetadataCache,
+                 coordinator_host: Callable[[int], str]) -> None:
+        self.broker_id = broker_id
+        self.metadata_cache = metadata_cache
         self.coordinator_host = coordinator_host
-        self.num_partitions = manager.config.get_int("offsets.topic.num.partitions", 1)
-        self.replication_factor = manager.config.get_int("offsets.topic.replication.factor", 1)
+        self.num_partitions = config.get_int("offsets.topic.num.partitions", 1)
+        self.replication_factor = config.get_int("offsets.topic.replication.factor", 1)
         self._creation_requested_ms: int | None = None
 
     def partition_for(self, group_id: str) -> int:
@@ -47,7 +51,7 @@ class CoordinatorFinder:
             host, port = (self.coordinator_host(node_id) if node_id >= 0 else ""), 0
             if node_id >= 0 and request.listener_name is not None:
                 # A stock client reaches the coordinator through its broker's listener.
-                endpoint = self.manager.metadata_cache.endpoint(node_id, request.listener_name)
+                endpoint = self.metadata_cache.endpoint(node_id, request.listener_name)
                 if endpoint is None:
                     code, message, node_id = ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1
                     host, port = "", 0
@@ -61,7 +65,7 @@ class CoordinatorFinder:
             return answer(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {request.key_type}")
         if not isinstance(request.key, str) or not request.key:
             return answer(ErrorCode.INVALID_GROUP_ID)
-        cache = self.manager.metadata_cache
+        cache = self.metadata_cache
         if not cache.contains(OFFSETS_TOPIC):
             return self._request_creation(now_ms) + answer(ErrorCode.COORDINATOR_NOT_AVAILABLE,
                                                            f"{OFFSETS_TOPIC} is being created")
@@ -74,15 +78,15 @@ class CoordinatorFinder:
         if self._creation_requested_ms is not None and now_ms - self._creation_requested_ms < OFFSETS_TOPIC_CREATION_RETRY_MS:
             return []
         self._creation_requested_ms = now_ms
-        live = len(self.manager.metadata_cache.brokers)
+        live = len(self.metadata_cache.brokers)
         factor = max(1, self.replication_factor)
         if live < factor:
             return [LogEvent(level="error", message=(
-                f"broker {self.manager.broker_id}: number of alive brokers '{live}' does not meet the required "
+                f"broker {self.broker_id}: number of alive brokers '{live}' does not meet the required "
                 f"replication factor '{factor}' for {OFFSETS_TOPIC} (configured via "
                 "'offsets.topic.replication.factor'); this can be ignored while the cluster is starting up "
                 "and not all brokers are up yet"))]
-        return [LogEvent(level="info", message=f"broker {self.manager.broker_id} asks for {OFFSETS_TOPIC} "
+        return [LogEvent(level="info", message=f"broker {self.broker_id} asks for {OFFSETS_TOPIC} "
                                                 f"({self.num_partitions} partitions, replication factor {factor})"),
                 Send(destination="controller", message=CreateTopicsRequest(topics=(CreatableTopic(
                     name=OFFSETS_TOPIC, num_partitions=self.num_partitions, replication_factor=factor,

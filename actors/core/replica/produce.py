@@ -21,9 +21,9 @@ from actors.core.log.log_validator import check_produce_records
 from actors.core.messages.produce import (
     PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
 )
-from actors.core.broker.metadata_cache import INTERNAL_TOPICS
 from actors.core.replica.purgatory import DelayedOperation
 from actors.core.replica.replica_manager_view import ReplicaManagerView
+from actors.core.topics import INTERNAL_TOPICS
 
 
 VALID_ACKS = (-1, 0, 1)

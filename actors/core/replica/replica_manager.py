@@ -1,7 +1,7 @@
 """A broker's replica manager: every partition replica it hosts, and the data requests they serve.
 
 Theory of operation. The replica manager owns this broker's logs (recovered from its storage at
-construction), a ``Partition`` per hosted replica, the metadata cache, and two purgatories. Inputs
+construction), a ``Partition`` per hosted replica, and two purgatories. Inputs
 are requests, each with a ``request_id`` the shell uses to route the answer back, and the passage
 of time (``tick``). Outputs are effects: ``Respond`` now or later, ``ArmTimer`` for the next
 deadline, ``LogEvent`` for a human.
@@ -10,7 +10,11 @@ deadline, ``LogEvent`` for a human.
   fenced by ``controller_epoch``; a LeaderAndIsr partition state is applied only when its leader
   epoch is newer than the one this replica has. StopReplica removes a partition and its log only
   with ``delete_partitions``; without it the replica stops leading or following but keeps its
-  log, high watermark (checkpointed as before) and leader epoch.
+  log, high watermark (checkpointed as before) and leader epoch. An accepted UpdateMetadata
+  brings topic configs to the hosted partitions; the broker (actors/core/broker/broker_core.py)
+  feeds its metadata cache from it, and answers Metadata. The replica manager reads that cache
+  only through ``partition_leader``, to tell a client asking the wrong broker
+  (NOT_LEADER_OR_FOLLOWER) from one asking for a partition that does not exist.
 - Produce appends to the leader's log. acks=0/1 are answered at once; acks=all waits in the produce
   purgatory until the high watermark passes the appended offsets (or the request times out).
 - Fetch reads whole batches: consumers up to the high watermark, followers (``replica_id >= 0``) up
@@ -30,6 +34,7 @@ assertion.
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 
 from actors.core import metrics
 from actors.core.config import KafkaConfig
@@ -44,7 +49,7 @@ from actors.core.log.compression import CompressionCodecs
 from actors.core.log.log_dir_failure import LogDirFailureChannel
 from actors.core.log.log_config import log_config_for
 from actors.core.log.storage import Storage
-from actors.core.messages._base import NO_EPOCH
+from actors.core.messages._base import NO_EPOCH, NO_LEADER
 from actors.core.messages.fetch import FetchRequest
 from actors.core.messages.leader_and_isr import (
     LeaderAndIsrPartitionError, LeaderAndIsrRequest, LeaderAndIsrResponse,
@@ -54,25 +59,22 @@ from actors.core.messages.list_offsets import (
     EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsPartitionResponse, ListOffsetsRequest,
     ListOffsetsResponse, ListOffsetsTopicResponse,
 )
-from actors.core.messages.metadata import MetadataRequest
 from actors.core.messages.produce import ProduceRequest
 from actors.core.messages.stop_replica import (
     StopReplicaPartitionError, StopReplicaRequest, StopReplicaResponse,
 )
 from actors.core.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from actors.core.replica import fetch, produce, replication
-from actors.core.broker.auto_create import TopicAutoCreation
 from actors.core.replica.alter_partition_manager import AlterPartitionManager
 from actors.core.replica.fetch_session import SESSION_CACHE_SLOTS_KEY, FetchSessionCache
 from actors.core.fetcher.fetcher_manager import FetcherManager
 from actors.core.replica.log_dir_failure_handler import storage_step
 from actors.core.replica.log_flusher import LogFlusher
-from actors.core.broker.metadata_cache import MetadataCache
 from actors.core.replica.partition import Partition
 from actors.core.replica.purgatory import DelayedOperation, Purgatory
+from actors.core.topics import OFFSETS_TOPIC
 
 TopicPartition = tuple[str, int]
-OFFSETS_TOPIC = "__consumer_offsets"
 METRICS_INTERVAL_MS = 1_000  # how often tick sets the broker's gauges
 
 
@@ -90,9 +92,13 @@ def parse_partition_directory(name: str) -> TopicPartition | None:
 
 class ReplicaManager:
     def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, now_ms: int,
-                 fetch_session_seed: int = 0, codecs: CompressionCodecs | None = None) -> None:
+                 fetch_session_seed: int = 0, codecs: CompressionCodecs | None = None,
+                 partition_leader: Callable[[str, int], tuple[int, int]] | None = None) -> None:
         """``codecs`` rebuild a produced batch in a topic's ``compression.type`` (without
-        them such a produce is UNSUPPORTED_COMPRESSION_TYPE)."""
+        them such a produce is UNSUPPORTED_COMPRESSION_TYPE). ``partition_leader`` is the broker's
+        metadata cache's answer to who leads a partition: (live leader, leader epoch), or
+        (NO_LEADER, NO_EPOCH) for a partition unknown or without a live leader; without it no
+        partition is known beyond those hosted here."""
         self.broker_id = broker_id
         self.codecs = codecs
         self.storage = storage
@@ -101,7 +107,7 @@ class ReplicaManager:
         self.controller_epoch = -1
         # Set by registration; control requests for an earlier incarnation of this broker are stale.
         self.broker_epoch = -1
-        self.metadata_cache = MetadataCache()
+        self.partition_leader = partition_leader or (lambda topic, partition: (NO_LEADER, NO_EPOCH))
         self.partitions: dict[TopicPartition, Partition] = {}
         self.topic_configs: dict[str, KafkaConfig] = {}
         purgatory_size_max = config.get_int("raykafka.purgatory.max.size", minimum=1)
@@ -125,7 +131,6 @@ class ReplicaManager:
             broker_id, self, now_ms=now_ms,
             flush_interval_ms=config.get_int("log.flush.offset.checkpoint.interval.ms", 1),
             high_watermark_interval_ms=config.get_int("replica.high.watermark.checkpoint.interval.ms", 1))
-        self.topic_auto_creation = TopicAutoCreation(broker_id, config)  # Metadata's auto.create.topics.enable
         self.recovered_partitions = self._load_logs()
 
     # ---------------------------------------------------------------------------------- startup
@@ -244,7 +249,6 @@ class ReplicaManager:
         if stale is not None:
             return [Respond(request_id=request_id, response=UpdateMetadataResponse(error_code=stale))]
         self.controller_epoch = request.controller_epoch
-        self.metadata_cache.update(request)
         effects: list[Effect] = []
         for topic_state in request.topic_states:
             if topic_state.topic_config is not None:
@@ -325,19 +329,13 @@ class ReplicaManager:
         return effects
 
     # -------------------------------------------------------------------------- client requests
-    def handle_metadata(self, request_id: int, request: MetadataRequest, now_ms: int) -> list[Effect]:
-        response, effects = self.topic_auto_creation.apply(
-            request, self.metadata_cache.handle_metadata(request), len(self.metadata_cache.brokers), now_ms)
-        return effects + [Respond(request_id=request_id, response=response)]
-
     def leader_partition(self, topic_partition: TopicPartition) -> Partition:
         partition = self.partitions.get(topic_partition)
         if partition is None:
-            if self.metadata_cache.contains(topic_partition[0]):
-                # The topic exists in the cluster; this broker just does not host the partition.
-                leader, _ = self.metadata_cache.partition_leader(*topic_partition)
-                if leader >= 0:
-                    raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            leader, _ = self.partition_leader(*topic_partition)
+            if leader >= 0:
+                # The partition exists in the cluster; this broker just does not host it.
+                raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             raise KafkaProtocolError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                      f"{topic_partition[0]}-{topic_partition[1]}")
         self.log_dir_failure_channel.check()  # Kafka: an offline partition is KAFKA_STORAGE_ERROR
