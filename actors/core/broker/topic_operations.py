@@ -47,6 +47,13 @@ CONTROLLER_ANSWER_SLACK_MS = 5000
 TopicRequest = CreateTopicsRequest | DeleteTopicsRequest
 
 
+@dataclasses.dataclass(slots=True, kw_only=True)
+class DelayedTopicOperation(DelayedOperation):
+    """A forwarded CreateTopics or DeleteTopics waiting for this broker's metadata to agree with
+    the controller's ``response`` on the topics it watches (Kafka's ``DelayedCreatePartitions``)."""
+    response: Any
+
+
 class TopicOperations:
     def __init__(self, broker_id: int, metadata_cache: MetadataCache) -> None:
         self.broker_id = broker_id
@@ -54,7 +61,7 @@ class TopicOperations:
         self._next_forward_id = 1
         # forward_id -> (client request id, deadline_ms), while the controller's answer is awaited.
         self._forwarded: dict[int, tuple[int, int]] = {}
-        # Parked answers; payload is the controller's response, keys the topic names it succeeded for.
+        # Parked answers: the controller's response, keyed by the topic names it succeeded for.
         self.purgatory = Purgatory("topic operations", max_size=DELAYED_MAX)
 
     # ------------------------------------------------------------------------------ requests
@@ -82,8 +89,8 @@ class TopicOperations:
         if isinstance(response, ErrorCode):
             return [Respond(request_id=request_id, response=_refused(request, ErrorCode.NOT_CONTROLLER))]
         succeeded = tuple(sorted({name for name, code in _results(response) if code == ErrorCode.NONE}))
-        operation = DelayedOperation(request_id=request_id, deadline_ms=deadline_ms, keys=succeeded,
-                                     payload=response)
+        operation = DelayedTopicOperation(request_id=request_id, deadline_ms=deadline_ms, keys=succeeded,
+                                          response=response)
         if (not succeeded or request.timeout_ms <= 0 or getattr(request, "validate_only", False)
                 or self.purgatory.is_full):
             return [Respond(request_id=request_id, response=response)]
@@ -108,13 +115,13 @@ class TopicOperations:
             effects += self._try_complete(operation, now_ms, parked=True)
         return effects
 
-    def _try_complete(self, operation: DelayedOperation, now_ms: int, *, parked: bool) -> list[Effect]:
-        waiting = {topic for topic in operation.keys if not self._agrees(operation.payload, topic)}
+    def _try_complete(self, operation: DelayedTopicOperation, now_ms: int, *, parked: bool) -> list[Effect]:
+        waiting = {topic for topic in operation.keys if not self._agrees(operation.response, topic)}
         if waiting and now_ms < operation.deadline_ms:
             return []
         if parked:
             self.purgatory.remove(operation.request_id)
-        response = operation.payload if not waiting else _timed_out(operation.payload, waiting)
+        response = operation.response if not waiting else _timed_out(operation.response, waiting)
         return [Respond(request_id=operation.request_id, response=response)]
 
     def _agrees(self, response: Any, topic: str) -> bool:

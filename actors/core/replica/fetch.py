@@ -10,7 +10,7 @@ so that a batch larger than the limits cannot stall a reader.
 A fetch is answered at once when it may not wait, found ``min_bytes``, hit an error, or is a
 follower's and the leader's high watermark is above the one last sent to that follower (KIP-392:
 followers learn a new high watermark on their next fetch). Otherwise it parks in the fetch
-purgatory (Kafka 2.4's ``DelayedFetch``) and is answered with a fresh read when, for a watched
+purgatory as a ``DelayedFetch`` (Kafka 2.4's) and is answered with a fresh read when, for a watched
 partition (checked at once too, as ``tryCompleteElseWatch`` does, and again whenever an append,
 a follower's fetch or an ISR change moves one of its partitions):
 - this broker no longer leads it, or the fetch's leader epoch is fenced (Kafka's cases A-E);
@@ -31,9 +31,14 @@ broker's session cache into a context whose request names every partition to rea
 incremental fetch's cached partitions filled in); everything above works on that request, and
 the context shapes the answer (an incremental one leaves out partitions with nothing new). A
 session error is answered at once, with no partition.
+
+The replica manager owns one ``FetchPath``, built from what it needs of the manager: the hosted
+partitions, ``leader_partition``, the fetch session cache, the purgatories, and the replication
+side (a follower's fetch may add it to the ISR).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from actors.core import metrics
@@ -43,10 +48,10 @@ from actors.core.log.record_batch import holds_zstd_batch
 from actors.core.messages.fetch import (
     EpochEndOffset, FetchableTopicResponse, FetchPartitionData, FetchRequest, FetchResponse,
 )
-from actors.core.replica import replication
-from actors.core.replica.fetch_session import FetchContext
-from actors.core.replica.purgatory import DelayedOperation
-from actors.core.replica.replica_manager_view import ReplicaManagerView
+from actors.core.replica.fetch_session import FetchContext, FetchSessionCache
+from actors.core.replica.partition import Partition
+from actors.core.replica.purgatory import DelayedOperation, DelayedOperations
+from actors.core.replica.replication import Replication
 
 
 TopicPartition = tuple[str, int]
@@ -63,209 +68,234 @@ class FetchStart:
     partition_max_bytes: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class ParkedFetch:
-    """The payload of a fetch in the purgatory."""
+@dataclass(slots=True, kw_only=True)
+class DelayedFetch(DelayedOperation):
+    """Kafka's ``DelayedFetch``: a fetch that found too little, parked until one of the cases in
+    the module docstring completes it (``FetchPath.try_complete``) or ``max_wait_ms`` passes."""
     request: FetchRequest
     starts: tuple[FetchStart, ...]
-    context: FetchContext | None = None  # its fetch session's view; None: answered as read
+    context: FetchContext | None  # its fetch session's view; None: answered as read
+    path: FetchPath
+
+    def try_complete(self, now_ms: int, *, expired: bool) -> list[Effect]:
+        return self.path.try_complete(self, now_ms, expired=expired)
 
 
-def handle_fetch(manager: ReplicaManagerView, request_id: int, request: FetchRequest,
-                 now_ms: int) -> list[Effect]:
-    if request.max_bytes < 0 or request.min_bytes < 0:
-        return [Respond(request_id=request_id, response=FetchResponse(
-            responses=(), error_code=ErrorCode.INVALID_REQUEST))]
-    context = manager.fetch_sessions.new_context(request, now_ms)
-    if context.kind == "error":
-        return [Respond(request_id=request_id, response=context.respond(manager.fetch_sessions, None, now_ms))]
-    request = context.request
-    response, size_bytes, must_answer = read_for_fetch(manager, request)
-    effects: list[Effect] = []
-    needs_high_watermark = False
-    if request.replica_id >= 0:
-        # Kafka's followerNeedsHwUpdate: decided on what this follower was sent before this fetch.
-        needs_high_watermark = _sends_newer_high_watermark(manager, request.replica_id, response)
-        effects.extend(_update_follower_fetch_states(manager, request, response, now_ms))
-    keys = tuple((topic.topic, p.partition) for topic in request.topics for p in topic.partitions)
-    if (request.max_wait_ms <= 0 or size_bytes >= request.min_bytes or must_answer or not keys
-            or needs_high_watermark or manager.fetch_purgatory.is_full):
-        response = context.respond(manager.fetch_sessions, response, now_ms)
-        effects.append(Respond(request_id=request_id, response=response))
-        return effects + _bytes_out(manager, request, response)
-    parked = ParkedFetch(request=request, starts=_fetch_starts(manager, request), context=context)
-    operation = DelayedOperation(request_id=request_id, deadline_ms=now_ms + request.max_wait_ms,
-                                 keys=keys, payload=parked)
-    if _must_complete(manager, parked):  # e.g. this follower's own fetch offset moved the HW
-        return effects + _complete(manager, operation, now_ms)
-    effects.extend(manager.park(manager.fetch_purgatory, operation))
-    return effects
+class FetchPath:
+    def __init__(self, *, broker_id: int, partitions: dict[TopicPartition, Partition],
+                 leader_partition: Callable[[TopicPartition], Partition], fetch_sessions: FetchSessionCache,
+                 delayed: DelayedOperations, replication: Replication) -> None:
+        self.broker_id = broker_id
+        self.partitions = partitions
+        self.leader_partition = leader_partition
+        self.fetch_sessions = fetch_sessions
+        self.delayed = delayed
+        self.replication = replication  # a follower's fetch may expand the ISR
 
+    def handle_fetch(self, request_id: int, request: FetchRequest, now_ms: int) -> list[Effect]:
+        if request.max_bytes < 0 or request.min_bytes < 0:
+            return [Respond(request_id=request_id, response=FetchResponse(
+                responses=(), error_code=ErrorCode.INVALID_REQUEST))]
+        context = self.fetch_sessions.new_context(request, now_ms)
+        if context.kind == "error":
+            return [Respond(request_id=request_id, response=context.respond(self.fetch_sessions, None, now_ms))]
+        request = context.request
+        response, size_bytes, must_answer = self.read_for_fetch(request)
+        effects: list[Effect] = []
+        needs_high_watermark = False
+        if request.replica_id >= 0:
+            # Kafka's followerNeedsHwUpdate: decided on what this follower was sent before this fetch.
+            needs_high_watermark = self._sends_newer_high_watermark(request.replica_id, response)
+            effects.extend(self._update_follower_fetch_states(request, response, now_ms))
+        keys = tuple((topic.topic, p.partition) for topic in request.topics for p in topic.partitions)
+        if (request.max_wait_ms <= 0 or size_bytes >= request.min_bytes or must_answer or not keys
+                or needs_high_watermark or self.delayed.fetch.is_full):
+            response = context.respond(self.fetch_sessions, response, now_ms)
+            effects.append(Respond(request_id=request_id, response=response))
+            return effects + self._bytes_out(request, response)
+        operation = DelayedFetch(request_id=request_id, deadline_ms=now_ms + request.max_wait_ms, keys=keys,
+                                 request=request, starts=self._fetch_starts(request), context=context, path=self)
+        if self._must_complete(operation):  # e.g. this follower's own fetch offset moved the HW
+            return effects + self._complete(operation, now_ms)
+        effects.extend(self.delayed.park(self.delayed.fetch, operation))
+        return effects
 
-def try_complete_fetch(manager: ReplicaManagerView, operation: DelayedOperation, now_ms: int,
-                       *, expired: bool) -> list[Effect]:
-    parked: ParkedFetch = operation.payload
-    if expired or _must_complete(manager, parked):
-        return _complete(manager, operation, now_ms)
-    available_bytes = _available_bytes(manager, parked)
-    if available_bytes is not None:
-        return _complete(manager, operation, now_ms) if available_bytes >= parked.request.min_bytes else []
-    response, size_bytes, must_answer = read_for_fetch(manager, parked.request)
-    if not (must_answer or size_bytes >= parked.request.min_bytes):
-        return []
-    return _complete(manager, operation, now_ms, response)
+    def try_complete(self, operation: DelayedFetch, now_ms: int, *, expired: bool) -> list[Effect]:
+        if expired or self._must_complete(operation):
+            return self._complete(operation, now_ms)
+        available_bytes = self._available_bytes(operation)
+        if available_bytes is not None:
+            return self._complete(operation, now_ms) if available_bytes >= operation.request.min_bytes else []
+        response, size_bytes, must_answer = self.read_for_fetch(operation.request)
+        if not (must_answer or size_bytes >= operation.request.min_bytes):
+            return []
+        return self._complete(operation, now_ms, response)
 
+    def _available_bytes(self, parked: DelayedFetch) -> int | None:
+        """Case G without a read: the bytes readable now for the parked fetch, from log positions
+        (Kafka's ``positionDiff``); None when a fetch offset left the log, which only a read can answer.
+        Runs after ``_must_complete``, so every partition is led here and its readable end lies in the
+        segment the fetch offset was in."""
+        replica_id, available_bytes = parked.request.replica_id, 0
+        for start in parked.starts:
+            partition = self.partitions[start.topic_partition]
+            end_offset = partition.log_end_offset if replica_id >= 0 else partition.high_watermark
+            if not partition.log_start_offset <= start.fetch_offset <= partition.log_end_offset:
+                return None
+            if end_offset > start.fetch_offset:
+                _, end_position = partition.log.read_position(end_offset)
+                available_bytes += max(0, min(end_position - start.fetch_position, start.partition_max_bytes))
+        return available_bytes
 
-def _available_bytes(manager: ReplicaManagerView, parked: ParkedFetch) -> int | None:
-    """Case G without a read: the bytes readable now for the parked fetch, from log positions
-    (Kafka's ``positionDiff``); None when a fetch offset left the log, which only a read can answer.
-    Runs after ``_must_complete``, so every partition is led here and its readable end lies in the
-    segment the fetch offset was in."""
-    replica_id, available_bytes = parked.request.replica_id, 0
-    for start in parked.starts:
-        partition = manager.partitions[start.topic_partition]
-        end_offset = partition.log_end_offset if replica_id >= 0 else partition.high_watermark
-        if not partition.log_start_offset <= start.fetch_offset <= partition.log_end_offset:
-            return None
-        if end_offset > start.fetch_offset:
-            _, end_position = partition.log.read_position(end_offset)
-            available_bytes += max(0, min(end_position - start.fetch_position, start.partition_max_bytes))
-    return available_bytes
+    def _complete(self, operation: DelayedFetch, now_ms: int,
+                  response: FetchResponse | None = None) -> list[Effect]:
+        """Answer a delayed fetch with a fresh read (or ``response``, read just now)."""
+        request, context = operation.request, operation.context
+        if response is None:
+            response, _, _ = self.read_for_fetch(request)
+        self.delayed.fetch.remove(operation.request_id)
+        if request.replica_id >= 0:
+            for topic_partition, data in _served(response).items():
+                partition = self.partitions.get(topic_partition)
+                if partition is not None:
+                    partition.record_sent_high_watermark(request.replica_id, data.high_watermark)
+        if context is not None:
+            response = context.respond(self.fetch_sessions, response, now_ms)
+        return [Respond(request_id=operation.request_id, response=response)] + self._bytes_out(request, response)
 
+    def _bytes_out(self, request: FetchRequest, response: FetchResponse) -> list[Effect]:
+        """Kafka's ``updateBytesOut`` when a fetch is answered: per topic, the record bytes sent, to
+        consumers (BytesOutPerSec) or to followers (ReplicationBytesOutPerSec)."""
+        sent: dict[str, int] = {}
+        for topic in response.responses:
+            size = sum(len(p.records) for p in topic.partitions if p.records is not None)
+            if size:
+                sent[topic.topic] = sent.get(topic.topic, 0) + size
+        return [effect for topic, size in sorted(sent.items())
+                for effect in metrics.bytes_out(self.broker_id, topic, size, replication=request.replica_id >= 0)]
 
-def _complete(manager: ReplicaManagerView, operation: DelayedOperation, now_ms: int,
-              response: FetchResponse | None = None) -> list[Effect]:
-    """Answer a delayed fetch with a fresh read (or ``response``, read just now)."""
-    request, context = operation.payload.request, operation.payload.context
-    if response is None:
-        response, _, _ = read_for_fetch(manager, request)
-    manager.fetch_purgatory.remove(operation.request_id)
-    if request.replica_id >= 0:
+    def _fetch_starts(self, request: FetchRequest) -> tuple[FetchStart, ...]:
+        """Each asked partition's fetch offset and segment; called only after a read without errors,
+        so every partition is led here and every fetch offset lies within its log."""
+        starts = []
+        for topic in request.topics:
+            for asked in topic.partitions:
+                topic_partition = (topic.topic, asked.partition)
+                segment_base_offset, position = self.partitions[topic_partition].log.read_position(asked.fetch_offset)
+                starts.append(FetchStart(topic_partition=topic_partition, fetch_offset=asked.fetch_offset,
+                                         segment_base_offset=segment_base_offset,
+                                         current_leader_epoch=asked.current_leader_epoch, fetch_position=position,
+                                         partition_max_bytes=asked.partition_max_bytes))
+        return tuple(starts)
+
+    def _must_complete(self, parked: DelayedFetch) -> bool:
+        """Kafka 2.4's DelayedFetch cases A-F and H (G, the byte count, needs a read)."""
+        replica_id = parked.request.replica_id
+        for start in parked.starts:
+            partition = self.partitions.get(start.topic_partition)
+            if partition is None or not partition.is_leader:
+                return True
+            if partition.check_leader_epoch(start.current_leader_epoch) != ErrorCode.NONE:
+                return True
+            end_offset = partition.log_end_offset if replica_id >= 0 else partition.high_watermark
+            if (end_offset != start.fetch_offset
+                    and partition.log.segment_base_offset(end_offset) != start.segment_base_offset):
+                return True
+            if replica_id >= 0 and partition.follower_needs_high_watermark(replica_id):
+                return True
+        return False
+
+    def _sends_newer_high_watermark(self, replica_id: int, response: FetchResponse) -> bool:
         for topic_partition, data in _served(response).items():
-            partition = manager.partitions.get(topic_partition)
-            if partition is not None:
-                partition.record_sent_high_watermark(request.replica_id, data.high_watermark)
-    if context is not None:
-        response = context.respond(manager.fetch_sessions, response, now_ms)
-    return [Respond(request_id=operation.request_id, response=response)] + _bytes_out(manager, request, response)
+            partition = self.partitions.get(topic_partition)
+            remote = None if partition is None else partition.remote_replicas.get(replica_id)
+            if remote is not None and data.high_watermark > remote.last_sent_high_watermark:
+                return True
+        return False
 
+    def read_for_fetch(self, request: FetchRequest) -> tuple[FetchResponse, int, bool]:
+        """Read every asked partition; returns the response, its record bytes and whether any partition
+        errored or diverged (either is answered at once: waiting cannot change it)."""
+        remaining_bytes = request.max_bytes
+        min_one_batch = True
+        size_bytes = 0
+        must_answer = False
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for asked in topic.partitions:
+                data, records_size = self._read_partition(topic.topic, asked, request.replica_id,
+                                                     max(0, min(asked.partition_max_bytes, remaining_bytes)),
+                                                     min_one_batch)
+                if records_size:
+                    min_one_batch = False
+                    remaining_bytes -= records_size
+                    size_bytes += records_size
+                must_answer = must_answer or data.error_code != ErrorCode.NONE or data.diverging_epoch is not None
+                partitions.append(data)
+            topics.append(FetchableTopicResponse(topic=topic.topic, partitions=tuple(partitions)))
+        return FetchResponse(responses=tuple(topics)), size_bytes, must_answer
 
-def _bytes_out(manager: ReplicaManagerView, request: FetchRequest, response: FetchResponse) -> list[Effect]:
-    """Kafka's ``updateBytesOut`` when a fetch is answered: per topic, the record bytes sent, to
-    consumers (BytesOutPerSec) or to followers (ReplicationBytesOutPerSec)."""
-    sent: dict[str, int] = {}
-    for topic in response.responses:
-        size = sum(len(p.records) for p in topic.partitions if p.records is not None)
-        if size:
-            sent[topic.topic] = sent.get(topic.topic, 0) + size
-    return [effect for topic, size in sorted(sent.items())
-            for effect in metrics.bytes_out(manager.broker_id, topic, size, replication=request.replica_id >= 0)]
+    def _read_partition(self, topic: str, asked, replica_id: int,
+                        max_bytes: int, min_one_batch: bool) -> tuple[FetchPartitionData, int]:
+        """One partition's answer and the size of its records (the records may be wrapped for transport)."""
+        from_follower = replica_id >= 0
+        try:
+            partition = self.leader_partition((topic, asked.partition))
+        except KafkaProtocolError as exc:
+            return FetchPartitionData(partition_index=asked.partition, error_code=exc.error_code), 0
+        positions = dict(high_watermark=partition.high_watermark, last_stable_offset=partition.high_watermark,
+                         log_start_offset=partition.log_start_offset)
+        fenced = partition.check_leader_epoch(asked.current_leader_epoch)
+        if fenced != ErrorCode.NONE:
+            return FetchPartitionData(partition_index=asked.partition, error_code=fenced, **positions), 0
+        if asked.partition_max_bytes < 0 or asked.fetch_offset < 0:
+            return FetchPartitionData(partition_index=asked.partition, error_code=ErrorCode.OFFSET_OUT_OF_RANGE
+                                      if asked.fetch_offset < 0 else ErrorCode.INVALID_REQUEST, **positions), 0
+        if from_follower and asked.last_fetched_epoch >= 0:
+            diverging = _diverging_epoch(partition, asked)
+            if diverging is not None:
+                return FetchPartitionData(partition_index=asked.partition, diverging_epoch=diverging, **positions), 0
+        try:
+            info = partition.read_records(fetch_offset=asked.fetch_offset, max_bytes=max_bytes,
+                                          from_follower=from_follower, min_one_batch=min_one_batch)
+        except KafkaProtocolError as exc:
+            return FetchPartitionData(partition_index=asked.partition, error_code=exc.error_code, **positions), 0
+        if from_follower and replica_id not in partition.remote_replicas:
+            # Kafka's leader reads, then answers a "follower" it does not recognise as one of the
+            # partition's replicas with no records: its uncommitted tail is for replicas only.
+            return FetchPartitionData(partition_index=asked.partition, **positions), 0
+        return FetchPartitionData(partition_index=asked.partition,
+                                  records=info.records,
+                                  **positions), len(info.records)
 
-
-def _fetch_starts(manager: ReplicaManagerView, request: FetchRequest) -> tuple[FetchStart, ...]:
-    """Each asked partition's fetch offset and segment; called only after a read without errors,
-    so every partition is led here and every fetch offset lies within its log."""
-    starts = []
-    for topic in request.topics:
-        for asked in topic.partitions:
-            topic_partition = (topic.topic, asked.partition)
-            segment_base_offset, position = manager.partitions[topic_partition].log.read_position(asked.fetch_offset)
-            starts.append(FetchStart(topic_partition=topic_partition, fetch_offset=asked.fetch_offset,
-                                     segment_base_offset=segment_base_offset,
-                                     current_leader_epoch=asked.current_leader_epoch, fetch_position=position,
-                                     partition_max_bytes=asked.partition_max_bytes))
-    return tuple(starts)
-
-
-def _must_complete(manager: ReplicaManagerView, parked: ParkedFetch) -> bool:
-    """Kafka 2.4's DelayedFetch cases A-F and H (G, the byte count, needs a read)."""
-    replica_id = parked.request.replica_id
-    for start in parked.starts:
-        partition = manager.partitions.get(start.topic_partition)
-        if partition is None or not partition.is_leader:
-            return True
-        if partition.check_leader_epoch(start.current_leader_epoch) != ErrorCode.NONE:
-            return True
-        end_offset = partition.log_end_offset if replica_id >= 0 else partition.high_watermark
-        if (end_offset != start.fetch_offset
-                and partition.log.segment_base_offset(end_offset) != start.segment_base_offset):
-            return True
-        if replica_id >= 0 and partition.follower_needs_high_watermark(replica_id):
-            return True
-    return False
+    def _update_follower_fetch_states(self, request: FetchRequest, response: FetchResponse,
+                                      now_ms: int) -> list[Effect]:
+        """A follower's fetch offset acknowledges its log below it, but only for a partition whose read
+        succeeded: a fenced fetch, or one answered with a diverging epoch, says nothing about what the
+        follower holds (Kafka's ``updateFollowerFetchState`` skips such reads too). The high watermark
+        the answer carries is recorded as the one last sent to the follower."""
+        served = _served(response)
+        effects: list[Effect] = []
+        read: list[tuple[str, int]] = []
+        for topic in request.topics:
+            for asked in topic.partitions:
+                partition = self.partitions.get((topic.topic, asked.partition))
+                data = served.get((topic.topic, asked.partition))
+                if partition is None or not partition.is_leader or data is None:
+                    continue
+                if partition.update_follower_fetch_state(request.replica_id, asked.fetch_offset, now_ms,
+                                                         sent_high_watermark=data.high_watermark):
+                    effects.extend(self.delayed.try_complete((topic.topic, asked.partition), now_ms))
+                read.append((topic.topic, asked.partition))
+        # Every expansion this fetch allows goes to the controller in one AlterPartition.
+        return effects + self.replication.maybe_expand_isrs(read, request.replica_id)
 
 
 def _served(response: FetchResponse) -> dict[TopicPartition, FetchPartitionData]:
     """The partitions a read answered with data or an empty read, not an error or a divergence."""
     return {(topic.topic, data.partition_index): data for topic in response.responses for data in topic.partitions
             if data.error_code == ErrorCode.NONE and data.diverging_epoch is None}
-
-
-def _sends_newer_high_watermark(manager: ReplicaManagerView, replica_id: int, response: FetchResponse) -> bool:
-    for topic_partition, data in _served(response).items():
-        partition = manager.partitions.get(topic_partition)
-        remote = None if partition is None else partition.remote_replicas.get(replica_id)
-        if remote is not None and data.high_watermark > remote.last_sent_high_watermark:
-            return True
-    return False
-
-
-def read_for_fetch(manager: ReplicaManagerView, request: FetchRequest) -> tuple[FetchResponse, int, bool]:
-    """Read every asked partition; returns the response, its record bytes and whether any partition
-    errored or diverged (either is answered at once: waiting cannot change it)."""
-    remaining_bytes = request.max_bytes
-    min_one_batch = True
-    size_bytes = 0
-    must_answer = False
-    topics = []
-    for topic in request.topics:
-        partitions = []
-        for asked in topic.partitions:
-            data, records_size = _read_partition(manager, topic.topic, asked, request.replica_id,
-                                                 max(0, min(asked.partition_max_bytes, remaining_bytes)),
-                                                 min_one_batch)
-            if records_size:
-                min_one_batch = False
-                remaining_bytes -= records_size
-                size_bytes += records_size
-            must_answer = must_answer or data.error_code != ErrorCode.NONE or data.diverging_epoch is not None
-            partitions.append(data)
-        topics.append(FetchableTopicResponse(topic=topic.topic, partitions=tuple(partitions)))
-    return FetchResponse(responses=tuple(topics)), size_bytes, must_answer
-
-
-def _read_partition(manager: ReplicaManagerView, topic: str, asked, replica_id: int,
-                    max_bytes: int, min_one_batch: bool) -> tuple[FetchPartitionData, int]:
-    """One partition's answer and the size of its records (the records may be wrapped for transport)."""
-    from_follower = replica_id >= 0
-    try:
-        partition = manager.leader_partition((topic, asked.partition))
-    except KafkaProtocolError as exc:
-        return FetchPartitionData(partition_index=asked.partition, error_code=exc.error_code), 0
-    positions = dict(high_watermark=partition.high_watermark, last_stable_offset=partition.high_watermark,
-                     log_start_offset=partition.log_start_offset)
-    fenced = partition.check_leader_epoch(asked.current_leader_epoch)
-    if fenced != ErrorCode.NONE:
-        return FetchPartitionData(partition_index=asked.partition, error_code=fenced, **positions), 0
-    if asked.partition_max_bytes < 0 or asked.fetch_offset < 0:
-        return FetchPartitionData(partition_index=asked.partition, error_code=ErrorCode.OFFSET_OUT_OF_RANGE
-                                  if asked.fetch_offset < 0 else ErrorCode.INVALID_REQUEST, **positions), 0
-    if from_follower and asked.last_fetched_epoch >= 0:
-        diverging = _diverging_epoch(partition, asked)
-        if diverging is not None:
-            return FetchPartitionData(partition_index=asked.partition, diverging_epoch=diverging, **positions), 0
-    try:
-        info = partition.read_records(fetch_offset=asked.fetch_offset, max_bytes=max_bytes,
-                                      from_follower=from_follower, min_one_batch=min_one_batch)
-    except KafkaProtocolError as exc:
-        return FetchPartitionData(partition_index=asked.partition, error_code=exc.error_code, **positions), 0
-    if from_follower and replica_id not in partition.remote_replicas:
-        # Kafka's leader reads, then answers a "follower" it does not recognise as one of the
-        # partition's replicas with no records: its uncommitted tail is for replicas only.
-        return FetchPartitionData(partition_index=asked.partition, **positions), 0
-    return FetchPartitionData(partition_index=asked.partition,
-                              records=info.records,
-                              **positions), len(info.records)
 
 
 def _diverging_epoch(partition, asked) -> EpochEndOffset | None:
@@ -276,29 +306,6 @@ def _diverging_epoch(partition, asked) -> EpochEndOffset | None:
     if epoch != asked.last_fetched_epoch or end_offset < asked.fetch_offset:
         return EpochEndOffset(epoch=epoch, end_offset=end_offset)
     return None
-
-
-def _update_follower_fetch_states(manager: ReplicaManagerView, request: FetchRequest, response: FetchResponse,
-                                  now_ms: int) -> list[Effect]:
-    """A follower's fetch offset acknowledges its log below it, but only for a partition whose read
-    succeeded: a fenced fetch, or one answered with a diverging epoch, says nothing about what the
-    follower holds (Kafka's ``updateFollowerFetchState`` skips such reads too). The high watermark
-    the answer carries is recorded as the one last sent to the follower."""
-    served = _served(response)
-    effects: list[Effect] = []
-    read: list[tuple[str, int]] = []
-    for topic in request.topics:
-        for asked in topic.partitions:
-            partition = manager.partitions.get((topic.topic, asked.partition))
-            data = served.get((topic.topic, asked.partition))
-            if partition is None or not partition.is_leader or data is None:
-                continue
-            if partition.update_follower_fetch_state(request.replica_id, asked.fetch_offset, now_ms,
-                                                     sent_high_watermark=data.high_watermark):
-                effects.extend(manager.try_complete_delayed((topic.topic, asked.partition), now_ms))
-            read.append((topic.topic, asked.partition))
-    # Every expansion this fetch allows goes to the controller in one AlterPartition.
-    return effects + replication.maybe_expand_isrs(manager, read, request.replica_id)
 
 
 def refuse_zstd(response: FetchResponse) -> FetchResponse:

@@ -41,7 +41,6 @@ from typing import Any
 
 from actors.core.effects import Effect, LogDirFailure, LogEvent
 from actors.core.errors import ErrorCode, KafkaProtocolError
-from actors.core.replica import produce
 
 
 def storage_step(method):
@@ -73,7 +72,7 @@ def handle_log_dir_failure(manager: Any, failure: str) -> list[Effect]:
         f"{len(manager.partitions)} partition(s) are offline and answer KAFKA_STORAGE_ERROR; "
         f"the broker stops, as Kafka does when every log directory failed"))]
     effects += manager.fetcher_manager.remove(list(manager.partitions))
-    effects += produce.fail_parked(manager, ErrorCode.KAFKA_STORAGE_ERROR)
+    effects += manager.produce_path.fail_parked(ErrorCode.KAFKA_STORAGE_ERROR)
     manager.log_flusher.stop()
     effects.append(LogDirFailure(reason=failure))
     return effects

@@ -9,9 +9,14 @@ until the high watermark reaches every appended partition's next offset, as Kafk
 send as failed. A Kafka client's Produce is first checked by its version, partition by partition,
 as Kafka's ``KafkaApis`` does (``log_validator.check_produce_records``: one v2 batch, no zstd
 below v7); a refused partition is answered alone and nothing of it is appended.
+
+The replica manager owns one ``ProducePath``, built from what it needs of the manager: the hosted
+partitions, ``leader_partition`` (which answers the client's error for a partition not led here)
+and the purgatories. A parked produce is a ``DelayedProduce``, which settles itself.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from actors.core import metrics
@@ -21,12 +26,13 @@ from actors.core.log.log_validator import check_produce_records
 from actors.core.messages.produce import (
     PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
 )
-from actors.core.replica.purgatory import DelayedOperation
-from actors.core.replica.replica_manager_view import ReplicaManagerView
+from actors.core.replica.partition import Partition
+from actors.core.replica.purgatory import DelayedOperation, DelayedOperations, Purgatory
 from actors.core.topics import INTERNAL_TOPICS
 
 
 VALID_ACKS = (-1, 0, 1)
+TopicPartition = tuple[str, int]
 
 
 @dataclass(slots=True)
@@ -37,77 +43,105 @@ class _PendingPartition:
     done: bool = False
 
 
-def handle_produce(manager: ReplicaManagerView, request_id: int, request: ProduceRequest,
-                   now_ms: int, *, internal_topics_allowed: bool = False) -> list[Effect]:
-    """``internal_topics_allowed`` only for the broker's own group coordinator: a client's write to
-    ``__consumer_offsets`` is INVALID_TOPIC_EXCEPTION, as in Kafka (it would corrupt group state)."""
-    if request.acks not in VALID_ACKS:
-        return [Respond(request_id=request_id, response=_uniform_error(request, ErrorCode.INVALID_REQUIRED_ACKS))]
-    effects: list[Effect] = []
-    results: dict[tuple[str, int], _PendingPartition] = {}
-    appended = []
-    for topic in request.topic_data:
-        topic_bytes = topic_records = 0  # counted once per topic: each Metric is an export call
-        for data in topic.partition_data:
-            topic_partition = (topic.name, data.index)
-            if topic_partition in results:
-                continue  # Kafka keys a request's partitions by name: a repeat is not appended twice.
-            try:
-                if topic.name in INTERNAL_TOPICS and not internal_topics_allowed:
-                    raise KafkaProtocolError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                                             f"cannot append to internal topic {topic.name}")
-                partition = manager.leader_partition(topic_partition)
-                if request.request_api_version is not None:
-                    check_produce_records(request.request_api_version, data.records)
-                info = partition.append_records_to_leader(data.records, required_acks=request.acks, now_ms=now_ms)
-            except KafkaProtocolError as exc:
-                results[topic_partition] = _PendingPartition(-1, PartitionProduceResponse(
-                    index=data.index, error_code=exc.error_code, error_message=str(exc)), done=True)
-                continue
-            results[topic_partition] = _PendingPartition(info.last_offset + 1, PartitionProduceResponse(
-                index=data.index, base_offset=info.first_offset,
-                log_start_offset=partition.log_start_offset))
-            appended.append(topic_partition)
-            topic_bytes += info.size_in_bytes
-            topic_records += info.record_count
-        if topic_bytes:
-            effects.extend(metrics.bytes_in(manager.broker_id, topic.name, topic_bytes, topic_records))
-    for topic_partition in appended:
-        effects.extend(manager.try_complete_delayed(topic_partition, now_ms))
+@dataclass(slots=True, kw_only=True)
+class DelayedProduce(DelayedOperation):
+    """Kafka's ``DelayedProduce``: an acks=all produce waiting for the high watermark to reach
+    each appended partition's next offset."""
+    request: ProduceRequest
+    results: dict[TopicPartition, _PendingPartition]
+    partitions: dict[TopicPartition, Partition]
+    purgatory: Purgatory
 
-    if request.acks == -1 and appended:
-        operation = DelayedOperation(request_id=request_id, deadline_ms=now_ms + max(0, request.timeout_ms),
-                                     keys=tuple(appended), payload=(request, results))
-        if _check_pending(manager, results) or manager.produce_purgatory.is_full:
-            if not all(p.done for p in results.values()):
-                _finish(results, ErrorCode.REQUEST_TIMED_OUT)
-            effects.append(Respond(request_id=request_id, response=_response(request, results)))
-        else:
-            effects.extend(manager.park(manager.produce_purgatory, operation))
+    def try_complete(self, now_ms: int, *, expired: bool) -> list[Effect]:
+        if not _check_pending(self.partitions, self.results):
+            if not expired:
+                return []
+            _finish(self.results, ErrorCode.REQUEST_TIMED_OUT)
+        return self.complete()
+
+    def complete(self) -> list[Effect]:
+        self.purgatory.remove(self.request_id)
+        return [Respond(request_id=self.request_id, response=_response(self.request, self.results))]
+
+
+class ProducePath:
+    def __init__(self, *, broker_id: int, partitions: dict[TopicPartition, Partition],
+                 leader_partition: Callable[[TopicPartition], Partition], delayed: DelayedOperations) -> None:
+        self.broker_id = broker_id
+        self.partitions = partitions
+        self.leader_partition = leader_partition
+        self.delayed = delayed
+
+    def handle_produce(self, request_id: int, request: ProduceRequest, now_ms: int, *,
+                       internal_topics_allowed: bool = False) -> list[Effect]:
+        """``internal_topics_allowed`` only for the broker's own group coordinator: a client's write
+        to ``__consumer_offsets`` is INVALID_TOPIC_EXCEPTION, as in Kafka (it would corrupt group state)."""
+        if request.acks not in VALID_ACKS:
+            return [Respond(request_id=request_id, response=_uniform_error(request, ErrorCode.INVALID_REQUIRED_ACKS))]
+        effects: list[Effect] = []
+        results: dict[TopicPartition, _PendingPartition] = {}
+        appended = []
+        for topic in request.topic_data:
+            topic_bytes = topic_records = 0  # counted once per topic: each Metric is an export call
+            for data in topic.partition_data:
+                topic_partition = (topic.name, data.index)
+                if topic_partition in results:
+                    continue  # Kafka keys a request's partitions by name: a repeat is not appended twice.
+                try:
+                    if topic.name in INTERNAL_TOPICS and not internal_topics_allowed:
+                        raise KafkaProtocolError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                                 f"cannot append to internal topic {topic.name}")
+                    partition = self.leader_partition(topic_partition)
+                    if request.request_api_version is not None:
+                        check_produce_records(request.request_api_version, data.records)
+                    info = partition.append_records_to_leader(data.records, required_acks=request.acks, now_ms=now_ms)
+                except KafkaProtocolError as exc:
+                    results[topic_partition] = _PendingPartition(-1, PartitionProduceResponse(
+                        index=data.index, error_code=exc.error_code, error_message=str(exc)), done=True)
+                    continue
+                results[topic_partition] = _PendingPartition(info.last_offset + 1, PartitionProduceResponse(
+                    index=data.index, base_offset=info.first_offset,
+                    log_start_offset=partition.log_start_offset))
+                appended.append(topic_partition)
+                topic_bytes += info.size_in_bytes
+                topic_records += info.record_count
+            if topic_bytes:
+                effects.extend(metrics.bytes_in(self.broker_id, topic.name, topic_bytes, topic_records))
+        for topic_partition in appended:
+            effects.extend(self.delayed.try_complete(topic_partition, now_ms))
+
+        if request.acks == -1 and appended:
+            operation = DelayedProduce(request_id=request_id, deadline_ms=now_ms + max(0, request.timeout_ms),
+                                       keys=tuple(appended), request=request, results=results,
+                                       partitions=self.partitions, purgatory=self.delayed.produce)
+            if _check_pending(self.partitions, results) or self.delayed.produce.is_full:
+                if not all(p.done for p in results.values()):
+                    _finish(results, ErrorCode.REQUEST_TIMED_OUT)
+                effects.append(Respond(request_id=request_id, response=_response(request, results)))
+            else:
+                effects.extend(self.delayed.park(self.delayed.produce, operation))
+            return effects
+        for pending in results.values():
+            pending.done = True
+        effects.append(Respond(request_id=request_id, response=_response(request, results)))
         return effects
-    for pending in results.values():
-        pending.done = True
-    effects.append(Respond(request_id=request_id, response=_response(request, results)))
-    return effects
+
+    def fail_parked(self, error_code: ErrorCode) -> list[Effect]:
+        """Answer every parked acks=all produce now, ``error_code`` for each partition still waiting:
+        after a log directory failure nothing more is acknowledged (Kafka's KAFKA_STORAGE_ERROR)."""
+        effects: list[Effect] = []
+        for operation in self.delayed.produce.all():
+            _finish(operation.results, error_code)
+            effects.extend(operation.complete())
+        return effects
 
 
-def try_complete_produce(manager: ReplicaManagerView, operation: DelayedOperation, now_ms: int,
-                         *, expired: bool) -> list[Effect]:
-    request, results = operation.payload
-    if not _check_pending(manager, results):
-        if not expired:
-            return []
-        _finish(results, ErrorCode.REQUEST_TIMED_OUT)
-    manager.produce_purgatory.remove(operation.request_id)
-    return [Respond(request_id=operation.request_id, response=_response(request, results))]
-
-
-def _check_pending(manager: ReplicaManagerView, results: dict) -> bool:
+def _check_pending(partitions: dict[TopicPartition, Partition], results: dict) -> bool:
     """Settle what can be settled (Kafka's ``checkEnoughReplicasReachOffset``); True when all are."""
     for topic_partition, pending in results.items():
         if pending.done:
             continue
-        partition = manager.partitions.get(topic_partition)
+        partition = partitions.get(topic_partition)
         if partition is None or not partition.is_leader:
             pending.response = replace(pending.response, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
             pending.done = True
@@ -141,15 +175,3 @@ def _uniform_error(request: ProduceRequest, error_code: ErrorCode) -> ProduceRes
             PartitionProduceResponse(index=data.index, error_code=error_code)
             for data in topic.partition_data))
         for topic in request.topic_data))
-
-
-def fail_parked(manager: ReplicaManagerView, error_code: ErrorCode) -> list[Effect]:
-    """Answer every parked acks=all produce now, ``error_code`` for each partition still waiting:
-    after a log directory failure nothing more is acknowledged (Kafka's KAFKA_STORAGE_ERROR)."""
-    effects: list[Effect] = []
-    for operation in manager.produce_purgatory.all():
-        request, results = operation.payload
-        _finish(results, error_code)
-        manager.produce_purgatory.remove(operation.request_id)
-        effects.append(Respond(request_id=operation.request_id, response=_response(request, results)))
-    return effects

@@ -2,29 +2,40 @@
 
 Theory of operation. A handler that cannot answer yet (a long-poll fetch with too few bytes, an
 acks=all produce whose offsets are not yet under the high watermark) parks a delayed operation
-here, keyed by the partitions whose progress could complete it. When a partition's log end offset
-or high watermark moves, the replica manager asks for the operations watching that partition and
-tries to complete each; ``tick`` expires those past their deadline. Completion and expiry both
-remove the operation, so each request is answered exactly once.
+here, keyed by the partitions whose progress could complete it. Each kind of operation is its own
+type that knows how to complete itself, as Kafka's ``DelayedProduce`` and ``DelayedFetch`` extend
+``DelayedOperation``: ``DelayedProduce`` (produce.py) and ``DelayedFetch`` (fetch.py) carry what
+they wait for and the objects they read, and answer from ``try_complete``. The replica manager's
+two purgatories are ``DelayedOperations``: when a partition's log end offset or high watermark
+moves, ``try_complete`` asks every operation watching that partition, in either purgatory, to
+complete; ``expire`` completes those past their deadline. Completion and expiry both remove the
+operation, so each request is answered exactly once.
 
-The purgatory is bounded by ``max_size``. At the limit ``is_full`` is true and the replica manager
+A purgatory is bounded by ``max_size``. At the limit ``is_full`` is true and the replica manager
 answers new requests at once with what it has (a fetch returns what is there; a produce returns
 its append result), which is always correct, only less patient.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Hashable
+from dataclasses import dataclass
+from typing import Hashable
+
+from actors.core.effects import ArmTimer, Effect
 
 TopicPartition = tuple[str, int]
 
 
 @dataclass(slots=True, kw_only=True)
 class DelayedOperation:
+    """A parked request: its id, when it must be answered at the latest, and what it watches.
+    A kind that the replica manager parks adds what it waits for and ``try_complete``."""
     request_id: int
     deadline_ms: int
     keys: tuple[Hashable, ...]
-    payload: Any = field(default=None)
+
+    def try_complete(self, now_ms: int, *, expired: bool) -> list[Effect]:
+        """Answer and leave the purgatory if the condition holds or ``expired``; else nothing."""
+        raise NotImplementedError(type(self).__name__)
 
 
 class Purgatory:
@@ -75,3 +86,38 @@ class Purgatory:
 
     def all(self) -> list[DelayedOperation]:
         return list(self._operations.values())
+
+
+class DelayedOperations:
+    """The replica manager's purgatories: acks=all produces and long-poll fetches, both keyed by
+    the partitions they watch."""
+    __slots__ = ("produce", "fetch")
+
+    def __init__(self, max_size: int) -> None:
+        self.produce = Purgatory("produce", max_size)
+        self.fetch = Purgatory("fetch", max_size)
+
+    def park(self, purgatory: Purgatory, operation: DelayedOperation) -> list[Effect]:
+        """Put ``operation`` in ``purgatory`` until it completes or its deadline passes."""
+        purgatory.add(operation)
+        return [ArmTimer(deadline_ms=operation.deadline_ms)]
+
+    def try_complete(self, key: Hashable, now_ms: int) -> list[Effect]:
+        """Kafka's ``checkAndComplete`` on both purgatories: every operation watching ``key``."""
+        effects: list[Effect] = []
+        for purgatory in (self.produce, self.fetch):
+            for operation in purgatory.watching(key):
+                effects.extend(operation.try_complete(now_ms, expired=False))
+        return effects
+
+    def expire(self, now_ms: int) -> list[Effect]:
+        """Complete every operation whose deadline has passed, answered with what it has."""
+        effects: list[Effect] = []
+        for purgatory in (self.produce, self.fetch):
+            for operation in purgatory.expired(now_ms):
+                effects.extend(operation.try_complete(now_ms, expired=True))
+        return effects
+
+    def next_deadline_ms(self) -> int | None:
+        deadlines = [d for d in (self.produce.next_deadline_ms(), self.fetch.next_deadline_ms()) if d is not None]
+        return min(deadlines, default=None)

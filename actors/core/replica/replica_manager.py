@@ -16,12 +16,15 @@ deadline, ``LogEvent`` for a human.
   only through ``partition_leader``, to tell a client asking the wrong broker
   (NOT_LEADER_OR_FOLLOWER) from one asking for a partition that does not exist.
 - Produce appends to the leader's log. acks=0/1 are answered at once; acks=all waits in the produce
-  purgatory until the high watermark passes the appended offsets (or the request times out).
+  purgatory as a ``DelayedProduce`` until the high watermark passes the appended offsets (or the
+  request times out). produce.py's ``ProducePath``.
 - Fetch reads whole batches: consumers up to the high watermark, followers (``replica_id >= 0``) up
   to the log end offset. A fetch that found fewer than ``min_bytes`` waits in the fetch purgatory
-  until more arrives or ``max_wait_ms`` passes.
+  as a ``DelayedFetch`` until more arrives or ``max_wait_ms`` passes. fetch.py's ``FetchPath``.
+- The follower's requests, OffsetForLeaderEpoch and the ISR: replication.py's ``Replication``.
+  The paths are objects this manager owns, each given the parts of it that it needs.
 - Any progress on a partition (an append, a high-watermark move, a role change) retries the
-  delayed operations watching it.
+  delayed operations watching it (``DelayedOperations.try_complete``); each completes itself.
 - The periodic log flush and checkpoints are planned by the ``LogFlusher`` (log_flusher.py) and run
   by the driver off its thread as ``StorageWork``; ``on_storage_done`` commits them. So are the
   logs' own disk waits (rolls, truncations, deletions, epoch checkpoints): each step that may
@@ -64,14 +67,16 @@ from actors.core.messages.stop_replica import (
     StopReplicaPartitionError, StopReplicaRequest, StopReplicaResponse,
 )
 from actors.core.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
-from actors.core.replica import fetch, produce, replication
 from actors.core.replica.alter_partition_manager import AlterPartitionManager
 from actors.core.replica.fetch_session import SESSION_CACHE_SLOTS_KEY, FetchSessionCache
 from actors.core.fetcher.fetcher_manager import FetcherManager
 from actors.core.replica.log_dir_failure_handler import storage_step
 from actors.core.replica.log_flusher import LogFlusher
 from actors.core.replica.partition import Partition
-from actors.core.replica.purgatory import DelayedOperation, Purgatory
+from actors.core.replica.fetch import FetchPath
+from actors.core.replica.produce import ProducePath
+from actors.core.replica.purgatory import DelayedOperations
+from actors.core.replica.replication import TRUNCATION_POLICIES, Replication
 from actors.core.topics import OFFSETS_TOPIC
 
 TopicPartition = tuple[str, int]
@@ -108,23 +113,20 @@ class ReplicaManager:
         # Set by registration; control requests for an earlier incarnation of this broker are stale.
         self.broker_epoch = -1
         self.partition_leader = partition_leader or (lambda topic, partition: (NO_LEADER, NO_EPOCH))
-        self.partitions: dict[TopicPartition, Partition] = {}
+        self._partitions: dict[TopicPartition, Partition] = {}
         self.topic_configs: dict[str, KafkaConfig] = {}
-        purgatory_size_max = config.get_int("raykafka.purgatory.max.size", minimum=1)
-        self.fetch_purgatory = Purgatory("fetch", purgatory_size_max)
-        self.produce_purgatory = Purgatory("produce", purgatory_size_max)
+        self.delayed = DelayedOperations(config.get_int("raykafka.purgatory.max.size", minimum=1))
         self.fetch_sessions = FetchSessionCache(
             slots_max=config.get_int(SESSION_CACHE_SLOTS_KEY, 0), seed=fetch_session_seed or broker_id)
         self.truncation_policy = config.get_str("raykafka.truncation.policy")
-        if self.truncation_policy not in replication.TRUNCATION_POLICIES:
+        if self.truncation_policy not in TRUNCATION_POLICIES:
             raise KafkaProtocolError(ErrorCode.INVALID_CONFIG, f"raykafka.truncation.policy="
-                                     f"{self.truncation_policy!r}; use one of {replication.TRUNCATION_POLICIES}")
+                                     f"{self.truncation_policy!r}; use one of {TRUNCATION_POLICIES}")
         self.fetcher_manager = FetcherManager(config.get_int("num.replica.fetchers", 1))
         self.alter_partition_manager = AlterPartitionManager(broker_id)
         self.replica_lag_time_max_ms = config.get_int("replica.lag.time.max.ms", 1)
         self._next_metrics_ms = now_ms  # when the broker's gauges are set next
         self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
-        self.unanswered_isr_proposals: dict[TopicPartition, tuple[int, int]] = {}
         # The log directory's state; a storage error takes it offline (log_dir_failure_handler.py).
         self.log_dir_failure_channel = LogDirFailureChannel()
         self.log_flusher = LogFlusher(
@@ -132,6 +134,28 @@ class ReplicaManager:
             flush_interval_ms=config.get_int("log.flush.offset.checkpoint.interval.ms", 1),
             high_watermark_interval_ms=config.get_int("replica.high.watermark.checkpoint.interval.ms", 1))
         self.recovered_partitions = self._load_logs()
+        # The request paths, each given what it needs of this manager.
+        self.replication = Replication(
+            broker_id=broker_id, partitions=self.partitions, leader_partition=self.leader_partition, delayed=self.delayed,
+            fetcher_manager=self.fetcher_manager, alter_partition_manager=self.alter_partition_manager,
+            truncation_policy=self.truncation_policy, broker_epoch=lambda: self.broker_epoch)
+        self.produce_path = ProducePath(broker_id=broker_id, partitions=self.partitions,
+                                        leader_partition=self.leader_partition, delayed=self.delayed)
+        self.fetch_path = FetchPath(broker_id=broker_id, partitions=self.partitions,
+                                    leader_partition=self.leader_partition, fetch_sessions=self.fetch_sessions,
+                                    delayed=self.delayed, replication=self.replication)
+
+    @property
+    def partitions(self) -> dict[TopicPartition, Partition]:
+        """Every hosted replica, by topic partition; the request paths share this map."""
+        return self._partitions
+
+    @partitions.setter
+    def partitions(self, partitions: dict[TopicPartition, Partition]) -> None:
+        """Put another map in its place (the simulator's watched map), in every path that holds it."""
+        self._partitions = partitions
+        for path in (self.replication, self.produce_path, self.fetch_path):
+            path.partitions = partitions
 
     # ---------------------------------------------------------------------------------- startup
     def _load_logs(self) -> list[TopicPartition]:
@@ -195,7 +219,7 @@ class ReplicaManager:
                 if error == ErrorCode.NONE:
                     changed.append(topic_partition)
         for topic_partition in changed:
-            effects.extend(self.try_complete_delayed(topic_partition, now_ms))
+            effects.extend(self.delayed.try_complete(topic_partition, now_ms))
         effects.append(Respond(request_id=request_id, response=LeaderAndIsrResponse(
             error_code=ErrorCode.NONE, partition_errors=tuple(errors))))
         return effects + self.log_flusher.collect()
@@ -235,7 +259,7 @@ class ReplicaManager:
         else:
             partition.make_follower(leader=state.leader, **role)
             if state.leader >= 0:
-                effects.extend(replication.become_follower(self, partition))
+                effects.extend(self.replication.become_follower(partition))
             else:
                 effects.extend(self.fetcher_manager.remove([topic_partition]))
             effects.append(LogEvent(level="debug", message=(
@@ -289,7 +313,7 @@ class ReplicaManager:
                 effects.extend(self.fetcher_manager.remove([topic_partition]))
                 effects.extend(self._stop_replica(topic_partition, delete=request.delete_partitions))
                 # Delayed requests on it are answered now rather than left to time out.
-                effects.extend(self.try_complete_delayed(topic_partition, now_ms))
+                effects.extend(self.delayed.try_complete(topic_partition, now_ms))
                 errors.append(StopReplicaPartitionError(topic_name=topic.name, partition_index=index,
                                                         error_code=ErrorCode.NONE))
         effects.append(Respond(request_id=request_id, response=StopReplicaResponse(
@@ -348,29 +372,29 @@ class ReplicaManager:
     @storage_step
     def handle_produce(self, request_id: int, request: ProduceRequest, now_ms: int, *,
                        internal_topics_allowed: bool = False) -> list[Effect]:
-        return produce.handle_produce(self, request_id, request, now_ms,
-                                      internal_topics_allowed=internal_topics_allowed) + self.log_flusher.collect()
+        return self.produce_path.handle_produce(request_id, request, now_ms,
+                                                internal_topics_allowed=internal_topics_allowed) + self.log_flusher.collect()
 
     @storage_step
     def handle_fetch(self, request_id: int, request: FetchRequest, now_ms: int) -> list[Effect]:
-        return fetch.handle_fetch(self, request_id, request, now_ms)
+        return self.fetch_path.handle_fetch(request_id, request, now_ms)
 
     @storage_step
     def handle_offset_for_leader_epoch(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return replication.handle_offset_for_leader_epoch(self, request_id, request, now_ms)
+        return self.replication.handle_offset_for_leader_epoch(request_id, request, now_ms)
 
     @storage_step
     def handle_follower_truncate(self, request_id: int, request, now_ms: int) -> list[Effect]:
         # Answered once the truncation is durable: the fetcher appends nothing before its answer.
-        return self.log_flusher.hold(replication.handle_follower_truncate(self, request_id, request, now_ms), request_id)
+        return self.log_flusher.hold(self.replication.handle_follower_truncate(request_id, request, now_ms), request_id)
 
     @storage_step
     def handle_follower_append(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return replication.handle_follower_append(self, request_id, request, now_ms) + self.log_flusher.collect()
+        return self.replication.handle_follower_append(request_id, request, now_ms) + self.log_flusher.collect()
 
     @storage_step
     def on_alter_partition_response(self, request, response, now_ms: int) -> list[Effect]:
-        return replication.on_alter_partition_response(self, request, response, now_ms)
+        return self.replication.on_alter_partition_response(request, response, now_ms)
 
     @storage_step
     def handle_list_offsets(self, request_id: int, request: ListOffsetsRequest,
@@ -422,42 +446,24 @@ class ReplicaManager:
         return ListOffsetsPartitionResponse(partition_index=asked.partition_index, offset=offset,
                                             timestamp=-1, leader_epoch=partition.leader_epoch)
 
-    # ------------------------------------------------------------------------ delayed operations
-    def try_complete_delayed(self, topic_partition: TopicPartition, now_ms: int) -> list[Effect]:
-        effects: list[Effect] = []
-        for operation in self.produce_purgatory.watching(topic_partition):
-            effects.extend(produce.try_complete_produce(self, operation, now_ms, expired=False))
-        for operation in self.fetch_purgatory.watching(topic_partition):
-            effects.extend(fetch.try_complete_fetch(self, operation, now_ms, expired=False))
-        return effects
-
-    def park(self, purgatory: Purgatory, operation: DelayedOperation) -> list[Effect]:
-        purgatory.add(operation)
-        return [ArmTimer(deadline_ms=operation.deadline_ms)]
-
     # --------------------------------------------------------------------------------- timers
     @storage_step
     def tick(self, now_ms: int) -> list[Effect]:
-        effects: list[Effect] = []
-        for operation in self.produce_purgatory.expired(now_ms):
-            effects.extend(produce.try_complete_produce(self, operation, now_ms, expired=True))
-        for operation in self.fetch_purgatory.expired(now_ms):
-            effects.extend(fetch.try_complete_fetch(self, operation, now_ms, expired=True))
+        effects: list[Effect] = self.delayed.expire(now_ms)
         if now_ms >= self._next_metrics_ms:  # gauges once a second: the tick runs far more often
             self._next_metrics_ms = now_ms + METRICS_INTERVAL_MS
             effects.extend(metrics.broker_gauges(
                 broker_id=self.broker_id, partitions=self.partitions.values(),
-                produce_purgatory_size=len(self.produce_purgatory), fetch_purgatory_size=len(self.fetch_purgatory)))
+                produce_purgatory_size=len(self.delayed.produce), fetch_purgatory_size=len(self.delayed.fetch)))
         if now_ms >= self._next_isr_check_ms:  # Kafka's isr-expiration task
             self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
-            effects.extend(replication.maybe_shrink_isrs(self, now_ms))
-        if self.unanswered_isr_proposals:
-            effects.extend(replication.resend_unanswered_isr_proposals(self, now_ms))
+            effects.extend(self.replication.maybe_shrink_isrs(now_ms))
+        if self.replication.unanswered_isr_proposals:
+            effects.extend(self.replication.resend_unanswered_isr_proposals(now_ms))
         effects.extend(self.log_flusher.tick(now_ms))  # the fsyncs run off this thread
-        deadlines = [d for d in (self.produce_purgatory.next_deadline_ms(),
-                                 self.fetch_purgatory.next_deadline_ms()) if d is not None]
-        if deadlines:
-            effects.append(ArmTimer(deadline_ms=min(deadlines)))
+        next_deadline_ms = self.delayed.next_deadline_ms()
+        if next_deadline_ms is not None:
+            effects.append(ArmTimer(deadline_ms=next_deadline_ms))
         return effects
 
     # ---------------------------------------------------------------------------- checkpoints
@@ -490,5 +496,5 @@ class ReplicaManager:
         states = []
         for topic_partition in self.fetcher_manager.partitions_of(key):
             partition = self.partitions[topic_partition]
-            states.append(replication.initial_fetch_state(self, partition))
+            states.append(self.replication.initial_fetch_state(partition))
         return states
