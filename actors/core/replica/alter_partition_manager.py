@@ -16,9 +16,9 @@ epoch, which discards the proposal), the change is dropped; it would only be ref
 
 The request's answer is always delivered (the driver turns an unreachable controller into an
 ErrorCode), so the slot is never held forever; a request that got no answer may still have been
-committed, so its changes stay pending and ``replication.resend_unanswered_isr_proposals``
+committed, so its changes stay pending and ``Replication.resend_unanswered_isr_proposals``
 submits them again unchanged after a backoff; the answer's partitions are applied by
-``replication.on_alter_partition_response`` before the waiting changes go out, so a change sent
+``Replication.on_alter_partition_response`` before the waiting changes go out, so a change sent
 next carries the partition epoch the answer taught.
 """
 from __future__ import annotations
