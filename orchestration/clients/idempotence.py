@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 from actors.core.errors import ErrorCode
 from actors.core.log.producer_state import increment_sequence
-from actors.core.messages import InitProducerIdRequest
+from actors.core.messages.init_producer_id import InitProducerIdRequest
 from actors.codecs.record_batches import with_producer_state
 from orchestration.errors import KafkaError
 

@@ -55,9 +55,10 @@ from actors.core.controller.metadata_store import InMemoryKeyValueStore, Metadat
 from actors.core.errors import ErrorCode
 from actors.core.log.storage import InMemoryStorage
 from actors.core.log.storage_faults import FaultyStorage
-from actors.core.messages import CreateTopicsRequest, ProduceRequest
-from actors.core.messages.create_topics import CreatableReplicaAssignment, CreatableTopic, CreateableTopicConfig
-from actors.core.messages.produce import PartitionProduceData, ProduceResponse, TopicProduceData
+from actors.core.messages.create_topics import (
+    CreatableReplicaAssignment, CreatableTopic, CreateableTopicConfig, CreateTopicsRequest,
+)
+from actors.core.messages.produce import PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData
 from actors.core.broker.broker_core import BrokerCore
 from actors.codecs.record_batches import BatchBuilder, next_offset_after, read_records
 from orchestration.simulation.consumer import GroupMember
