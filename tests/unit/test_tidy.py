@@ -18,8 +18,9 @@ ACTORS_DIR = REPO_ROOT / "actors"
 CORE_DIR = ACTORS_DIR / "core"
 
 # Top-level modules the core must not import: it takes time and randomness as arguments, does
-# no I/O and never touches Ray or Spark (ARCHITECTURE.md, sections 1 and 2). It reports through
-# ``LogEvent`` effects rather than a logger, and knows nothing of the clients and tools outside.
+# no I/O and never touches Ray or Spark (actors/core/__init__.py; the README's "How it is built").
+# It reports through ``LogEvent`` effects rather than a logger, and knows nothing of the clients
+# and tools outside.
 FORBIDDEN_IMPORTS = frozenset({
     "ray", "asyncio", "threading", "socket", "time", "random", "os", "pyspark", "subprocess",
     "multiprocessing", "loguru", "orchestration",
