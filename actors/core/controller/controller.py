@@ -42,7 +42,7 @@ from actors.core.controller.metadata_propagation import MetadataPropagation, ref
 from actors.core.controller.metadata_store import MetadataStore
 from actors.core.controller.producer_id_control import allocate_producer_ids
 from actors.core.controller.reassignment import PartitionReassignments
-from actors.core.controller.state import PartitionState, ReplicaState, TopicPartition
+from actors.core.controller.state import PartitionState, ReplicaState
 from actors.core.controller.topics import create_topics
 from actors.core.effects import AddBrokerChannel, ArmTimer, Effect, LogEvent, RemoveBrokerChannel, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
