@@ -151,7 +151,6 @@ class FaultNetwork:
         self._refreshing = False  # a read off the loop is under way
         self._rules = NetworkRules()
         self._loaded_at: float | None = None  # when the read that gave ``_rules`` began
-        self.messages_lost = 0
 
     def rules(self) -> NetworkRules:
         now = self._clock()
@@ -205,7 +204,6 @@ class FaultNetwork:
         return answer
 
     async def _lose(self, how: str, remaining_s: float, what: str, destination: str) -> None:
-        self.messages_lost += 1
         if how == "cut":
             await asyncio.sleep(max(0.0, min(CUT_DETECT_S, remaining_s)))
             raise LinkDown(f"{what} between {self.node} and {destination} lost: the link is cut")

@@ -35,7 +35,8 @@ from loguru import logger
 
 from actors.core.config import KafkaConfig
 from actors.core.errors import ErrorCode, KafkaProtocolError
-from actors.core.messages import JoinGroupRequest, ProduceRequest
+from actors.core.messages.join_group import JoinGroupRequest
+from actors.core.messages.produce import ProduceRequest
 from actors.core.messages.broker_registration import BrokerEndpoint
 from actors.core.controller.metadata_store import MetadataStore
 from actors.ray_metadata_store import RayKeyValueStore

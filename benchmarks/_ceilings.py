@@ -19,8 +19,6 @@ from ray import cloudpickle
 # The actors below travel to Ray's workers by value: a worker need not have benchmarks/ on its path.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-KINDS = ("bytes", "numpy")
-DIRECTIONS = ("send", "return")
 
 
 def _payload(kind: str, size: int):

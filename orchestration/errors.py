@@ -17,8 +17,3 @@ class KafkaError(Exception):
     @property
     def retriable(self) -> bool:
         return self.error_code.retriable
-
-
-def raise_for(error_code: ErrorCode | int, message: str = "") -> None:
-    if error_code != ErrorCode.NONE:
-        raise KafkaError(error_code, message)

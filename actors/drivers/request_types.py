@@ -3,14 +3,36 @@ what a request is parsed as before it reaches a core."""
 from __future__ import annotations
 
 from actors.core.group.messages import DeleteGroupsRequest
-from actors.core.messages import (
-    AllocateProducerIdsRequest, AlterPartitionRequest, BrokerHeartbeatRequest, BrokerRegistrationRequest, ControlledShutdownRequest,
-    CreateTopicsRequest, DeleteTopicsRequest, DescribeGroupsRequest, ElectLeadersRequest, FetchRequest,
-    FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest, AlterPartitionReassignmentsRequest,
-    ListPartitionReassignmentsRequest, InitProducerIdRequest, JoinGroupRequest, LeaderAndIsrRequest, LeaveGroupRequest,
-    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest,
-    OffsetForLeaderEpochRequest, ProduceRequest, StopReplicaRequest, SyncGroupRequest, UpdateMetadataRequest,
+from actors.core.messages.allocate_producer_ids import AllocateProducerIdsRequest
+from actors.core.messages.alter_partition import AlterPartitionRequest
+from actors.core.messages.broker_heartbeat import BrokerHeartbeatRequest
+from actors.core.messages.broker_registration import BrokerRegistrationRequest
+from actors.core.messages.controlled_shutdown import ControlledShutdownRequest
+from actors.core.messages.create_topics import CreateTopicsRequest
+from actors.core.messages.delete_topics import DeleteTopicsRequest
+from actors.core.messages.describe_groups import DescribeGroupsRequest
+from actors.core.messages.elect_leaders import ElectLeadersRequest
+from actors.core.messages.fetch import FetchRequest
+from actors.core.messages.find_coordinator import FindCoordinatorRequest
+from actors.core.messages.heartbeat import HeartbeatRequest
+from actors.core.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+from actors.core.messages.init_producer_id import InitProducerIdRequest
+from actors.core.messages.join_group import JoinGroupRequest
+from actors.core.messages.leader_and_isr import LeaderAndIsrRequest
+from actors.core.messages.leave_group import LeaveGroupRequest
+from actors.core.messages.list_groups import ListGroupsRequest
+from actors.core.messages.list_offsets import ListOffsetsRequest
+from actors.core.messages.metadata import MetadataRequest
+from actors.core.messages.offset_commit import OffsetCommitRequest
+from actors.core.messages.offset_fetch import OffsetFetchRequest
+from actors.core.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
+from actors.core.messages.partition_reassignments import (
+    AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest,
 )
+from actors.core.messages.produce import ProduceRequest
+from actors.core.messages.stop_replica import StopReplicaRequest
+from actors.core.messages.sync_group import SyncGroupRequest
+from actors.core.messages.update_metadata import UpdateMetadataRequest
 from actors.core.fetcher.follower_messages import FollowerAppendRequest, FollowerTruncateRequest
 
 REQUEST_TYPES: dict[str, type] = {

@@ -14,16 +14,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.core.errors import ErrorCode
-from actors.core.messages import (
-    CONSUMER_REPLICA_ID, CreateTopicsRequest, DeleteTopicsRequest, DescribedGroup, DescribeGroupsRequest,
-    DescribeGroupsResponse, FetchRequest, FindCoordinatorRequest, HeartbeatRequest, HeartbeatResponse, InitProducerIdRequest,
-    JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
-    ListGroupsResponse, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetCommitResponse,
-    OffsetCommitResponsePartition, OffsetCommitResponseTopic, OffsetFetchRequest, OffsetFetchResponse,
-    OffsetForLeaderEpochRequest, PartitionProduceData, ProduceRequest, SyncGroupRequest, SyncGroupResponse,
-    TopicProduceData,
+from actors.core.messages._base import CONSUMER_REPLICA_ID
+from actors.core.messages.create_topics import CreateTopicsRequest
+from actors.core.messages.delete_topics import DeleteTopicsRequest
+from actors.core.messages.describe_groups import DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse
+from actors.core.messages.fetch import FetchRequest
+from actors.core.messages.find_coordinator import FindCoordinatorRequest
+from actors.core.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from actors.core.messages.init_producer_id import InitProducerIdRequest
+from actors.core.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from actors.core.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberIdentity
+from actors.core.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from actors.core.messages.list_offsets import ListOffsetsRequest
+from actors.core.messages.metadata import MetadataRequest
+from actors.core.messages.offset_commit import (
+    OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 )
-from actors.core.messages.leave_group import MemberIdentity
+from actors.core.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from actors.core.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
+from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from actors.core.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from actors.core.replica.fetch import refuse_zstd
 from actors.wire.convert import duration_ms, from_kio, to_kio
 from actors.wire.frames import response_class

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import struct
 
-from actors.core.messages import PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData
+from actors.core.messages.produce import PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData
 from actors.wire.frames import InvalidFrame
 from actors.wire.versions import SUPPORTED_VERSIONS
 

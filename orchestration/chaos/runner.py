@@ -74,7 +74,6 @@ class Scenario:
     unseen_is_anomaly: bool = True
     slow: bool = False  # run by the 'chaos' marker, not by `make test`
     nodes: tuple[int, ...] = ()  # brokers that get a Ray node of their own (node faults)
-    sample_topics: tuple[str, ...] | None = None  # None: the topics the script creates
     # The producer modes the matrix runs this row in (keys of PRODUCER_MODES), the first being the
     # default of ``run_scenario``. Rows whose producers write under faults run IDEMPOTENT; one row
     # also keeps RETRIES_0 to show what retries change; choreographed rows that need each send to

@@ -153,8 +153,7 @@ class Sampler:
 
     ``start``/``stop`` (or ``with Sampler(...)``) run the thread; ``sample_once`` takes one
     sample synchronously and returns the events it wrote. Counters: ``rounds``,
-    ``samples_written``, ``errors`` (rounds that raised; the thread logs them and goes on),
-    ``brokers_skipped`` (describe calls that failed or timed out) and ``digests_missing``.
+    ``samples_written`` and ``errors`` (rounds that raised; the thread logs them and goes on).
     """
 
     def __init__(self, cluster, history: HistoryWriter, topics: Iterable[str] | None = None,
@@ -170,8 +169,6 @@ class Sampler:
         self.rounds = 0
         self.samples_written = 0
         self.errors = 0
-        self.brokers_skipped = 0
-        self.digests_missing = 0
         self._round_lock = threading.Lock()  # one round at a time: the thread's and sample_once's
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -203,9 +200,7 @@ class Sampler:
                 calls[broker_id] = self.cluster.broker(broker_id).describe_partitions.remote()
             except Exception as exc:  # noqa: BLE001 (no handle, or the actor is gone for good: skip it)
                 logger.debug("sampler: cannot call broker {}: {!r}", broker_id, exc)
-        states = self._gather(calls)
-        self.brokers_skipped += len(self.cluster.broker_ids) - len(states)
-        return states
+        return self._gather(calls)
 
     def _digests(self, wanted: Mapping[tuple[str, int, int], tuple[int, int]]) -> dict:
         calls = {}
@@ -216,7 +211,6 @@ class Sampler:
             except Exception as exc:  # noqa: BLE001 (as for describe: skip the broker)
                 logger.debug("sampler: cannot ask broker {} for a digest: {!r}", broker_id, exc)
         answered = self._gather(calls)
-        self.digests_missing += len(wanted) - len(answered)
         digests: dict[tuple[str, int], dict[int, list]] = defaultdict(dict)
         for (topic, partition, broker_id), digest in answered.items():
             digests[(topic, partition)][broker_id] = digest

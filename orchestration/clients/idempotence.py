@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 from actors.core.errors import ErrorCode
 from actors.core.log.producer_state import increment_sequence
-from actors.core.messages import InitProducerIdRequest
+from actors.core.messages.init_producer_id import InitProducerIdRequest
 from actors.codecs.record_batches import with_producer_state
 from orchestration.errors import KafkaError
 
@@ -107,7 +107,6 @@ class Idempotence:
         self._partitions: dict[tuple[str, int], PartitionSequences] = {}
         self._reset_needed = False
         self._next_broker = 0
-        self.resets = 0
 
     @property
     def ready(self) -> bool:
@@ -260,7 +259,6 @@ class Idempotence:
         sequences.gaps[identity] = min(batch.order, sequences.gaps.get(identity, batch.order))
         if batch.producer_id == self.producer_id and not self._reset_needed:
             self._reset_needed = True
-            self.resets += 1
         _forget_passed_gaps(sequences)
 
 

@@ -24,13 +24,14 @@ from typing import Any
 from actors.core.errors import ErrorCode
 from actors.core.group.assignors import leader_assignments, subscription_metadata
 from actors.core.group.consumer_protocol import decode_assignment
-from actors.core.messages import (
-    FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, JoinGroupRequest, JoinGroupRequestProtocol,
-    JoinGroupResponse, OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchRequestTopic, OffsetFetchResponse, SyncGroupRequest,
-    SyncGroupRequestAssignment,
-    SyncGroupResponse,
+from actors.core.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from actors.core.messages.heartbeat import HeartbeatRequest
+from actors.core.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse
+from actors.core.messages.offset_commit import (
+    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic, OffsetCommitResponse,
 )
+from actors.core.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic, OffsetFetchResponse
+from actors.core.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment, SyncGroupResponse
 
 RETRY_BACKOFF_MS = 100
 CALL_TIMEOUT_MS = 5_000

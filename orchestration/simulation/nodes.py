@@ -37,7 +37,7 @@ from actors.core.errors import ErrorCode
 from actors.core.group.broker_link import BrokerLink
 from actors.core.group.coordinator import GroupCoordinatorCore
 from actors.core.group.messages import BrokerStateRequest, InternalProduceRequest, OffsetsLogReadRequest
-from actors.core.messages import JoinGroupRequest
+from actors.core.messages.join_group import JoinGroupRequest
 from actors.core.broker.broker_core import BrokerCore
 from actors.core.fetcher.fetcher import FetcherCore
 from actors.drivers.broker import BrokerDriver

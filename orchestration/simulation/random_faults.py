@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from actors.core.log.storage_faults import STORAGE_FAULTS
 from orchestration.chaos.checker import check
@@ -430,7 +430,3 @@ def _judge_group(sim: Simulation, schedule: _Schedule, result: SeedResult) -> No
     if fetched["offsets"] != schedule.acknowledged_commit and fetched["offsets"] not in schedule.later_commits:
         result.verdict = "GROUP"
         result.detail = f"acknowledged commit {schedule.acknowledged_commit}, fetched {fetched}"
-
-
-def seed_options(base: RunOptions, seeds: list[int]) -> list[RunOptions]:
-    return [replace(base, seed=seed) for seed in seeds]

@@ -55,11 +55,11 @@ from actors.core.controller.metadata_store import InMemoryKeyValueStore, Metadat
 from actors.core.errors import ErrorCode
 from actors.core.log.storage import InMemoryStorage
 from actors.core.log.storage_faults import FaultyStorage
-from actors.core.messages import CreateTopicsRequest, ProduceRequest
-from actors.core.messages.create_topics import CreatableReplicaAssignment, CreatableTopic, CreateableTopicConfig
-from actors.core.messages.produce import PartitionProduceData, ProduceResponse, TopicProduceData
+from actors.core.messages.create_topics import (
+    CreatableReplicaAssignment, CreatableTopic, CreateableTopicConfig, CreateTopicsRequest,
+)
+from actors.core.messages.produce import PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData
 from actors.core.broker.broker_core import BrokerCore
-from actors.core.fetcher.fetcher import FetcherCore
 from actors.codecs.record_batches import BatchBuilder, next_offset_after, read_records
 from orchestration.simulation.consumer import GroupMember
 from orchestration.simulation.invariants import (
@@ -106,7 +106,6 @@ class ProduceResult:
     partition: int
     values: tuple[str, ...]
     acks: int
-    sent_to: int
     status: str = "pending"
     base_offset: int = -1
     error: str | None = None
@@ -114,10 +113,6 @@ class ProduceResult:
     @property
     def offsets(self) -> list[int | None]:
         return [self.base_offset + i if self.status == "acked" else None for i in range(len(self.values))]
-
-    def per_value(self) -> list[dict]:
-        return [{"value": v, "status": self.status, "offset": o, "error": self.error}
-                for v, o in zip(self.values, self.offsets)]
 
 
 class Simulation(Invariants, Nodes):
@@ -227,10 +222,6 @@ class Simulation(Invariants, Nodes):
             offset = next_offset_after(buffer, offset)
         return records
 
-    def fetchers_of(self, broker_id: int) -> dict[tuple[int, int], FetcherCore]:
-        node = self.nodes.get(f"broker:{broker_id}")
-        return {} if node is None else {key: f.core for key, f in node.fetchers.items()}
-
     def partition_count(self, topic: str) -> int:
         described = self.controller.describe_topic(topic)
         return 0 if described is None else len(described)
@@ -245,9 +236,6 @@ class Simulation(Invariants, Nodes):
         return sorted(b for b in self.broker_ids if (c := self.coordinator(b)) is not None
                       and c.core.manager.is_group_local(group_id) and not c.core.manager.is_group_loading(group_id)
                       and group_id in c.core.groups)
-
-    def offsets_partition_of(self, group_id: str) -> int:
-        return next(c for b in self.broker_ids if (c := self.coordinator(b)) is not None).core.partition_for(group_id)
 
     def consumer(self, name: str) -> GroupMember:
         return self.nodes[f"consumer:{name}"].driver
@@ -309,7 +297,7 @@ class Simulation(Invariants, Nodes):
         ``to_broker``). With ``wait``, runs until answered or ``limit_ms`` (then it stays pending)."""
         acks = ACKS[acks if isinstance(acks, int) else str(acks).lower()]
         leader = self.leader(topic, partition) if to_broker is None else to_broker
-        result = ProduceResult(topic=topic, partition=partition, values=tuple(values), acks=acks, sent_to=leader)
+        result = ProduceResult(topic=topic, partition=partition, values=tuple(values), acks=acks)
         self.produce_results.append(result)
         if leader < 0:
             result.status, result.error = "error", ErrorCode.LEADER_NOT_AVAILABLE.name

@@ -140,10 +140,6 @@ class SparkSizing:
         return cls(num_executors=max(1, int(available_cpus // 2)), executor_cpus=1.0 if available_cpus >= 1 else 0.0,
                    task_slots=task_slots)
 
-    @property
-    def total_slots(self) -> int:
-        return self.num_executors * self.task_slots
-
 
 def spark_configs(sizing: SparkSizing, extra: dict | None = None) -> dict[str, str]:
     configs = {

@@ -11,18 +11,42 @@ from actors.broker import group_coordinator_actor_name
 from actors.core.errors import ErrorCode
 from actors.core.java_hash import java_string_hash, kafka_abs
 from actors.core.group.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
-from actors.core.messages import (
-    LATEST_TIMESTAMP, UNCLEAN_ELECTION, AlterPartitionPartitionData, AlterPartitionRequest,
-    AlterPartitionTopicData, BrokerHeartbeatRequest, BrokerRegistrationRequest, ControlledShutdownRequest,
-    CreatableReplicaAssignment, CreatableTopic, CreateableTopicConfig, CreateTopicsRequest, DeleteTopicsRequest,
-    DescribeGroupsRequest, ElectLeadersRequest, FetchPartition, FetchRequest, FetchTopic, FindCoordinatorRequest,
-    HeartbeatRequest, JoinGroupRequest, JoinGroupRequestProtocol, LeaderAndIsrPartitionState, LeaderAndIsrRequest,
-    LeaderAndIsrTopicState, LeaveGroupRequest, ListGroupsRequest, ListOffsetsPartition, ListOffsetsRequest,
-    ListOffsetsTopic, MemberIdentity, MetadataRequest, OffsetCommitRequest, OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic, OffsetFetchRequest, OffsetForLeaderEpochRequest, OffsetForLeaderPartition,
-    OffsetForLeaderTopic, PartitionProduceData, ProduceRequest, StopReplicaRequest, StopReplicaTopic,
-    SyncGroupRequest, SyncGroupRequestAssignment, TopicPartitions, TopicProduceData, UpdateMetadataRequest,
+from actors.core.messages.alter_partition import (
+    AlterPartitionPartitionData, AlterPartitionRequest, AlterPartitionTopicData,
 )
+from actors.core.messages.broker_heartbeat import BrokerHeartbeatRequest
+from actors.core.messages.broker_registration import BrokerRegistrationRequest
+from actors.core.messages.controlled_shutdown import ControlledShutdownRequest
+from actors.core.messages.create_topics import (
+    CreatableReplicaAssignment, CreatableTopic, CreateableTopicConfig, CreateTopicsRequest,
+)
+from actors.core.messages.delete_topics import DeleteTopicsRequest
+from actors.core.messages.describe_groups import DescribeGroupsRequest
+from actors.core.messages.elect_leaders import UNCLEAN_ELECTION, ElectLeadersRequest, TopicPartitions
+from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from actors.core.messages.find_coordinator import FindCoordinatorRequest
+from actors.core.messages.heartbeat import HeartbeatRequest
+from actors.core.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from actors.core.messages.leader_and_isr import (
+    LeaderAndIsrPartitionState, LeaderAndIsrRequest, LeaderAndIsrTopicState,
+)
+from actors.core.messages.leave_group import LeaveGroupRequest, MemberIdentity
+from actors.core.messages.list_groups import ListGroupsRequest
+from actors.core.messages.list_offsets import (
+    LATEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
+)
+from actors.core.messages.metadata import MetadataRequest
+from actors.core.messages.offset_commit import (
+    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+)
+from actors.core.messages.offset_fetch import OffsetFetchRequest
+from actors.core.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
+)
+from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from actors.core.messages.stop_replica import StopReplicaRequest, StopReplicaTopic
+from actors.core.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
+from actors.core.messages.update_metadata import UpdateMetadataRequest
 from actors.core.fetcher.follower_messages import (
     FollowerAppendPartition, FollowerAppendRequest, FollowerTruncatePartition, FollowerTruncateRequest,
     TruncationMode,

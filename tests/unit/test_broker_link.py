@@ -15,8 +15,7 @@ from actors.core.group.messages import (
     BrokerStateRequest, BrokerStateResponse, InternalProduceRequest, OffsetsLogAppendRequest, OffsetsLogReadRequest,
     OffsetsLogReadResponse,
 )
-from actors.core.messages import ProduceResponse
-from actors.core.messages.produce import PartitionProduceResponse, TopicProduceResponse
+from actors.core.messages.produce import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 
 
 class ListCodec:

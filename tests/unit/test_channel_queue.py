@@ -11,7 +11,7 @@ import pytest
 from actors.core.controller.channel_queue import (
     QUEUE_SIZE_MIN, ControllerChannelQueue, QueueItem,
 )
-from actors.core.messages import API_KEYS
+from actors.core.messages.api_keys import API_KEYS
 from actors.core.messages.leader_and_isr import LeaderAndIsrRequest
 from actors.core.messages.stop_replica import StopReplicaRequest
 from actors.core.messages.update_metadata import UpdateMetadataRequest

@@ -13,7 +13,8 @@ import pytest
 from ray.exceptions import RayActorError, RayTaskError
 
 from actors.core.errors import ErrorCode, KafkaProtocolError
-from actors.core.messages import AllocateProducerIdsResponse, InitProducerIdResponse
+from actors.core.messages.allocate_producer_ids import AllocateProducerIdsResponse
+from actors.core.messages.init_producer_id import InitProducerIdResponse
 from actors.core.broker.producer_id_manager import ProducerIdManager
 from actors.core.messages.produce import (
     PartitionProduceData, PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceData,

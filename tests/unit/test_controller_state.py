@@ -159,21 +159,17 @@ def test_replica_states_queries():
     for replica, state in [((("t", 0), 1), R.ONLINE_REPLICA), ((("t", 0), 2), R.REPLICA_DELETION_STARTED),
                            ((("t", 1), 1), R.REPLICA_DELETION_SUCCESSFUL), ((("u", 0), 2), R.ONLINE_REPLICA)]:
         states.initialize(replica, state)
-    assert states.replicas_of_topic("t") == [(("t", 0), 1), (("t", 0), 2), (("t", 1), 1)]
+    assert [replica for replica, _ in states.items("t")] == [(("t", 0), 1), (("t", 0), 2), (("t", 1), 1)]
     assert states.replicas_in(R.ONLINE_REPLICA) == [(("t", 0), 1), (("u", 0), 2)]
     assert states.replicas_in(R.ONLINE_REPLICA, topic="u") == [(("u", 0), 2)]
-    assert states.replicas_on_broker(2) == [(("t", 0), 2), (("u", 0), 2)]
-    assert states.replicas_in_deletion_states("t") == [(("t", 0), 2), (("t", 1), 1)]
-    assert states.is_any_replica_in_state("t", R.REPLICA_DELETION_STARTED)
-    assert not states.is_any_replica_in_state("u", R.REPLICA_DELETION_STARTED)
-    assert not states.are_all_replicas_for_topic_deleted("t")
+    assert states.replicas_in(R.REPLICA_DELETION_STARTED, topic="u") == []
     assert states.transition((("t", 0), 1), R.OFFLINE_REPLICA)
     assert states.transition((("t", 0), 1), R.REPLICA_DELETION_STARTED)
     for replica in [(("t", 0), 1), (("t", 0), 2)]:
         assert states.transition(replica, R.REPLICA_DELETION_SUCCESSFUL)
-    assert states.are_all_replicas_for_topic_deleted("t")
+    assert states.replicas_in(R.REPLICA_DELETION_SUCCESSFUL, topic="t") == [(("t", 0), 1), (("t", 0), 2), (("t", 1), 1)]
     states.remove_topic("t")
-    assert len(states) == 1 and states.replicas_of_topic("t") == []
+    assert len(states) == 1 and list(states.items("t")) == []
 
 
 # LeaderAndIsr

@@ -7,7 +7,7 @@ import pytest
 
 from actors.core.controller.elections import (
     ElectionResult, controlled_shutdown_partition_leader_election, elect_for_controlled_shutdown,
-    elect_for_offline_partition, elect_for_reassignment, elect_preferred, initial_leader_and_isr,
+    elect_for_offline_partition, elect_preferred, initial_leader_and_isr,
     offline_partition_leader_election, preferred_replica_partition_leader_election,
     reassign_partition_leader_election,
 )
@@ -166,12 +166,6 @@ def test_elect_for_controlled_shutdown(story, current, assignment, live, shuttin
     assert elect_for_controlled_shutdown(leader_and_isr=record(*current), assignment=assignment, live_replicas=live,
                                          shutting_down_brokers=shutting_down,
                                          controller_epoch=CONTROLLER_EPOCH) == expected
-
-
-def test_elect_for_reassignment_keeps_the_isr():
-    result = elect_for_reassignment(leader_and_isr=record(1, [1, 4, 5]), reassignment=[4, 5], live_replicas={1, 4, 5},
-                                    controller_epoch=CONTROLLER_EPOCH)
-    assert result == ElectionResult(leader_and_isr=bumped(4, [1, 4, 5]), live_replicas_to_notify=(4, 5))
 
 
 def test_last_isr_member_dies_then_returns_with_unclean_election_off():

@@ -14,7 +14,7 @@ from actors.core.group.assignors import (
 )
 from actors.core.group.sticky_assignor import DEFAULT_GENERATION, decode_user_data, encode_user_data
 from actors.core.group.wire import SchemaError
-from actors.core.messages import JoinGroupResponseMember
+from actors.core.messages.join_group import JoinGroupResponseMember
 
 S = Subscription.of
 

@@ -17,12 +17,16 @@ from actors.core.group.group_metadata import GroupState, OffsetAndMetadata
 from actors.core.group.messages import (
     OFFSETS_LOG_DESTINATION, DeleteGroupsRequest, OffsetsLogAppendRequest, OffsetsLogAppendResponse,
 )
-from actors.core.messages import (
-    DescribeGroupsRequest, HeartbeatRequest, JoinGroupRequest, JoinGroupRequestProtocol, LeaveGroupRequest,
-    ListGroupsRequest, MemberIdentity, OffsetCommitRequest, OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic, OffsetFetchRequest, OffsetFetchRequestTopic, SyncGroupRequest,
-    SyncGroupRequestAssignment,
+from actors.core.messages.describe_groups import DescribeGroupsRequest
+from actors.core.messages.heartbeat import HeartbeatRequest
+from actors.core.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from actors.core.messages.leave_group import LeaveGroupRequest, MemberIdentity
+from actors.core.messages.list_groups import ListGroupsRequest
+from actors.core.messages.offset_commit import (
+    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 )
+from actors.core.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
+from actors.core.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 
 PARTITIONS = 4
 SESSION_MS = 10_000

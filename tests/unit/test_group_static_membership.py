@@ -11,10 +11,13 @@ import pytest
 from actors.core.errors import ErrorCode
 from actors.core.group.assignors import subscription_metadata
 from actors.core.group.group_metadata import GroupState
-from actors.core.messages import (
-    HeartbeatRequest, JoinGroupRequest, JoinGroupRequestProtocol, LeaveGroupRequest, MemberIdentity,
-    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic, SyncGroupRequest,
+from actors.core.messages.heartbeat import HeartbeatRequest
+from actors.core.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from actors.core.messages.leave_group import LeaveGroupRequest, MemberIdentity
+from actors.core.messages.offset_commit import (
+    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 )
+from actors.core.messages.sync_group import SyncGroupRequest
 from tests.unit.test_group_coordinator import JOIN_WAIT_MS, PROTOCOLS, REBALANCE_MS, SESSION_MS, Driver
 
 

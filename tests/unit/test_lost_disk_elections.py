@@ -10,7 +10,7 @@ from actors.core.log.meta_properties import (
     META_PROPERTIES, InconsistentBrokerIdError, load_or_create_directory_id,
 )
 from actors.core.log.storage import InMemoryStorage
-from actors.core.messages import ElectLeadersRequest, TopicPartitions, UNCLEAN_ELECTION
+from actors.core.messages.elect_leaders import ElectLeadersRequest, TopicPartitions, UNCLEAN_ELECTION
 from tests.support.controller_driver import ControllerDriver
 
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 from actors.core.controller.metadata_store import PRODUCER_ID_BLOCK_SIZE, InMemoryKeyValueStore, MetadataStore
 from actors.core.effects import Respond, Send
 from actors.core.errors import ErrorCode
-from actors.core.messages import (
-    AllocateProducerIdsRequest, AllocateProducerIdsResponse, InitProducerIdRequest, InitProducerIdResponse,
-)
+from actors.core.messages.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
+from actors.core.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from actors.core.broker.producer_id_manager import PARKED_REQUESTS_MAX, ProducerIdManager
 from tests.support.controller_driver import ControllerDriver
 

@@ -11,11 +11,14 @@ from pathlib import Path
 import pytest
 
 from actors.core.errors import ErrorCode, KafkaProtocolError
-from actors.core.messages import (
-    FetchPartition, FetchRequest, FetchTopic, HeartbeatRequest, JoinGroupRequest, JoinGroupRequestProtocol,
-    LeaderAndIsrPartitionState, LeaderAndIsrRequest, LeaderAndIsrTopicState, MetadataRequest,
-    PartitionProduceData, ProduceRequest, TopicProduceData,
+from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from actors.core.messages.heartbeat import HeartbeatRequest
+from actors.core.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from actors.core.messages.leader_and_isr import (
+    LeaderAndIsrPartitionState, LeaderAndIsrRequest, LeaderAndIsrTopicState,
 )
+from actors.core.messages.metadata import MetadataRequest
+from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from actors.core.messages.validation import request_schema_error
 from actors.core.fetcher.follower_messages import (
     FollowerTruncatePartition, FollowerTruncateRequest, TruncationMode,

@@ -14,10 +14,8 @@ import typing
 
 import pytest
 
-from actors.core.messages import (
-    FetchableTopicResponse, FetchPartitionData, FetchResponse, PartitionProduceResponse, ProduceResponse,
-    TopicProduceResponse,
-)
+from actors.core.messages.fetch import FetchableTopicResponse, FetchPartitionData, FetchResponse
+from actors.core.messages.produce import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 from actors.wire.apis import APIS
 from actors.wire.frames import encode_response
 from tests.unit.test_wire_frames import read_response

@@ -15,10 +15,12 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from actors.core.errors import ErrorCode
-from actors.core.messages import (
-    FetchableTopicResponse, FetchPartitionData, FetchResponse, JoinGroupRequest, LeaveGroupRequest,
-    MetadataRequest, MetadataResponse, MetadataResponseBroker, OffsetCommitRequest, ProduceRequest,
-)
+from actors.core.messages.fetch import FetchableTopicResponse, FetchPartitionData, FetchResponse
+from actors.core.messages.join_group import JoinGroupRequest
+from actors.core.messages.leave_group import LeaveGroupRequest
+from actors.core.messages.metadata import MetadataRequest, MetadataResponse, MetadataResponseBroker
+from actors.core.messages.offset_commit import OffsetCommitRequest
+from actors.core.messages.produce import ProduceRequest
 from actors.wire.apis import APIS, WireContext, api_versions_error_response
 from actors.wire.frames import (
     InvalidFrame, UnsupportedApiVersions, check_frame_size, decode_request, encode_response,

@@ -9,7 +9,7 @@ import asyncio
 import socket
 import struct
 
-from actors.core.messages import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
+from actors.core.messages.produce import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 from actors import kafka_listener
 from actors.kafka_listener import KafkaListener
 from actors.wire import sockets

@@ -11,7 +11,7 @@ import pytest
 from kio.index import load_request_schema
 
 from actors.core.errors import ErrorCode
-from actors.core.messages import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
+from actors.core.messages.produce import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 from actors.wire.apis import APIS, WireContext
 from actors.wire.frames import (
     InvalidFrame, decode_header, decode_request, encode_response, encode_response_body,

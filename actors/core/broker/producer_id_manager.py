@@ -23,10 +23,10 @@ from collections import deque
 
 from actors.core.effects import Effect, Respond, Send
 from actors.core.errors import ErrorCode
-from actors.core.messages import (
-    AllocateProducerIdsRequest, AllocateProducerIdsResponse, InitProducerIdRequest, InitProducerIdResponse,
+from actors.core.messages.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
+from actors.core.messages.init_producer_id import (
+    TRANSACTIONS_REFUSED_CODE, TRANSACTIONS_REFUSED_MESSAGE, InitProducerIdRequest, InitProducerIdResponse,
 )
-from actors.core.messages.init_producer_id import TRANSACTIONS_REFUSED_CODE, TRANSACTIONS_REFUSED_MESSAGE
 
 CONTROLLER = "controller"
 PARKED_REQUESTS_MAX = 10_000

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from actors.core.messages import API_KEYS
+from actors.core.messages.api_keys import API_KEYS
 
 # The API keys a controller sends brokers (Kafka's RequestSendThread refuses any other).
 CONTROL_API_KEYS = frozenset({API_KEYS["LeaderAndIsrRequest"], API_KEYS["StopReplicaRequest"],

@@ -42,15 +42,18 @@ from actors.core.controller.metadata_propagation import MetadataPropagation, ref
 from actors.core.controller.metadata_store import MetadataStore
 from actors.core.controller.producer_id_control import allocate_producer_ids
 from actors.core.controller.reassignment import PartitionReassignments
-from actors.core.controller.state import PartitionState, ReplicaState, TopicPartition
+from actors.core.controller.state import PartitionState, ReplicaState
 from actors.core.controller.topics import create_topics
 from actors.core.effects import AddBrokerChannel, ArmTimer, Effect, LogEvent, RemoveBrokerChannel, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
-from actors.core.messages import (
-    AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
-    BrokerRegistrationResponse, ControlledShutdownRequest, ControlledShutdownResponse, CreateTopicsRequest,
-    DeleteTopicsRequest, ElectLeadersRequest, ElectLeadersResponse,
-)
+from actors.core.messages.allocate_producer_ids import AllocateProducerIdsResponse
+from actors.core.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from actors.core.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
+from actors.core.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
+from actors.core.messages.controlled_shutdown import ControlledShutdownRequest, ControlledShutdownResponse
+from actors.core.messages.create_topics import CreateTopicsRequest
+from actors.core.messages.delete_topics import DeleteTopicsRequest
+from actors.core.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from actors.core.messages.partition_reassignments import (
     AlterPartitionReassignmentsResponse, ListPartitionReassignmentsResponse,
 )

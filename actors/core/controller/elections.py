@@ -137,20 +137,6 @@ def elect_for_offline_partition(*, leader_and_isr: LeaderAndIsr, assignment: Seq
                           live_replicas_to_notify=notify, unclean=unclean)
 
 
-def elect_for_reassignment(*, leader_and_isr: LeaderAndIsr, reassignment: Sequence[int],
-                           live_replicas: Collection[int], controller_epoch: int) -> ElectionResult:
-    """Kafka's ``leaderForReassign``: a leader from the target replicas; the ISR is unchanged.
-    Fails with ELIGIBLE_LEADERS_NOT_AVAILABLE."""
-    notify = _live_in_order(reassignment, live_replicas)
-    leader = reassign_partition_leader_election(reassignment=reassignment, isr=leader_and_isr.isr,
-                                                live_replicas=live_replicas)
-    if leader is None:
-        return ElectionResult(leader_and_isr=None, live_replicas_to_notify=notify,
-                              error=ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE)
-    return ElectionResult(leader_and_isr=leader_and_isr.new_leader(leader, controller_epoch),
-                          live_replicas_to_notify=notify)
-
-
 def elect_preferred(*, leader_and_isr: LeaderAndIsr, assignment: Sequence[int],
                     live_replicas: Collection[int], controller_epoch: int) -> ElectionResult:
     """Kafka's ``leaderForPreferredReplica``: move leadership to the preferred replica, ISR unchanged.

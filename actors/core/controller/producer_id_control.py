@@ -13,7 +13,7 @@ from actors.core.controller.context import ControllerContext
 from actors.core.controller.metadata_store import PRODUCER_ID_BLOCK_SIZE, MetadataStore
 from actors.core.effects import Effect, Respond
 from actors.core.errors import ErrorCode
-from actors.core.messages import AllocateProducerIdsRequest, AllocateProducerIdsResponse
+from actors.core.messages.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
 
 
 def allocate_producer_ids(context: ControllerContext, store: MetadataStore, request_id: int,

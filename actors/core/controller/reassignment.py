@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from actors.core import metrics
 from actors.core.controller.broker_requests import BrokerRequests
+from actors.core.controller.elections import reassign_partition_leader_election
 from actors.core.controller.state import ReplicaState, TopicPartition
 from actors.core.effects import Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
@@ -222,7 +223,8 @@ class PartitionReassignments:
         live = context.live_broker_ids
         leader = leadership.leader
         if leader not in reassignment.target or leader not in live:
-            leader = next((r for r in reassignment.target if r in live and r in leadership.isr), None)
+            leader = reassign_partition_leader_election(reassignment=reassignment.target, isr=leadership.isr,
+                                                        live_replicas=live)
             if leader is None:
                 return []  # no live target replica in the ISR to lead: try again on the next change
         isr = tuple(r for r in leadership.isr if r in reassignment.target)

@@ -196,10 +196,6 @@ VALID_PREVIOUS_REPLICA_STATES: Mapping[ReplicaState, frozenset[ReplicaState]] = 
     _R.NON_EXISTENT_REPLICA: frozenset({_R.REPLICA_DELETION_SUCCESSFUL}),
 }
 
-REPLICA_DELETION_STATES = frozenset({_R.REPLICA_DELETION_STARTED, _R.REPLICA_DELETION_SUCCESSFUL,
-                                     _R.REPLICA_DELETION_INELIGIBLE})
-
-
 def is_valid_partition_transition(current: PartitionState, target: PartitionState) -> bool:
     return current in VALID_PREVIOUS_PARTITION_STATES[target]
 
@@ -332,22 +328,6 @@ class ReplicaStates:
         """The replicas in any of ``states``, of one topic or all, sorted."""
         wanted = frozenset(states)
         return [replica for replica, state in self.items(topic) if state in wanted]
-
-    def replicas_of_topic(self, topic: str) -> list[PartitionAndReplica]:
-        return [replica for replica, _ in self.items(topic)]
-
-    def replicas_on_broker(self, broker_id: int) -> list[PartitionAndReplica]:
-        return [replica for replica, _ in self.items() if replica[1] == broker_id]
-
-    def is_any_replica_in_state(self, topic: str, state: ReplicaState) -> bool:
-        return any(current is state for _, current in self.items(topic))
-
-    def are_all_replicas_for_topic_deleted(self, topic: str) -> bool:
-        """Kafka's check before completing a topic deletion (true for a topic with no tracked replica)."""
-        return all(state is ReplicaState.REPLICA_DELETION_SUCCESSFUL for _, state in self.items(topic))
-
-    def replicas_in_deletion_states(self, topic: str) -> list[PartitionAndReplica]:
-        return self.replicas_in(*REPLICA_DELETION_STATES, topic=topic)
 
     def _set(self, replica: PartitionAndReplica, state: ReplicaState) -> None:
         (topic, partition), replica_id = replica

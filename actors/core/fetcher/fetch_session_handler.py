@@ -39,7 +39,6 @@ class FetchRequestData:
     session_epoch: int
     to_send: dict[TopicPartition, FetchPartition]
     forgotten: tuple[TopicPartition, ...]
-    session_partitions: dict[TopicPartition, FetchPartition]  # every partition the answer may carry
 
     @property
     def is_full(self) -> bool:
@@ -73,7 +72,7 @@ class FetchSessionHandler:
         """The next request for ``wanted`` (in the order given); updates the session's view."""
         if self.epoch == INITIAL_EPOCH:
             self._session_partitions = dict(wanted)
-            return FetchRequestData(self.session_id, self.epoch, dict(wanted), (), dict(wanted))
+            return FetchRequestData(self.session_id, self.epoch, dict(wanted), ())
         forgotten = tuple(tp for tp in self._session_partitions if tp not in wanted)
         for tp in forgotten:
             del self._session_partitions[tp]
@@ -82,7 +81,7 @@ class FetchSessionHandler:
             if self._session_partitions.get(tp) != asked:
                 self._session_partitions[tp] = asked
                 to_send[tp] = asked
-        return FetchRequestData(self.session_id, self.epoch, to_send, forgotten, dict(self._session_partitions))
+        return FetchRequestData(self.session_id, self.epoch, to_send, forgotten)
 
     def build_request(self, wanted: dict[TopicPartition, tuple[int, int]], partition_max_bytes: int,
                       max_wait_ms: int, min_bytes: int, max_bytes: int) -> FetchRequest:

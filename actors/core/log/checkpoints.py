@@ -76,10 +76,6 @@ def _entries_bytes(lines: Iterable[str]) -> bytes:
     return "".join(f"{line}\n" for line in [str(CHECKPOINT_VERSION), str(len(body)), *body]).encode("utf-8")
 
 
-def _write_entries(storage: Storage, path: str, lines: Iterable[str]) -> None:
-    storage.write_file_atomically(path, _entries_bytes(lines))
-
-
 def offset_checkpoint_bytes(offsets: Mapping[tuple[str, int], int]) -> bytes:
     """The contents of an offset checkpoint file holding ``offsets`` (sorted, so that the same map
     always gives the same bytes: the simulation stays deterministic)."""

@@ -246,10 +246,6 @@ def snapshot_offsets(storage: Storage, directory: str) -> list[int]:
     return sorted(offsets)
 
 
-def write_snapshot(storage: Storage, directory: str, state: ProducerStateManager) -> None:
-    storage.write_file_atomically(snapshot_path(directory, state.map_end_offset), state.to_snapshot())
-
-
 def delete_snapshots(storage: Storage, directory: str, *, above: int | None = None, below: int | None = None) -> None:
     """Deletes the snapshots past offset ``above`` or before ``below`` (all of them with neither)."""
     for offset in snapshot_offsets(storage, directory):

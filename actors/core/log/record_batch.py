@@ -31,7 +31,6 @@ HEADER_SIZE_BYTES = 61
 LOG_OVERHEAD_BYTES = 12
 BATCH_LENGTH_MIN_BYTES = HEADER_SIZE_BYTES - LOG_OVERHEAD_BYTES  # 49
 CRC_START_POSITION = 21  # attributes: first byte the CRC covers
-NO_PARTITION_LEADER_EPOCH = -1
 # The attributes' bits (Kafka's DefaultRecordBatch): the codec in the low three, then the
 # timestamp type, the transactional flag and the control flag.
 COMPRESSION_CODEC_MASK = 0x07

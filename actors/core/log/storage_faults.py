@@ -36,7 +36,6 @@ class FaultyStorage:
         self.inner = inner
         self.fault: str | None = None
         self.room_bytes = 0  # what disk-full still lets appends write
-        self.failures = 0  # calls this wrapper failed, for tests and logs
 
     def inject(self, fault: str, *, room_bytes: int = 0) -> None:
         if fault not in STORAGE_FAULTS:
@@ -52,7 +51,6 @@ class FaultyStorage:
         return getattr(self.inner, name)
 
     def _fail(self, code: int, path: str) -> OSError:
-        self.failures += 1
         return OSError(code, f"{errno.errorcode[code]} ({self.fault}, injected)", path)
 
     def _refuse_writes(self, path: str, *, fsyncs: bool = False) -> None:

@@ -154,10 +154,6 @@ class FetchSessionCache:
     def __len__(self) -> int:
         return len(self.sessions)
 
-    @property
-    def partitions_cached(self) -> int:
-        return sum(len(session.partitions) for session in self.sessions.values())
-
     # ----------------------------------------------------------------------------- requests
     def new_context(self, request: FetchRequest, now_ms: int) -> FetchContext:
         """Kafka's ``FetchManager.newContext``: what this fetch is, and what it reads."""

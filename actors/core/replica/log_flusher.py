@@ -207,7 +207,3 @@ class LogFlusher:
         """The checkpoint files as the shutdown work leaves them: each closed log flushed to its end
         by the fsyncs that run before the files in that same work."""
         return (*self.recovery_checkpoints(at_log_end=True), self.high_watermark_checkpoint())
-
-    @property
-    def works_in_flight(self) -> int:
-        return len(self._in_flight)
