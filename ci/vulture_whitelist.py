@@ -51,10 +51,10 @@
 # Pending the API-table/replica work: these files are being rewritten (request dispatch by type, the
 # replica core), so their names stay listed until that lands. The handlers are reached through
 # getattr on strings today; the Ray methods through ``.remote``/``_ask_controller``; ``_ticker`` and
-# ``_lag`` hold their asyncio tasks. ``wrap_records`` (ReplicaManagerView) is implemented by nothing,
-# ``contains_partition`` and ``requests_pending`` are used by tests only.
+# ``_lag`` hold their asyncio tasks. ``contains_partition`` and ``requests_pending`` are used by tests
+# only.
 (_.handle_internal_produce, _.handle_broker_registration, _.handle_broker_heartbeat,
  _.handle_allocate_producer_ids, _.handle_join_group, _.handle_sync_group, _.handle_heartbeat,
  _.handle_leave_group, _.handle_offset_commit, _.handle_offset_fetch, _.handle_delete_groups,
  _.send_thread, _.queue_sizes, _.controller_queue_sizes, _.elect_preferred_leaders, _.fail_worker,
- _._ticker, _._lag, _.drop_matching, _.wrap_records, _.contains_partition, _.requests_pending)
+ _._ticker, _._lag, _.drop_matching, _.contains_partition, _.requests_pending)
