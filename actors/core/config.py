@@ -65,7 +65,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     # Kafka's default: a batch is stored with the codec its producer chose (no recompression).
     "compression.type": "producer",
     # Metadata for an unknown topic, from a client that allows it, creates the topic with
-    # num.partitions and default.replication.factor (replica/auto_create.py).
+    # num.partitions and default.replication.factor (broker/auto_create.py).
     "auto.create.topics.enable": "true",
     # Kafka 2.4's default (2.5 raised it to 30000 with KIP-537). Tests and chaos runs that need
     # faster ISR shrinking set their own.
