@@ -62,7 +62,7 @@ def test_a_refused_request_reaches_every_client_path_as_the_brokers_own_error_co
     assert raised.value.error_code == ErrorCode.INVALID_REQUEST
 
     # A pipelined call, as the producer and the consumer make them: the answer's future fails.
-    answer = as_future(cluster.broker(leader).handle_fetch.remote(None))
+    answer = as_future(cluster.broker(leader).handle.remote(None))
     error = answer.exception(timeout=ANSWER_TIMEOUT_S)
     assert as_kafka_error(error).error_code == ErrorCode.INVALID_REQUEST
 

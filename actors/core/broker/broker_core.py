@@ -28,6 +28,7 @@ from typing import Any
 from actors.core.config import KafkaConfig
 from actors.core.effects import CoordinatorMetadataUpdate, Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode
+from actors.core.group.messages import InternalProduceRequest
 from actors.core.log.compression import CompressionCodecs
 from actors.core.log.meta_properties import load_or_create_directory_id
 from actors.core.log.storage import Storage
@@ -130,12 +131,9 @@ class BrokerCore:
         return self.replica_manager.shutdown()
 
     # ------------------------------------------------------------------------------ requests
-    def handle_produce(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.replica_manager.handle_produce(request_id, request, now_ms)
-
-    def handle_internal_produce(self, request_id: int, request, now_ms: int) -> list[Effect]:
+    def handle_internal_produce(self, request_id: int, request: InternalProduceRequest, now_ms: int) -> list[Effect]:
         """A produce from this broker's own group coordinator, the one writer of internal topics."""
-        return self.replica_manager.handle_produce(request_id, request, now_ms, internal_topics_allowed=True)
+        return self.replica_manager.handle_produce(request_id, request.produce, now_ms, internal_topics_allowed=True)
 
     def cached_topics(self) -> frozenset[str]:
         return frozenset(self.replica_manager.metadata_cache.topics)
@@ -146,35 +144,6 @@ class BrokerCore:
     def handle_incremental_alter_configs(self, request_id: int, request, now_ms: int) -> list[Effect]:
         """Checked here, forwarded to the controller, which stores it and tells every broker."""
         return self.config_forwarder.handle_incremental_alter_configs(request_id, request, self.cached_topics())
-
-    def handle_create_topics(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        """Forwarded to the controller; answered once this broker's metadata shows the topics led."""
-        return self.topic_operations.handle_create_topics(request_id, request, now_ms)
-
-    def handle_delete_topics(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        """Forwarded to the controller; answered once this broker's metadata no longer has the topics."""
-        return self.topic_operations.handle_delete_topics(request_id, request, now_ms)
-
-    def handle_fetch(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.replica_manager.handle_fetch(request_id, request, now_ms)
-
-    def handle_list_offsets(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.replica_manager.handle_list_offsets(request_id, request, now_ms)
-
-    def handle_metadata(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.replica_manager.handle_metadata(request_id, request, now_ms)
-
-    def handle_find_coordinator(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.coordinator_finder.handle_find_coordinator(request_id, request, now_ms)
-
-    def handle_offset_for_leader_epoch(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.replica_manager.handle_offset_for_leader_epoch(request_id, request, now_ms)
-
-    def handle_follower_truncate(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.replica_manager.handle_follower_truncate(request_id, request, now_ms)
-
-    def handle_follower_append(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.replica_manager.handle_follower_append(request_id, request, now_ms)
 
     def handle_leader_and_isr(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self._control(self.replica_manager.handle_leader_and_isr, request_id, request, now_ms)
