@@ -78,7 +78,7 @@ def _replica(method: Callable[..., list[Effect]]) -> Handler:
     """A ``ReplicaManager`` method as a handler on the broker's core."""
     def handler(core: BrokerCore, request_id: int, request: Any, now_ms: int) -> list[Effect]:
         return method(core.replica_manager, request_id, request, now_ms)
-    handler.__qualname__ = handler.__name__ = method.__name__
+    handler.__name__, handler.__wrapped__ = method.__name__, method  # type: ignore[attr-defined]
     return handler
 
 
