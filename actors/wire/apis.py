@@ -18,12 +18,11 @@ from actors.core.apis import BY_KEY, GROUP_COORDINATOR, Api
 from actors.core.errors import ErrorCode
 from actors.core.messages import (
     CONSUMER_REPLICA_ID, CreateTopicsRequest, DeleteTopicsRequest, DescribedGroup, DescribeGroupsRequest,
-    DescribeGroupsResponse, FetchRequest, FindCoordinatorRequest, HeartbeatRequest, HeartbeatResponse, InitProducerIdRequest,
-    JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
-    ListGroupsResponse, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetCommitResponse,
-    OffsetCommitResponsePartition, OffsetCommitResponseTopic, OffsetFetchRequest, OffsetFetchResponse,
-    OffsetForLeaderEpochRequest, PartitionProduceData, ProduceRequest, SyncGroupRequest, SyncGroupResponse,
-    TopicProduceData,
+    DescribeGroupsResponse, FetchRequest, FindCoordinatorRequest, HeartbeatResponse, InitProducerIdRequest,
+    JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsResponse, ListOffsetsRequest,
+    MetadataRequest, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic, OffsetFetchRequest, OffsetFetchResponse, OffsetForLeaderEpochRequest,
+    PartitionProduceData, ProduceRequest, SyncGroupResponse, TopicProduceData,
 )
 from actors.core.messages.leave_group import MemberIdentity
 from actors.core.replica.fetch import refuse_zstd

@@ -795,8 +795,8 @@ CASES = [
          lambda w: DescribeGroupsRequest(groups=GROUP), RAISES),
     Case("ListGroups", "a bare state instead of a list", coordinator,
          lambda w: ListGroupsRequest(states_filter="Stable"), RAISES),
-    Case("ListGroups", "a HeartbeatRequest", coordinator,
-         lambda w: HeartbeatRequest(group_id=GROUP, generation_id=w.generation_id, member_id=w.member_id), RAISES),
+    Case("ListGroups", "a broker's request (Metadata), which no group coordinator serves", coordinator,
+         lambda w: MetadataRequest(topics=(TOPIC,)), RAISES),
 
     # The replica fetcher's requests to its own broker (raykafka's, not Kafka APIs).
     Case("FollowerTruncate", "stale leader epoch", follower,

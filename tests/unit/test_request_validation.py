@@ -5,7 +5,6 @@ INVALID_REQUEST without stepping the core, and that error survives the pickling 
 from __future__ import annotations
 
 import pickle
-from pathlib import Path
 
 import pytest
 
