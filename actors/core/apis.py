@@ -112,7 +112,8 @@ APIS: tuple[Api, ...] = (
          broker=lambda core, *step: core.topic_operations.handle_delete_topics(*step),
          controller=ControllerCore.handle_delete_topics),
     _api("incremental_alter_configs", 44, IncrementalAlterConfigsRequest,
-         broker=BrokerCore.handle_incremental_alter_configs, controller=ControllerCore.handle_incremental_alter_configs),
+         broker=BrokerCore.handle_incremental_alter_configs,
+         controller=ControllerCore.handle_incremental_alter_configs),
     _api("elect_leaders", 43, ElectLeadersRequest, controller=ControllerCore.handle_elect_leaders),
     _api("alter_partition_reassignments", 45, AlterPartitionReassignmentsRequest,
          controller=ControllerCore.handle_alter_partition_reassignments),
@@ -180,6 +181,3 @@ def handler_for(kind: ActorKind, request: Any) -> tuple[Api, Handler] | None:
         return None
     return api, api.handlers[kind]
 
-
-def served_by(kind: ActorKind) -> tuple[Api, ...]:
-    return tuple(api for api in APIS if kind in api.handlers)

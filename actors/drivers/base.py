@@ -5,8 +5,9 @@ Theory of operation. A request reaches a driver as ``handle(request, respond)``:
 request of a type this kind does not serve, or not of its type field by field, never reaches the
 core: ``KafkaProtocolError(INVALID_REQUEST)`` is raised to the caller (Kafka closes the connection
 on a request it cannot parse) and the core is untouched. The request then gets an id, and the
-core is stepped with it (``request``). A ``Respond`` effect, at once or later (a request parked in a purgatory), hands the
-answer to the ``respond`` callback the host passed (a Ray future, a simulated reply), exactly once.
+core is stepped with it (``request``). A ``Respond`` effect, at once or later (a request parked
+in a purgatory), hands the answer to the ``respond`` callback the host passed (a Ray future, a
+simulated reply), exactly once.
 ``ArmTimer`` becomes ``clock.wake_at``; ``LogEvent`` and ``Metric`` go to the event log. Each
 driver interprets the rest of its core's effects itself, in the order the core returned them,
 with nothing else run in between.
@@ -46,11 +47,11 @@ class Driver:
     # ----------------------------------------------------------------------------- requests
     def handle(self, request: Any, respond: Reply) -> None:
         """Step the handler the API table names for ``type(request)`` on this kind's core."""
-        api, handler = self.api_of(request)
+        api, handler = self.handler_of(request)
         self.request(lambda request_id, asked, now_ms: self.step(handler, request_id, asked, now_ms), request,
                      respond, request_type=api.request_type)
 
-    def api_of(self, request: Any) -> tuple[Api, Handler]:
+    def handler_of(self, request: Any) -> tuple[Api, Handler]:
         """The table's entry and handler for ``request``; ``KafkaProtocolError(INVALID_REQUEST)``
         for a request of a type this kind does not serve (the core is untouched)."""
         found = handler_for(self.kind, request)

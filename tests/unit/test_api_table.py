@@ -74,8 +74,8 @@ def test_every_request_type_belongs_to_exactly_one_entry():
 def test_each_handler_is_a_step_of_its_kinds_core(api):
     for kind, handler in api.handlers.items():
         assert kind is not LISTENER
-        assert len(inspect.signature(handler, follow_wrapped=False).parameters) == 4 or handler.__name__ == "<lambda>", \
-            api.name
+        parameters = inspect.signature(handler, follow_wrapped=False).parameters
+        assert len(parameters) == 4 or handler.__name__ == "<lambda>", api.name
         target = getattr(handler, "__wrapped__", handler)
         if target.__name__ != "<lambda>":  # a reference to the method that does the work
             assert target.__qualname__.split(".")[0] in CORE_CLASSES[kind], (api.name, target.__qualname__)

@@ -151,8 +151,8 @@ class GroupCoordinatorCore:
             error = ErrorCode.INVALID_SESSION_TIMEOUT
         if error is not None:
             return self._finish([join_error(request_id, error, request.member_id)], now_ms)
-        return self._finish(self.membership.join_group(request_id, request, now_ms, request.client_id,
-                                                                request.client_host), now_ms)
+        return self._finish(self.membership.join_group(
+            request_id, request, now_ms, request.client_id, request.client_host), now_ms)
 
     def handle_sync_group(self, request_id: int, request: SyncGroupRequest, now_ms: int) -> list[Effect]:
         error = self._status_error(request.group_id)
