@@ -14,11 +14,12 @@ a client sent back to back may be written together: ``actors.wire.sockets.HeldRe
 also gives one producer connection the ordering that Ray calls do not promise. A produce with
 acks=0 is handled and not answered.
 
-Targets: data and metadata requests go to this broker actor's own handlers (in-process), also
-CreateTopics and DeleteTopics, which the broker forwards to the active controller (as KIP-590
-brokers do) and answers once its own metadata agrees (actors/core/broker/topic_operations.py);
-group requests go to this broker's group coordinator actor. What the listener cannot read closes
-that connection and touches nothing else; a target that cannot be reached is answered with the
+Targets, as the API table (actors/core/apis.py) names them by API key: data and metadata requests
+go to this broker actor's ``handle`` (in-process), also CreateTopics and DeleteTopics, which the
+broker forwards to the active controller (as KIP-590 brokers do) and answers once its own metadata
+agrees (actors/core/broker/topic_operations.py); group requests go to this broker's group
+coordinator actor's ``handle``; ApiVersions, the SASL pair and DescribeConfigs are answered here.
+What the listener cannot read closes that connection and touches nothing else; a target that cannot be reached is answered with the
 API's error code (COORDINATOR_NOT_AVAILABLE, or NOT_CONTROLLER from the broker), which clients retry.
 """
 from __future__ import annotations
