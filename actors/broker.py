@@ -17,6 +17,7 @@ import asyncio
 import os
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from loguru import logger
 from ray.exceptions import ActorUnavailableError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from actors.core.apis import api_of
 from actors.core.config import KafkaConfig
 from actors.core.effects import AddPartitionsToFetcher, CoordinatorLeadershipChange
 from actors.core.errors import ErrorCode
@@ -33,7 +35,6 @@ from actors.core.metrics import REQUEST_TOTAL_TIME, broker_tags
 from actors.core.broker.broker_core import BrokerCore
 from actors.core.fetcher.follower_messages import FollowerAppendRequest
 from actors.drivers.broker import BrokerDriver
-from actors.drivers.request_types import handler_name
 from actors.file_storage import FileStorage
 from actors.kafka_listener import KafkaListener
 from actors.ray_metadata_store import active_controller
@@ -92,8 +93,8 @@ class _Messenger(RayMessenger):
                 if found is None:
                     raise LookupError("no active controller yet")
                 self._controller = ray.get_actor(found["actor_name"], namespace=self._actor.namespace)
-            method = getattr(self._controller, handler_name(request))
-            return await self._network.call(CONTROLLER_NODE, lambda: method.remote(request), timeout_s)
+            controller = self._controller
+            return await self._network.call(CONTROLLER_NODE, lambda: controller.handle.remote(request), timeout_s)
         except BaseException:
             self._controller = None  # unreachable, restarting, paused or replaced: look it up again
             raise
@@ -192,18 +193,19 @@ class BrokerActor:
         if self._running.is_set():
             self._driver.on_wakeup()
 
-    async def _call(self, api: str, request: Any) -> Any:
+    async def _call(self, step: Callable[[Callable[[Any], Any]], None], api_name: str) -> Any:
+        """``step(respond)`` hands a request to the driver; the answer is awaited and timed."""
         if self._driver.stopped:
             raise RuntimeError(f"broker {self.broker_id} is shut down")
         await self._running.wait()
         arrived_ms = monotonic_ms()
         answer = asyncio.get_running_loop().create_future()
-        self._driver.handle(api, request, lambda response: answer.done() or answer.set_result(response))
+        step(lambda response: answer.done() or answer.set_result(response))
         response = await answer
-        # Kafka's RequestMetrics TotalTimeMs, per API: from arrival to the answer (a long poll's
-        # or an acks=all produce's wait in purgatory included, as in Kafka).
+        # Kafka's RequestMetrics TotalTimeMs, per API (the table's name): from arrival to the
+        # answer (a long poll's or an acks=all produce's wait in purgatory included, as in Kafka).
         self._event_log.metric(REQUEST_TOTAL_TIME, monotonic_ms() - arrived_ms,
-                               broker_tags(self.broker_id, request=api.removeprefix("handle_")))
+                               broker_tags(self.broker_id, request=api_name))
         return response
 
     async def _watch_fetchers(self) -> None:
@@ -245,62 +247,15 @@ class BrokerActor:
                 self._driver.on_fetcher_died((int(leader_id), int(fetcher_id)))
 
     # ----------------------------------------------------------------------------- Kafka APIs
-    async def handle_produce(self, request):
-        return await self._call("handle_produce", request)
-
-    async def handle_internal_produce(self, request):
-        """Appends from this broker's group coordinator, the one writer of __consumer_offsets
-        (a client's produce to an internal topic is INVALID_TOPIC_EXCEPTION)."""
-        return await self._call("handle_internal_produce", request)
-
-    async def handle_fetch(self, request):
-        return await self._call("handle_fetch", request)
-
-    async def handle_list_offsets(self, request):
-        return await self._call("handle_list_offsets", request)
-
-    async def handle_metadata(self, request):
-        return await self._call("handle_metadata", request)
-
-    async def handle_find_coordinator(self, request):
-        return await self._call("handle_find_coordinator", request)
-
-    async def handle_init_producer_id(self, request):
-        return await self._call("handle_init_producer_id", request)
-
-    async def handle_incremental_alter_configs(self, request):
-        """Checked here, then forwarded to the controller (see actors/core/broker/config_forwarding.py)."""
-        return await self._call("handle_incremental_alter_configs", request)
-
-    async def handle_create_topics(self, request):
-        """Forwarded to the controller, then held until this broker's metadata shows the topics
-        with leaders (see actors/core/broker/topic_operations.py)."""
-        return await self._call("handle_create_topics", request)
-
-    async def handle_delete_topics(self, request):
-        """Forwarded to the controller, then held until this broker's metadata no longer has the topics."""
-        return await self._call("handle_delete_topics", request)
-
-    async def handle_offset_for_leader_epoch(self, request):
-        return await self._call("handle_offset_for_leader_epoch", request)
-
-    async def handle_follower_truncate(self, request):
-        return await self._call("handle_follower_truncate", request)
-
-    async def handle_follower_append(self, request: FollowerAppendRequest):
-        self._driver.check_request(request, FollowerAppendRequest)  # before reading it here
-        # Large answers arrive as one object from the leader; map it from shared memory here.
-        request = await resolve_shared_records(request, _get_object)
-        return await self._call("handle_follower_append", request)
-
-    async def handle_leader_and_isr(self, request):
-        return await self._call("handle_leader_and_isr", request)
-
-    async def handle_update_metadata(self, request):
-        return await self._call("handle_update_metadata", request)
-
-    async def handle_stop_replica(self, request):
-        return await self._call("handle_stop_replica", request)
+    async def handle(self, request):
+        """Every request this broker serves (actors/core/apis.py), dispatched by its type. A
+        follower's append arrives with its leader's answer in shared memory, mapped here first."""
+        if isinstance(request, FollowerAppendRequest):
+            self._driver.check_request(request, FollowerAppendRequest)  # before reading it here
+            request = await resolve_shared_records(request, _get_object)
+        api = api_of(request)
+        return await self._call(lambda respond: self._driver.handle(request, respond),
+                                api.name if api is not None else type(request).__name__)
 
     # ------------------------------------------------------------------ for the group coordinator
     async def coordinator_request(self, request):
@@ -352,7 +307,7 @@ class BrokerActor:
 
     async def controlled_shutdown(self) -> str:
         """Ask the controller to move this broker's leaderships away; returns the outcome's name."""
-        return ErrorCode(await self._call("begin_controlled_shutdown", None)).name
+        return ErrorCode(await self._call(self._driver.begin_controlled_shutdown, "begin_controlled_shutdown")).name
 
     async def describe_partitions(self) -> list[dict]:
         """Each hosted replica as this broker sees it (for ``Cluster.describe_topic`` and tests)."""

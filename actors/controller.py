@@ -119,11 +119,11 @@ class ControllerActor:
         await self._running.wait()
         self._driver.on_wakeup()
 
-    async def _call(self, api: str, request: Any) -> Any:
+    async def _call(self, request: Any) -> Any:
         await self._ensure_started()
         await self._running.wait()
         answer = asyncio.get_running_loop().create_future()
-        self._driver.handle(api, request, lambda response: answer.done() or answer.set_result(response))
+        self._driver.handle(request, lambda response: answer.done() or answer.set_result(response))
         return await answer
 
     async def _watch_send_threads(self) -> None:
@@ -155,40 +155,10 @@ class ControllerActor:
         self._unanswered_checks.pop(broker_id, None)
         return None
 
-    # ----------------------------------------------------------------------- brokers' requests
-    async def handle_broker_registration(self, request):
-        return await self._call("handle_broker_registration", request)
-
-    async def handle_broker_heartbeat(self, request):
-        return await self._call("handle_broker_heartbeat", request)
-
-    async def handle_controlled_shutdown(self, request):
-        return await self._call("handle_controlled_shutdown", request)
-
-    async def handle_alter_partition(self, request):
-        return await self._call("handle_alter_partition", request)
-
-    async def handle_allocate_producer_ids(self, request):
-        return await self._call("handle_allocate_producer_ids", request)
-
-    # ------------------------------------------------------------------------ admin requests
-    async def handle_create_topics(self, request):
-        return await self._call("handle_create_topics", request)
-
-    async def handle_delete_topics(self, request):
-        return await self._call("handle_delete_topics", request)
-
-    async def handle_elect_leaders(self, request):
-        return await self._call("handle_elect_leaders", request)
-
-    async def handle_incremental_alter_configs(self, request):
-        return await self._call("handle_incremental_alter_configs", request)
-
-    async def handle_alter_partition_reassignments(self, request):
-        return await self._call("handle_alter_partition_reassignments", request)
-
-    async def handle_list_partition_reassignments(self, request):
-        return await self._call("handle_list_partition_reassignments", request)
+    # -------------------------------------------------------------- brokers' and admin requests
+    async def handle(self, request):
+        """Every request the controller serves (actors/core/apis.py), dispatched by its type."""
+        return await self._call(request)
 
     # ------------------------------------------------------------------- from send threads
     async def on_event(self, event) -> None:

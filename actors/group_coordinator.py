@@ -61,11 +61,6 @@ class GroupCoordinatorActor:
         except (ray.exceptions.ActorDiedError, ValueError):
             return ErrorCode.BROKER_NOT_AVAILABLE  # gone for good, or not there (yet)
 
-    async def _call(self, api: str, request, **client: str):
-        answer = asyncio.get_running_loop().create_future()
-        self._driver.handle(api, request, lambda response: answer.done() or answer.set_result(response), **client)
-        return await answer
-
     # ------------------------------------------------------------- from this coordinator's broker
     async def on_leadership_change(self, partition: int, leader_epoch: int, is_leader: bool) -> None:
         """The broker started or stopped leading an offsets partition (Kafka's onElection/onResignation)."""
@@ -77,32 +72,11 @@ class GroupCoordinatorActor:
         self._driver.on_event(update)
 
     # -------------------------------------------------------------------------- Kafka APIs
-    async def handle_join_group(self, request, client_id: str = "", client_host: str = ""):
-        return await self._call("handle_join_group", request, client_id=client_id, client_host=client_host)
-
-    async def handle_sync_group(self, request):
-        return await self._call("handle_sync_group", request)
-
-    async def handle_heartbeat(self, request):
-        return await self._call("handle_heartbeat", request)
-
-    async def handle_leave_group(self, request):
-        return await self._call("handle_leave_group", request)
-
-    async def handle_offset_commit(self, request):
-        return await self._call("handle_offset_commit", request)
-
-    async def handle_offset_fetch(self, request):
-        return await self._call("handle_offset_fetch", request)
-
-    async def handle_describe_groups(self, request):
-        return await self._call("handle_describe_groups", request)
-
-    async def handle_list_groups(self, request):
-        return await self._call("handle_list_groups", request)
-
-    async def handle_delete_groups(self, request):
-        return await self._call("handle_delete_groups", request)
+    async def handle(self, request):
+        """Every request the group coordinator serves (actors/core/apis.py), dispatched by its type."""
+        answer = asyncio.get_running_loop().create_future()
+        self._driver.handle(request, lambda response: answer.done() or answer.set_result(response))
+        return await answer
 
     async def ping(self) -> dict:
         return {"broker_id": self.broker_id, "incarnation_id": self.incarnation_id, "pid": os.getpid(),

@@ -34,12 +34,12 @@ async def export_lag_forever(*, broker_id: int, namespace: str, groups, broker_n
 async def _end_offsets(broker_id: int, namespace: str, wanted: set, broker_name) -> dict:
     own = ray.get_actor(broker_name(broker_id), namespace=namespace)
     topics = tuple(sorted({t for t, _ in wanted}))
-    metadata = await asyncio.wait_for(own.handle_metadata.remote(MetadataRequest(topics=topics)), CALL_TIMEOUT_S)
+    metadata = await asyncio.wait_for(own.handle.remote(MetadataRequest(topics=topics)), CALL_TIMEOUT_S)
     ends = {}
     for leader, request in latest_offsets_requests(metadata, wanted).items():
         try:
             answer = await asyncio.wait_for(ray.get_actor(broker_name(leader), namespace=namespace)
-                                            .handle_list_offsets.remote(request), CALL_TIMEOUT_S)
+                                            .handle.remote(request), CALL_TIMEOUT_S)
         except Exception as exc:
             logger.debug("lag: broker {} gave no offsets: {!r}", leader, exc)
             continue

@@ -14,11 +14,12 @@ a client sent back to back may be written together: ``actors.wire.sockets.HeldRe
 also gives one producer connection the ordering that Ray calls do not promise. A produce with
 acks=0 is handled and not answered.
 
-Targets: data and metadata requests go to this broker actor's own handlers (in-process), also
-CreateTopics and DeleteTopics, which the broker forwards to the active controller (as KIP-590
-brokers do) and answers once its own metadata agrees (actors/core/broker/topic_operations.py);
-group requests go to this broker's group coordinator actor. What the listener cannot read closes
-that connection and touches nothing else; a target that cannot be reached is answered with the
+Targets, as the API table (actors/core/apis.py) names them by API key: data and metadata requests
+go to this broker actor's ``handle`` (in-process), also CreateTopics and DeleteTopics, which the
+broker forwards to the active controller (as KIP-590 brokers do) and answers once its own metadata
+agrees (actors/core/broker/topic_operations.py); group requests go to this broker's group
+coordinator actor's ``handle``; ApiVersions, the SASL pair and DescribeConfigs are answered here.
+What the listener cannot read closes that connection and touches nothing else; a target that cannot be reached is answered with the
 API's error code (COORDINATOR_NOT_AVAILABLE, or NOT_CONTROLLER from the broker), which clients retry.
 """
 from __future__ import annotations
@@ -40,7 +41,8 @@ from actors.core.messages.produce import ProduceRequest
 from actors.core.messages.broker_registration import BrokerEndpoint
 from actors.core.controller.metadata_store import MetadataStore
 from actors.ray_metadata_store import RayKeyValueStore
-from actors.wire.apis import APIS, BROKER, COORDINATOR, Api, WireContext, api_versions_error_response
+from actors.core.apis import BROKER, GROUP_COORDINATOR
+from actors.wire.apis import CODECS, Codec, WireContext, api_versions_error_response
 from actors.wire.describe_configs import RESOURCE_TOPIC, describe_configs
 from actors.wire.frames import (
     REQUEST_BYTES_MAX_DEFAULT, SIZE_PREFIX, InvalidFrame, UnsupportedApiVersions, check_frame_size, decode_body,
@@ -59,6 +61,7 @@ REBIND_BACKOFF_S = 0.2
 # Connections served at once per listener; more are closed on accept (each holds at most one
 # request of up to socket.request.max.bytes).
 CONNECTIONS_MAX = 1000
+DESCRIBE_CONFIGS_KEY = 32
 # After an accept fails (e.g. out of file descriptors), how long before the next.
 ACCEPT_RETRY_S = 0.1
 
@@ -209,58 +212,58 @@ class KafkaListener:
             header = decode_header(frame)
         except UnsupportedApiVersions as exc:
             return encode_response_segments(exc.correlation_id, api_versions_error_response())
-        api = APIS[header.api_key]
+        codec = CODECS[header.api_key]
         if context.client_id != (header.client_id or ""):
             context = dataclasses.replace(context, client_id=header.client_id or "")
         body = None
-        if api.read is not None:
-            request = api.read(frame, header.position, header.api_version)
+        if codec.read is not None:
+            request = codec.read(frame, header.position, header.api_version)
         else:
             body = decode_body(frame, header)
             try:
-                request = api.to_core(body, header.api_version, context)
+                request = codec.to_core(body, header.api_version, context)
             except (TypeError, ValueError) as exc:
-                raise InvalidFrame(f"{api.name} v{header.api_version}: {exc}") from None
+                raise InvalidFrame(f"{codec.api.name} v{header.api_version}: {exc}") from None
         answered_at_once = isinstance(request, ProduceRequest) and request.acks in (0, 1)
         if held is not None and not answered_at_once:
             await held.send()
-        response = await self._route(api, request, header.api_version, context)
+        response = await self._route(codec, request, header.api_version)
         if isinstance(request, ProduceRequest) and request.acks == 0:
             return None
-        if api.write is not None:
-            return encode_response_body(header.correlation_id, api.write(response, header.api_version))
-        return encode_response_segments(header.correlation_id, api.to_kio(response, header.api_version, body))
+        if codec.write is not None:
+            return encode_response_body(header.correlation_id, codec.write(response, header.api_version))
+        return encode_response_segments(header.correlation_id, codec.to_kio(response, header.api_version, body))
 
-    async def _route(self, api: Api, request: Any, version: int, context: WireContext) -> Any:
+    async def _route(self, codec: Codec, request: Any, version: int) -> Any:
+        """The request to the kind the API table names: this broker, its group coordinator, or
+        this listener alone."""
         try:
-            if api.route == BROKER:
-                return await getattr(self._broker, api.handler)(request)
-            if api.route == COORDINATOR:
-                return await self._ask_coordinator(api, request, version, context)
+            if codec.api.kind is BROKER:
+                return await self._broker.handle(request)
+            if codec.api.kind is GROUP_COORDINATOR:
+                return await self._ask_coordinator(codec, request, version)
         except KafkaProtocolError as exc:
-            raise InvalidFrame(f"{api.name}: {exc}") from None
-        return self._answer_locally(api, request)
+            raise InvalidFrame(f"{codec.api.name}: {exc}") from None
+        return self._answer_locally(codec.api.key, request)
 
-    def _answer_locally(self, api: Api, request: Any) -> Any:
-        if api.handler in ("api_versions", "sasl"):  # the answer is the API's own (``apis``)
-            return ErrorCode.NONE
-        if api.handler == "describe_configs":
+    def _answer_locally(self, api_key: int, request: Any) -> Any:
+        if api_key == DESCRIBE_CONFIGS_KEY:
             return self._describe_configs(request)
-        raise AssertionError(f"{api.name} has no local answer")
+        # ApiVersions and the SASL pair: the answer is the API's own (``actors.wire.apis``).
+        return ErrorCode.NONE
 
-    async def _ask_coordinator(self, api: Api, request: Any, version: int, context: WireContext) -> Any:
+    async def _ask_coordinator(self, codec: Codec, request: Any, version: int) -> Any:
         try:
             if self._coordinator is None:
                 self._coordinator = ray.get_actor(self._coordinator_actor_name, namespace=self._namespace)
-            method = getattr(self._coordinator, api.handler)
-            if isinstance(request, JoinGroupRequest):
-                response = await method.remote(request, context.client_id, context.client_host)
-                if version < 4 and response.error_code == ErrorCode.MEMBER_ID_REQUIRED:
-                    # Before KIP-394 a client cannot take an id and rejoin: rejoin for it.
-                    request = dataclasses.replace(request, member_id=response.member_id)
-                    response = await method.remote(request, context.client_id, context.client_host)
-                return response
-            return await method.remote(request)
+            coordinator = self._coordinator
+            response = await coordinator.handle.remote(request)
+            if isinstance(request, JoinGroupRequest) and version < 4 \
+                    and response.error_code == ErrorCode.MEMBER_ID_REQUIRED:
+                # Before KIP-394 a client cannot take an id and rejoin: rejoin for it.
+                request = dataclasses.replace(request, member_id=response.member_id)
+                response = await coordinator.handle.remote(request)
+            return response
         except KafkaProtocolError:
             raise
         except Exception as exc:
@@ -268,7 +271,7 @@ class KafkaListener:
                 raise exc.cause from None
             logger.info("broker {} could not reach its group coordinator: {!r}", self._broker_id, exc)
             self._coordinator = None
-            return api.error_response(request, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return codec.error_response(request, ErrorCode.COORDINATOR_NOT_AVAILABLE)
 
     def _describe_configs(self, body: Any) -> dict:
         """Topic configs as the controller stored them (Kafka's brokers read them from

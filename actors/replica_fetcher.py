@@ -27,7 +27,6 @@ from actors.core.messages.fetch import FetchRequest
 from actors.core.fetcher.fetcher import FetcherCore
 from actors.core.fetcher.follower_messages import FollowerAppendRequest
 from actors.drivers.fetcher import FetcherDriver
-from actors.drivers.request_types import handler_name
 from actors.ray_seams import RayClock, RayEventLog, RayMessenger, monotonic_ms, tick_forever
 from actors.shell_support import OrderedInbox
 from actors.fault_network import broker_node, shell_fault_network
@@ -58,9 +57,8 @@ class ReplicaFetcherActor:
             tick_forever(TICK_INTERVAL_S, self._driver.on_wakeup, f"fetcher {broker_id}->{leader_id}"))
 
     async def _invoke(self, destination: str, request, timeout_s: float):
-        method = handler_name(request)
         if destination == "local":
-            response = await getattr(self._broker, method).remote(request)
+            response = await self._broker.handle.remote(request)
             if isinstance(request, FollowerAppendRequest):
                 self._note_appended(request)
             return response
@@ -71,7 +69,7 @@ class ReplicaFetcherActor:
         leader = self._leader
         try:
             return await self._network.call(broker_node(self.leader_id),
-                                            lambda: getattr(leader, method).remote(request), timeout_s)
+                                            lambda: leader.handle.remote(request), timeout_s)
         except ActorDiedError:
             self._leader = None
             raise

@@ -24,7 +24,6 @@ from ray.exceptions import ActorDiedError
 
 from actors.core.controller.channel_queue import QUEUE_SIZE_MAX_DEFAULT, ChannelQueueStatus
 from actors.core.controller.send_thread import RequestSendThreadCore
-from actors.drivers.request_types import handler_name
 from actors.drivers.send_thread import RequestSendThreadDriver
 from actors.ray_seams import RayClock, RayEventLog, RayMessenger
 from actors.shell_support import OrderedInbox
@@ -74,17 +73,16 @@ class RequestSendThreadActor:
         self._driver.on_wakeup()
 
     async def _invoke(self, destination: str, request, timeout_s: float):
-        return await self._call_broker(handler_name(request), request, timeout_s)
+        return await self._call_broker(lambda broker: broker.handle.remote(request), timeout_s)
 
-    async def _call_broker(self, method: str, request, timeout_s: float):
+    async def _call_broker(self, call, timeout_s: float):
+        """``call(broker handle)`` over the network seam; a broker Ray says is gone is told to the controller."""
         if self._broker is None:
             # Raises ValueError while the broker actor does not exist (yet, or any more).
             self._broker = ray.get_actor(self._broker_actor_name, namespace=self._namespace)
-        call = getattr(self._broker, method)
+        broker = self._broker
         try:
-            return await self._network.call(broker_node(self.broker_id),
-                                            lambda: call.remote() if request is None else call.remote(request),
-                                            timeout_s)
+            return await self._network.call(broker_node(self.broker_id), lambda: call(broker), timeout_s)
         except ActorDiedError:
             # Ray says this incarnation is gone for good: tell the controller, look the name up again.
             self._broker = None
@@ -142,7 +140,7 @@ class RequestSendThreadActor:
 
     async def _probe(self) -> None:
         try:
-            await self._call_broker("ping", None, PROBE_TIMEOUT_S)
+            await self._call_broker(lambda broker: broker.ping.remote(), PROBE_TIMEOUT_S)
         except Exception:
             pass  # restarting, slow or gone: _call_broker already told the controller if Ray says gone
 

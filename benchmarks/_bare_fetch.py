@@ -34,7 +34,7 @@ class _BareFetcher:
             request = FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=max_bytes, topics=(FetchTopic(
                 topic=topic, partitions=(FetchPartition(partition=partition, fetch_offset=offset,
                                                         partition_max_bytes=max_bytes),)),))
-            return ray.get(leaders[partition].handle_fetch.remote(request), timeout=60).responses[0].partitions[0]
+            return ray.get(leaders[partition].handle.remote(request), timeout=60).responses[0].partitions[0]
         for partition in leaders:  # the first call to each leader sets up its connection: outside the timing
             fetch(partition, 0)
         moved, calls = 0, 0

@@ -46,7 +46,7 @@ class _IdleFetcher:
                                   forgotten_topics_data=data.forgotten_topics())
                 request = FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=1 << 24, **fields)
                 started = time.perf_counter()
-                response = ray.get(brokers[leader].handle_fetch.remote(request), timeout=60)
+                response = ray.get(brokers[leader].handle.remote(request), timeout=60)
                 seconds += time.perf_counter() - started
                 if sessions is not None:
                     assert sessions[leader].handle_response(response), response.error_code

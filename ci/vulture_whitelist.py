@@ -48,13 +48,13 @@
  _.in_flight_request, _.alive, _.events_written, _.samples_written, _.matched, _.decode_request,
  _.encode_response, _.kill_fetcher, _.stop_consumer, _.truncations_of)
 
-# Pending the API-table/replica work: these files are being rewritten (request dispatch by type, the
-# replica core), so their names stay listed until that lands. The handlers are reached through
-# getattr on strings today; the Ray methods through ``.remote``/``_ask_controller``; ``_ticker`` and
-# ``_lag`` hold their asyncio tasks. ``contains_partition`` and ``requests_pending`` are used by tests
-# only.
-(_.handle_internal_produce, _.handle_broker_registration, _.handle_broker_heartbeat,
- _.handle_allocate_producer_ids, _.handle_join_group, _.handle_sync_group, _.handle_heartbeat,
- _.handle_leave_group, _.handle_offset_commit, _.handle_offset_fetch, _.handle_delete_groups,
- _.send_thread, _.queue_sizes, _.controller_queue_sizes, _.elect_preferred_leaders, _.fail_worker,
- _._ticker, _._lag, _.drop_matching, _.contains_partition, _.requests_pending)
+# Ray actor methods called through ``.remote`` or by name (``Cluster._ask_controller("send_thread")``,
+# ``_observe_controller("queue_sizes")``), and fault injection's ``fail_worker``; attributes that hold
+# a shell's asyncio tasks so they are not collected.
+(_.send_thread, _.queue_sizes, _.fail_worker, _._ticker, _._lag)
+
+# The admin API users call (README): Kafka's QueueSize per broker channel, preferred-leader election.
+(_.controller_queue_sizes, _.elect_preferred_leaders)
+
+# What tests observe (a driver's requests in flight) and a simulator step the scenario files drive.
+(_.requests_pending, _.drop_matching)

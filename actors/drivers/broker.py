@@ -39,6 +39,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from actors.core.apis import BROKER
 from actors.core.effects import (
     AddPartitionsToFetcher, CoordinatorLeadershipChange, CoordinatorMetadataUpdate, LogDirFailure,
     RemovePartitionsFromFetcher, Send, StorageWork,
@@ -70,6 +71,8 @@ def run_storage_work(storage: Storage, work: StorageWork) -> None:
 
 
 class BrokerDriver(Driver):
+    kind = BROKER
+
     def __init__(self, core: BrokerCore, messenger: Messenger, clock: Clock, log: EventLog,
                  storage_worker: StorageWorker | None = None, halt: Callable[[str], None] | None = None) -> None:
         super().__init__(f"broker {core.broker_id}", messenger, clock, log)
@@ -86,19 +89,23 @@ class BrokerDriver(Driver):
         """Register with the controller: after a restart nobody else will call this broker first."""
         self.apply(self.core.start(self.now_ms()))
 
-    def handle(self, api: str, request: Any, respond: Reply) -> None:
-        """Step the core's handler ``api`` (``handle_fetch``, ...) with ``request``."""
-        assert api.startswith("handle_") or api == "begin_controlled_shutdown", api
-        if isinstance(request, FetchRequest) and api == "handle_fetch":
-            for_replica = request.replica_id >= 0
-            self.request(self.core.handle_fetch, request, lambda response: respond(self._pack(response, for_replica)))
+    def handle(self, request: Any, respond: Reply) -> None:
+        """Step the core's handler for ``type(request)`` (actors/core/apis.py); a Fetch's answer
+        has its records packed for the way back."""
+        if isinstance(request, FetchRequest):
+            for_replica = isinstance(request.replica_id, int) and request.replica_id >= 0
+            super().handle(request, lambda response: respond(self._pack(response, for_replica)))
             return
-        self.request(getattr(self.core, api), request, respond)
+        super().handle(request, respond)
+
+    def begin_controlled_shutdown(self, respond: Reply) -> None:
+        """Ask the controller to move this broker's leaderships away; ``respond`` gets the outcome."""
+        self.request(self.core.begin_controlled_shutdown, None, respond)
 
     def serve_coordinator(self, request: Any, respond: Reply) -> None:
         """A call from this broker's group coordinator (see ``actors.core.group.messages``)."""
         if isinstance(request, InternalProduceRequest):
-            self.handle("handle_internal_produce", request.produce, respond)
+            self.handle(request, respond)
         elif isinstance(request, OffsetsLogReadRequest):
             records, next_offset, log_end_offset = self.core.read_log(
                 GROUP_METADATA_TOPIC_NAME, request.partition, request.offset, request.max_bytes)

@@ -19,12 +19,13 @@ from __future__ import annotations
 import collections
 from typing import Any
 
+from actors.core.apis import CONTROLLER
 from actors.core.controller.channel_queue import QUEUE_SIZE_MIN
 from actors.core.controller.controller import ControllerCore
 from actors.core.controller.send_thread import BrokerUnreachable, ControlBatch, ControlResponse, ResyncBroker
 from actors.core.effects import AddBrokerChannel, RemoveBrokerChannel, Send
 from actors.drivers.base import Driver
-from actors.drivers.seams import Clock, EventLog, Reply, Messenger
+from actors.drivers.seams import Clock, EventLog, Messenger
 
 
 def send_thread_name(broker_id: int) -> str:
@@ -32,6 +33,8 @@ def send_thread_name(broker_id: int) -> str:
 
 
 class ControllerDriver(Driver):
+    kind = CONTROLLER
+
     def __init__(self, core: ControllerCore, messenger: Messenger, clock: Clock, log: EventLog) -> None:
         super().__init__("controller", messenger, clock, log)
         self.core = core
@@ -42,10 +45,6 @@ class ControllerDriver(Driver):
     # ----------------------------------------------------------------------------- inputs
     def start(self) -> None:
         self.apply(self.core.start(self.now_ms()))
-
-    def handle(self, api: str, request: Any, respond: Reply) -> None:
-        assert api.startswith("handle_"), api
-        self.request(getattr(self.core, api), request, respond)
 
     def on_event(self, event: Any) -> None:
         now_ms = self.now_ms()

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors.core.apis import GROUP_COORDINATOR, Handler
 from actors.core.effects import CoordinatorLeadershipChange, Send
 from actors.core.group.broker_link import BrokerLink
 from actors.core.group.messages import InternalProduceRequest
 from actors.drivers.base import Driver
-from actors.drivers.request_types import REQUEST_TYPES
-from actors.drivers.seams import Clock, EventLog, Reply, Messenger
+from actors.drivers.seams import Clock, EventLog, Messenger
 
 # How long the broker may take to answer a read or a look at its state; a write may take the
 # produce timeout the core asked for and this much more.
@@ -26,6 +26,8 @@ PRODUCE_CALL_MARGIN_MS = 5_000
 
 
 class GroupCoordinatorDriver(Driver):
+    kind = GROUP_COORDINATOR
+
     def __init__(self, link: BrokerLink, messenger: Messenger, clock: Clock, log: EventLog) -> None:
         super().__init__(f"group coordinator {link.core.broker_id}", messenger, clock, log)
         self.link = link
@@ -34,12 +36,9 @@ class GroupCoordinatorDriver(Driver):
     def start(self) -> None:
         self.apply(self.link.start(self.now_ms()))
 
-    def handle(self, api: str, request: Any, respond: Reply, **client: str) -> None:
-        """Step the core's ``api`` (``handle_join_group`` takes the client's id and host too)."""
-        assert api.startswith("handle_"), api
-        handler = getattr(self.core, api)
-        self.request(lambda request_id, asked, now_ms: self.link.step(handler(request_id, asked, now_ms, **client)),
-                     request, respond, request_type=REQUEST_TYPES[api])
+    def step(self, handler: Handler, request_id: int, request: Any, now_ms: int) -> list:
+        """The core's step, its sends to the broker passed through the link."""
+        return self.link.step(handler(self.core, request_id, request, now_ms))
 
     def on_event(self, event: Any) -> None:
         now_ms = self.now_ms()

@@ -1,11 +1,12 @@
 """Each served API's translation between kio's request/response classes and raykafka's messages.
 
-An ``Api`` says where a request goes (``route``: the broker itself, its group coordinator, or
-``local`` for what the listener answers alone), which handler takes it, how the kio request
-becomes a raykafka request (``to_core``) and how the raykafka response becomes the kio response of
-the request's version (``to_kio``), and what to answer when the group coordinator cannot be
-reached (``error_response``: a raykafka response carrying one error code).
-Most conversions are ``convert``'s name matching; the functions here hold the differences.
+Where a request goes, and as what type, is the API table's (actors/core/apis.py). A ``Codec``, one
+per API key the listeners serve, says how the kio request becomes the table's request type
+(``to_core``), how the raykafka response becomes the kio response of the request's version
+(``to_kio``), and what to answer when the group coordinator cannot be reached
+(``error_response``: a raykafka response carrying one error code). Most conversions are
+``convert``'s name matching, the default; ``_DIFFERENCES`` holds the APIs that differ, keyed by
+API key, so an API whose conversion is by field name needs no entry here.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from actors.core.apis import BY_KEY, GROUP_COORDINATOR, Api
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import CONSUMER_REPLICA_ID
 from actors.core.messages.create_topics import CreateTopicsRequest
@@ -40,7 +42,6 @@ from actors.wire.frames import response_class
 from actors.wire.produce_codec import read_produce_request, write_produce_response
 from actors.wire.versions import SUPPORTED_VERSIONS
 
-BROKER, COORDINATOR, LOCAL = "broker", "coordinator", "local"
 # The first Fetch version whose client may be sent zstd batches (KIP-110).
 FETCH_ZSTD_VERSION = 10
 
@@ -54,11 +55,8 @@ class WireContext:
 
 
 @dataclass(frozen=True)
-class Api:
-    key: int
-    name: str
-    route: str
-    handler: str  # the target's method, e.g. "handle_produce"
+class Codec:
+    api: Api  # the table's entry: its key, name, request type and the kind that serves it
     to_core: Callable[[Any, int, WireContext], Any]
     to_kio: Callable[[Any, int, Any], Any]  # (raykafka response, version, kio request) -> kio response
     error_response: Callable[[Any, ErrorCode], Any] | None = None  # (raykafka request, code)
@@ -132,7 +130,8 @@ def _fetch_to_kio(response: Any, version: int, body: Any) -> Any:
 
 # ----------------------------------------------------------------------------- group APIs
 def _join_group_to_core(body: Any, version: int, context: WireContext) -> JoinGroupRequest:
-    fixed: dict[str, Any] = {}
+    # The member id starts with the header's client id; DescribeGroups reports it and the host.
+    fixed: dict[str, Any] = {"client_id": context.client_id, "client_host": context.client_host}
     if version == 0:  # v0 has no rebalance timeout: Kafka uses the session timeout for both
         fixed["rebalance_timeout_ms"] = duration_ms(body.session_timeout)
     return from_kio(JoinGroupRequest, body, **fixed)
@@ -209,43 +208,45 @@ def _passthrough(body: Any, version: int, context: WireContext) -> Any:
     return body
 
 
-def _group(key: int, name: str, message_type: type, error_response: Callable | None = None,
-           to_core: Callable | None = None, to_kio_: Callable | None = None) -> Api:
-    return Api(key, name, COORDINATOR, f"handle_{name}", to_core or _generic_to_core(message_type),
-               to_kio_ or _generic_to_kio(key), error_response)
-
-
 def _simple_error(response_type: type) -> Callable[[Any, ErrorCode], Any]:
     return lambda request, code: response_type(error_code=code)
 
 
-APIS: dict[int, Api] = {api.key: api for api in (
-    Api(0, "produce", BROKER, "handle_produce", _produce_to_core, _generic_to_kio(0),
-        read=read_produce_request, write=write_produce_response),
-    Api(1, "fetch", BROKER, "handle_fetch", _consumer_only(FetchRequest), _fetch_to_kio),
-    Api(2, "list_offsets", BROKER, "handle_list_offsets", _consumer_only(ListOffsetsRequest), _generic_to_kio(2)),
-    Api(3, "metadata", BROKER, "handle_metadata", _metadata_to_core, _metadata_to_kio),
-    Api(10, "find_coordinator", BROKER, "handle_find_coordinator", _find_coordinator_to_core, _generic_to_kio(10)),
-    Api(23, "offset_for_leader_epoch", BROKER, "handle_offset_for_leader_epoch",
-        _consumer_only(OffsetForLeaderEpochRequest), _generic_to_kio(23)),
-    _group(8, "offset_commit", OffsetCommitRequest, _offset_commit_error, to_core=_offset_commit_to_core),
-    _group(9, "offset_fetch", OffsetFetchRequest, _offset_fetch_error),
-    _group(11, "join_group", JoinGroupRequest, _simple_error(JoinGroupResponse), to_core=_join_group_to_core),
-    _group(12, "heartbeat", HeartbeatRequest, _simple_error(HeartbeatResponse)),
-    _group(13, "leave_group", LeaveGroupRequest, _simple_error(LeaveGroupResponse), to_core=_leave_group_to_core,
-           to_kio_=_leave_group_to_kio),
-    _group(14, "sync_group", SyncGroupRequest, _simple_error(SyncGroupResponse)),
-    _group(15, "describe_groups", DescribeGroupsRequest, _describe_groups_error),
-    _group(16, "list_groups", ListGroupsRequest, _simple_error(ListGroupsResponse)),
+# Where an API's conversion is not ``convert``'s name matching, by API key.
+_DIFFERENCES: dict[int, dict[str, Callable]] = {
+    0: {"to_core": _produce_to_core, "read": read_produce_request, "write": write_produce_response},
+    1: {"to_core": _consumer_only(FetchRequest), "to_kio": _fetch_to_kio},
+    2: {"to_core": _consumer_only(ListOffsetsRequest)},
+    3: {"to_core": _metadata_to_core, "to_kio": _metadata_to_kio},
+    8: {"to_core": _offset_commit_to_core, "error_response": _offset_commit_error},
+    9: {"error_response": _offset_fetch_error},
+    10: {"to_core": _find_coordinator_to_core},
+    11: {"to_core": _join_group_to_core, "error_response": _simple_error(JoinGroupResponse)},
+    12: {"error_response": _simple_error(HeartbeatResponse)},
+    13: {"to_core": _leave_group_to_core, "to_kio": _leave_group_to_kio,
+         "error_response": _simple_error(LeaveGroupResponse)},
+    14: {"error_response": _simple_error(SyncGroupResponse)},
+    15: {"error_response": _describe_groups_error},
+    16: {"error_response": _simple_error(ListGroupsResponse)},
+    17: {"to_kio": _sasl_handshake_to_kio},
+    18: {"to_kio": _api_versions_to_kio},
     # The broker forwards them to the controller and holds the answer until its metadata agrees.
-    Api(19, "create_topics", BROKER, "handle_create_topics", _generic_to_core(CreateTopicsRequest, forward_id=0),
-        _generic_to_kio(19)),
-    Api(20, "delete_topics", BROKER, "handle_delete_topics", _generic_to_core(DeleteTopicsRequest, forward_id=0),
-        _generic_to_kio(20)),
-    Api(18, "api_versions", LOCAL, "api_versions", _passthrough, _api_versions_to_kio),
-    Api(22, "init_producer_id", BROKER, "handle_init_producer_id", _init_producer_id_to_core, _generic_to_kio(22)),
-    Api(32, "describe_configs", LOCAL, "describe_configs", _passthrough, _generic_to_kio(32)),
-    Api(17, "sasl_handshake", LOCAL, "sasl", _passthrough, _sasl_handshake_to_kio),
-    Api(36, "sasl_authenticate", LOCAL, "sasl", _passthrough, _sasl_authenticate_to_kio),
-)}
-assert set(APIS) == set(SUPPORTED_VERSIONS), "every advertised API has a translation, and no other"
+    19: {"to_core": _generic_to_core(CreateTopicsRequest, forward_id=0)},
+    20: {"to_core": _generic_to_core(DeleteTopicsRequest, forward_id=0)},
+    22: {"to_core": _init_producer_id_to_core},
+    23: {"to_core": _consumer_only(OffsetForLeaderEpochRequest)},
+    36: {"to_kio": _sasl_authenticate_to_kio},
+}
+
+
+def _codec(api: Api) -> Codec:
+    differences = _DIFFERENCES.get(api.key, {})
+    to_core = _passthrough if api.request_type is None else _generic_to_core(api.request_type)
+    return Codec(api=api, **{"to_core": to_core, "to_kio": _generic_to_kio(api.key), **differences})
+
+
+# API key -> its codec, for every API the listeners serve.
+CODECS: dict[int, Codec] = {key: _codec(BY_KEY[key]) for key in SUPPORTED_VERSIONS}
+assert set(_DIFFERENCES) <= set(CODECS), "a wire difference for an API the listeners do not serve"
+assert all(codec.error_response is not None for codec in CODECS.values() if codec.api.kind is GROUP_COORDINATOR), \
+    "every API the group coordinator serves has an answer for when it cannot be reached"

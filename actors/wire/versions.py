@@ -1,4 +1,5 @@
-"""The API versions raykafka's listeners serve, which ApiVersions advertises.
+"""The API versions raykafka's listeners serve, which ApiVersions advertises: each API's range is
+its ``versions`` in the API table (actors/core/apis.py); here is why the ranges are what they are.
 
 A client uses, for each API, the highest version both sides support, so a range here must only
 hold versions whose every field the translation honours (or that a broker may ignore, as Kafka's
@@ -22,29 +23,9 @@ librdkafka, "SASL Handshake not supported by broker", which names the wrong caus
 """
 from __future__ import annotations
 
+from actors.core.apis import WIRE_VERSIONS
+
 API_VERSIONS_KEY = 18
 
-# API key -> (min version, max version).
-SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
-    0: (3, 8),    # Produce (v3 is the first carrying v2 record batches)
-    1: (4, 11),   # Fetch
-    2: (1, 5),    # ListOffsets
-    3: (0, 8),    # Metadata
-    8: (2, 7),    # OffsetCommit
-    9: (1, 5),    # OffsetFetch
-    10: (0, 2),   # FindCoordinator
-    11: (0, 5),   # JoinGroup
-    12: (0, 3),   # Heartbeat
-    13: (0, 3),   # LeaveGroup
-    14: (0, 3),   # SyncGroup
-    15: (0, 4),   # DescribeGroups
-    16: (0, 2),   # ListGroups
-    17: (0, 1),   # SaslHandshake (answered ILLEGAL_SASL_STATE: listeners are PLAINTEXT, as Kafka answers there)
-    18: (0, 3),   # ApiVersions (v3 is flexible; clients send it first, KIP-511)
-    19: (2, 4),   # CreateTopics
-    20: (1, 3),   # DeleteTopics
-    22: (0, 1),   # InitProducerId (idempotent producers; a transactional id is refused)
-    23: (2, 3),   # OffsetForLeaderEpoch
-    32: (1, 3),   # DescribeConfigs (read-only)
-    36: (0, 1),   # SaslAuthenticate (answered ILLEGAL_SASL_STATE, as SaslHandshake)
-}
+# API key -> (min version, max version): each API's ``versions`` in the API table.
+SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = dict(WIRE_VERSIONS)

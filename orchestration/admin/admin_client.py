@@ -107,6 +107,11 @@ class AdminClient(TopicAdmin):
         (``time.monotonic``; at least ADMIN_ATTEMPT_TIMEOUT_MIN_S), else 60 s."""
         return ray.get(getattr(self.controller(), method).remote(*args), timeout=_attempt_timeout_s(deadline))
 
+    def _request_controller(self, request, *, deadline: float | None = None):
+        """One Kafka request to the active controller (its ``handle``, which dispatches by the
+        request's type), waiting for the answer as ``_ask_controller`` does."""
+        return ray.get(self.controller().handle.remote(request), timeout=_attempt_timeout_s(deadline))
+
     def _observe_controller(self, method: str, *args, timeout_ms: int | None = None):
         """A read-only question to the controller, asked again while it restarts or moves (a
         read has no effect, so repeating it is safe)."""
@@ -138,7 +143,7 @@ class AdminClient(TopicAdmin):
         names = {name for info in self.describe_cluster()["brokers"].values() for name in info.get("listeners", {})}
         for broker_id in self.broker_ids:
             for name in names:
-                response = ray.get(self.broker(broker_id).handle_metadata.remote(
+                response = ray.get(self.broker(broker_id).handle.remote(
                     MetadataRequest(topics=(), listener_name=name)), timeout=10)
                 if len(response.brokers) < len(self.broker_ids):
                     return False
@@ -177,7 +182,7 @@ class AdminClient(TopicAdmin):
         def attempt(deadline: float) -> None:
             nonlocal fate_unknown
             try:
-                result = self._ask_controller("handle_create_topics", request, deadline=deadline).topics[0]
+                result = self._request_controller(request, deadline=deadline).topics[0]
             except RayError:
                 fate_unknown = True  # timed out, or the controller went away while it ran
                 raise
@@ -211,8 +216,8 @@ class AdminClient(TopicAdmin):
         def attempt(deadline: float) -> None:
             nonlocal fate_unknown
             try:
-                result = self._ask_controller("handle_delete_topics", DeleteTopicsRequest(topic_names=(name,)),
-                                              deadline=deadline).responses[0]
+                result = self._request_controller(DeleteTopicsRequest(topic_names=(name,)),
+                                                  deadline=deadline).responses[0]
             except RayError:
                 fate_unknown = True
                 raise
@@ -333,7 +338,7 @@ class AdminClient(TopicAdmin):
         request = ElectLeadersRequest(election_type=types[election_type], topic_partitions=wanted)
 
         def attempt(attempt_deadline: float):
-            response = self._ask_controller("handle_elect_leaders", request, deadline=attempt_deadline)
+            response = self._request_controller(request, deadline=attempt_deadline)
             if response.error_code != ErrorCode.NONE:
                 raise KafkaError(response.error_code, "ElectLeaders")
             return response

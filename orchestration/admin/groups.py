@@ -62,10 +62,10 @@ def _call_timeout_s(deadline: float | None) -> float:
     return min(CALL_TIMEOUT_S, max(CALL_TIMEOUT_MIN_S, deadline - time.monotonic()))
 
 
-def _ask(coordinator, method: str, request, deadline: float | None):
+def _ask(coordinator, request, deadline: float | None):
     """One call to a coordinator actor; a failure in Ray is the Kafka error a client would see."""
     try:
-        return ray.get(getattr(coordinator, method).remote(request), timeout=_call_timeout_s(deadline))
+        return ray.get(coordinator.handle.remote(request), timeout=_call_timeout_s(deadline))
     except RayError as exc:
         raise as_kafka_error(exc) from exc
 
@@ -75,7 +75,7 @@ def find_coordinator(directory: BrokerDirectory, group_id: str, *, deadline: flo
     last = KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, group_id)
     for broker_id in directory.known_broker_ids():
         try:
-            answer = directory.call(broker_id, "handle_find_coordinator", FindCoordinatorRequest(key=group_id),
+            answer = directory.call(broker_id, FindCoordinatorRequest(key=group_id),
                                     timeout_ms=int(_call_timeout_s(deadline) * 1000))
         except KafkaError as exc:
             last = exc
@@ -91,14 +91,14 @@ def find_coordinator(directory: BrokerDirectory, group_id: str, *, deadline: flo
 
 def describe_group(directory: BrokerDirectory, group_id: str, *, deadline: float | None = None) -> GroupDescription:
     node_id, coordinator = find_coordinator(directory, group_id, deadline=deadline)
-    described = _ask(coordinator, "handle_describe_groups", DescribeGroupsRequest(groups=(group_id,)),
+    described = _ask(coordinator, DescribeGroupsRequest(groups=(group_id,)),
                      deadline).groups[0]
     if described.error_code != ErrorCode.NONE:
         raise KafkaError(described.error_code, group_id)
     members = [GroupMember(m.member_id, m.client_id, m.client_host,
                            sorted(decode_assignment(m.member_assignment).partitions) if m.member_assignment else [])
                for m in described.members]
-    fetched = _ask(coordinator, "handle_offset_fetch", OffsetFetchRequest(group_id=group_id), deadline)
+    fetched = _ask(coordinator, OffsetFetchRequest(group_id=group_id), deadline)
     if fetched.error_code != ErrorCode.NONE:
         raise KafkaError(fetched.error_code, group_id)
     committed = {(t.name, p.partition_index): p.committed_offset for t in fetched.topics for p in t.partitions}
@@ -118,7 +118,7 @@ def delete_group(directory: BrokerDirectory, group_id: str, *, deadline: float |
     """DeleteGroups at the group's coordinator: only an Empty group goes (``NON_EMPTY_GROUP``
     otherwise), with its committed offsets."""
     _, coordinator = find_coordinator(directory, group_id, deadline=deadline)
-    result = _ask(coordinator, "handle_delete_groups", DeleteGroupsRequest(groups_names=(group_id,)), deadline).results[0]
+    result = _ask(coordinator, DeleteGroupsRequest(groups_names=(group_id,)), deadline).results[0]
     if result.error_code != ErrorCode.NONE:
         raise KafkaError(result.error_code, group_id)
 
@@ -132,7 +132,7 @@ def commit_offsets(directory: BrokerDirectory, group_id: str, offsets: dict[tupl
     for (topic, partition), offset in sorted(offsets.items()):
         topics.setdefault(topic, []).append(OffsetCommitRequestPartition(partition_index=partition,
                                                                          committed_offset=offset))
-    answer = _ask(coordinator, "handle_offset_commit", OffsetCommitRequest(group_id=group_id, topics=tuple(
+    answer = _ask(coordinator, OffsetCommitRequest(group_id=group_id, topics=tuple(
         OffsetCommitRequestTopic(name=t, partitions=tuple(ps)) for t, ps in topics.items())), deadline)
     for topic in answer.topics:
         for partition in topic.partitions:
@@ -150,7 +150,7 @@ def list_groups(directory: BrokerDirectory, broker_ids: list[int], *,
     for broker_id in broker_ids:
         try:
             coordinator = ray.get_actor(group_coordinator_actor_name(broker_id), namespace=directory.namespace)
-            answer = ray.get(coordinator.handle_list_groups.remote(ListGroupsRequest()),
+            answer = ray.get(coordinator.handle.remote(ListGroupsRequest()),
                              timeout=_call_timeout_s(deadline))
         except (ValueError, ActorDiedError):
             continue
@@ -201,7 +201,7 @@ def _list_latest_offset(directory: BrokerDirectory, topic_partition: tuple[str, 
         leader, epoch = directory.leader_for(*topic_partition)
         if leader < 0:
             return -1, ErrorCode.LEADER_NOT_AVAILABLE
-        answer = directory.call(leader, "handle_list_offsets", ListOffsetsRequest(topics=(ListOffsetsTopic(
+        answer = directory.call(leader, ListOffsetsRequest(topics=(ListOffsetsTopic(
             name=topic_partition[0], partitions=(ListOffsetsPartition(
                 partition_index=topic_partition[1], timestamp=timestamp, current_leader_epoch=epoch),)),)))
     except KafkaError as exc:

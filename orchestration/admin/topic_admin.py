@@ -43,7 +43,7 @@ class TopicAdmin:
 
         def attempt(deadline: float) -> None:
             broker_id = int(next(brokers))
-            response = ray.get(self.broker(broker_id).handle_incremental_alter_configs.remote(request),
+            response = ray.get(self.broker(broker_id).handle.remote(request),
                                timeout=max(ATTEMPT_TIMEOUT_MIN_S, deadline - time.monotonic()))
             (result,) = response.responses
             if result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and \
@@ -80,7 +80,7 @@ class TopicAdmin:
             ReassignableTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items()))
 
         def attempt(deadline: float):
-            response = self._ask_controller("handle_alter_partition_reassignments", request, deadline=deadline)
+            response = self._request_controller(request, deadline=deadline)
             if response.error_code != ErrorCode.NONE:
                 raise KafkaError(response.error_code, response.error_message or "AlterPartitionReassignments")
             return response
@@ -93,8 +93,7 @@ class TopicAdmin:
         """ListPartitionReassignments: per partition being moved, its ``replicas`` (the union of old
         and new while the move runs), ``adding_replicas`` and ``removing_replicas``."""
         def attempt(deadline: float):
-            response = self._ask_controller("handle_list_partition_reassignments",
-                                            ListPartitionReassignmentsRequest(), deadline=deadline)
+            response = self._request_controller(ListPartitionReassignmentsRequest(), deadline=deadline)
             if response.error_code != ErrorCode.NONE:
                 raise KafkaError(response.error_code, response.error_message or "ListPartitionReassignments")
             return response

@@ -50,7 +50,7 @@ def group_state(directory: BrokerDirectory, group: str) -> GroupState:
     """State, member count, generation and coordinator only: two requests, so it can be polled
     every few milliseconds (``Cluster.describe_group`` also reads offsets and high watermarks)."""
     node_id, coordinator = find_coordinator(directory, group)
-    described = ray.get(coordinator.handle_describe_groups.remote(DescribeGroupsRequest(groups=(group,))),
+    described = ray.get(coordinator.handle.remote(DescribeGroupsRequest(groups=(group,))),
                         timeout=5).groups[0]
     if described.error_code != 0:
         raise KafkaError(described.error_code, group)

@@ -209,12 +209,13 @@ class BrokerDirectory:
                 self._handles[broker_id] = handle
         return handle
 
-    def call(self, broker_id: int, method: str, request: Any, timeout_ms: int | None = None) -> Any:
-        """Send one request and wait for its answer; Ray failures become Kafka errors."""
+    def call(self, broker_id: int, request: Any, timeout_ms: int | None = None) -> Any:
+        """Send one request to the broker (its ``handle``, which dispatches by the request's type) and wait
+        for its answer; Ray failures become Kafka errors."""
         timeout_s = (timeout_ms if timeout_ms is not None else self.request_timeout_ms) / 1000
         for attempt in range(2):
             try:
-                return ray.get(getattr(self.broker(broker_id), method).remote(request), timeout=timeout_s)
+                return ray.get(self.broker(broker_id).handle.remote(request), timeout=timeout_s)
             except ActorDiedError as exc:
                 # That actor is gone for good; a broker started again under the same name is a new
                 # actor, so look the name up once more before calling it unreachable.
@@ -241,7 +242,7 @@ class BrokerDirectory:
         last_error: KafkaError | None = None
         for broker_id in self.known_broker_ids():
             try:
-                response = self.call(broker_id, "handle_metadata", MetadataRequest(topics=None),
+                response = self.call(broker_id, MetadataRequest(topics=None),
                                      timeout_ms=min(self.request_timeout_ms, 5000))
             except KafkaError as exc:
                 last_error = exc

@@ -321,7 +321,7 @@ class Consumer(BatchPolling, ValidatingPositions, OffsetLookups):
             request = self._fetch_sessions.setdefault(leader, FetchSessionHandler()).build_request(
                 wanted, self._partition_max_bytes, self._max_wait_ms, self._min_bytes, self._max_bytes)
             try:
-                ref = self._directory.broker(leader).handle_fetch.remote(request)
+                ref = self._directory.broker(leader).handle.remote(request)
             except KafkaError:
                 self._fetch_sessions[leader].handle_error()
                 self._on_broker_trouble(leader)

@@ -311,7 +311,7 @@ class ConsumerCoordinator:
                                       group_instance_id=self.membership.config.group_instance_id, topics=tuple(
                                           OffsetCommitRequestTopic(name=topic, partitions=tuple(parts))
                                           for topic, parts in by_topic.items()))
-        return self.membership.send("handle_offset_commit", request), generation
+        return self.membership.send(request), generation
 
     def _commit_outcome(self, inflight: InFlight, generation: Generation) -> KafkaError | None:
         """Kafka's ``OffsetCommitResponseHandler``: the first partition error decides."""
@@ -417,7 +417,7 @@ class ConsumerCoordinator:
             by_topic.setdefault(topic, []).append(partition)
         request = OffsetFetchRequest(group_id=self.group_id, topics=tuple(
             OffsetFetchRequestTopic(name=topic, partition_indexes=tuple(indexes)) for topic, indexes in by_topic.items()))
-        return self.membership.send("handle_offset_fetch", request)
+        return self.membership.send(request)
 
     def _offset_fetch_outcome(self, inflight: InFlight, wanted: frozenset):
         response, error = self.membership.outcome(inflight)

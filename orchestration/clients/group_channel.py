@@ -63,11 +63,11 @@ class RayCoordinatorChannel:
                 handle = self._directory.broker(broker_id)
             except KafkaError:
                 continue  # no such actor right now: ask the next broker
-            return _translated(handle.handle_find_coordinator.remote(request),
+            return _translated(handle.handle.remote(request),
                                lambda broker_id=broker_id: self._directory.forget(broker_id))
         return _failed(KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no broker to ask FindCoordinator"))
 
-    def send(self, coordinator_name: str, method: str, request: Any, **kwargs: Any) -> Future:
+    def send(self, coordinator_name: str, request: Any) -> Future:
         with self._lock:
             handle = self._handles.get(coordinator_name)
         if handle is None:
@@ -77,7 +77,7 @@ class RayCoordinatorChannel:
                 return _failed(KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"no actor {coordinator_name!r}"))
             with self._lock:
                 self._handles[coordinator_name] = handle
-        return _translated(getattr(handle, method).remote(request, **kwargs),
+        return _translated(handle.handle.remote(request),
                            lambda: self._forget(coordinator_name))
 
     def _forget(self, coordinator_name: str) -> None:

@@ -39,6 +39,7 @@ from typing import Any
 
 from loguru import logger
 
+from actors.core.apis import api_of
 from actors.core.errors import ErrorCode
 from actors.core.group.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from actors.core.messages.find_coordinator import FindCoordinatorRequest
@@ -169,14 +170,14 @@ class GroupMembership:
             self.mark_coordinator_unknown(f"{inflight.api}: {error}", inflight.coordinator)
         return None, error
 
-    def send(self, method: str, request: Any, *, timeout_ms: int | None = None, **kwargs: Any) -> InFlight | None:
+    def send(self, request: Any, *, timeout_ms: int | None = None) -> InFlight | None:
         """Send ``request`` to the coordinator; None if it is unknown right now."""
         with self.lock:
             if self.coordinator is None:
                 return None
-            future = self._channel.send(self.coordinator.name, method, request, **kwargs)
+            future = self._channel.send(self.coordinator.name, request)
             timeout_ms = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
-            return InFlight(method, future, self.clock_ms() + timeout_ms, self.generation, self.coordinator)
+            return InFlight(api_of(request).name, future, self.clock_ms() + timeout_ms, self.generation, self.coordinator)
 
     # -------------------------------------------------------------------------- coordinator
     def ensure_coordinator_ready(self, deadline_ms: float) -> bool:
@@ -262,12 +263,12 @@ class GroupMembership:
                                        protocols=self._hooks.join_protocols(), member_id=self.generation.member_id,
                                        group_instance_id=self.config.group_instance_id,
                                        session_timeout_ms=self.config.session_timeout_ms,
-                                       rebalance_timeout_ms=self.config.rebalance_timeout_ms)
+                                       rebalance_timeout_ms=self.config.rebalance_timeout_ms,
+                                       client_id=self.config.client_id, client_host=self.config.client_host)
             logger.info("group {}: joining as {!r}", self.config.group_id, self.generation.member_id)
             timeout_ms = max(self.config.request_timeout_ms,
                              self.config.rebalance_timeout_ms + JOIN_GROUP_TIMEOUT_EXTRA_MS)
-            self._rebalance = self.send("handle_join_group", request, timeout_ms=timeout_ms,
-                                        client_id=self.config.client_id, client_host=self.config.client_host)
+            self._rebalance = self.send(request, timeout_ms=timeout_ms)
             return self._rebalance
 
     def _advance(self, inflight: InFlight) -> tuple[bytes | None, KafkaError | None]:
@@ -281,7 +282,7 @@ class GroupMembership:
         if error is not None:
             return None, error
         with self.lock:
-            if inflight.api == "handle_sync_group":
+            if inflight.api == "sync_group":
                 return self._on_sync_group_response(response, inflight)
             error = self._on_join_group_response(response)
             if error is not None:
@@ -324,7 +325,7 @@ class GroupMembership:
                 protocol_name=generation.protocol_name,
                 assignments=tuple(SyncGroupRequestAssignment(member_id=member, assignment=data)
                                   for member, data in sorted(assignments.items())))
-            self._rebalance = self.send("handle_sync_group", request)
+            self._rebalance = self.send(request)
             if self._rebalance is None:
                 return KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no coordinator for SyncGroup")
             return None
@@ -364,7 +365,7 @@ class GroupMembership:
                 logger.info("group {}: member {!r} leaves: {}", self.config.group_id, self.generation.member_id, reason)
                 request = LeaveGroupRequest(group_id=self.config.group_id,
                                             members=(MemberIdentity(member_id=self.generation.member_id),))
-                inflight = self.send("handle_leave_group", request)
+                inflight = self.send(request)
             self._rebalance = None
             self.reset_generation(reset_member_id=True)
             return inflight

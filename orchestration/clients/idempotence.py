@@ -123,7 +123,7 @@ class Idempotence:
         broker_id = brokers[self._next_broker % len(brokers)]
         self._next_broker += 1
         try:
-            response = self._directory.call(broker_id, "handle_init_producer_id", InitProducerIdRequest(),
+            response = self._directory.call(broker_id, InitProducerIdRequest(),
                                             timeout_ms=self._request_timeout_ms)
         except KafkaError as exc:
             if exc.retriable:

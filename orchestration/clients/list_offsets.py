@@ -28,7 +28,7 @@ def list_offset(directory, metadata: MetadataRefresher, tp: tuple[str, int], tim
     request = ListOffsetsRequest(topics=(ListOffsetsTopic(name=tp[0], partitions=(
         ListOffsetsPartition(partition_index=tp[1], timestamp=timestamp, current_leader_epoch=epoch),)),))
     try:
-        response = directory.call(leader, "handle_list_offsets", request)
+        response = directory.call(leader, request)
     except KafkaError:
         refresh_metadata()
         raise

@@ -196,7 +196,7 @@ class ValidatingPositions:
             asked = {tp: (self._positions[tp], self._position_epochs.offset_epoch(tp), epoch)
                      for tp, epoch in wanted.items()}
             try:
-                ref = self._directory.broker(leader).handle_offset_for_leader_epoch.remote(
+                ref = self._directory.broker(leader).handle.remote(
                     self._position_epochs.request(wanted))
             except KafkaError:
                 self._on_broker_trouble(leader)

@@ -293,7 +293,7 @@ class Producer(ProducerDrain):
         request = ProduceRequest(acks=self.acks, timeout_ms=self._request_timeout_ms, topic_data=tuple(
             TopicProduceData(name=name, partition_data=tuple(parts)) for name, parts in topics.items()))
         try:
-            ref = self._directory.broker(broker_id).handle_produce.remote(request)
+            ref = self._directory.broker(broker_id).handle.remote(request)
         except KafkaError as exc:  # no actor for the broker: nothing was sent
             self._requeue_unsent(groups, exc)
             return

@@ -27,7 +27,7 @@ passing fires call timeouts, then wake-ups (periodic and armed) in node-name ord
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from actors.core.controller.controller import ControllerCore
@@ -44,7 +44,6 @@ from actors.drivers.broker import BrokerDriver
 from actors.drivers.controller import ControllerDriver
 from actors.drivers.fetcher import FetcherDriver
 from actors.drivers.group_coordinator import GroupCoordinatorDriver
-from actors.drivers.request_types import handler_name
 from actors.drivers.send_thread import RequestSendThreadDriver
 from actors.codecs.compression import KafkaCompressionCodecs
 from actors.codecs.record_batches import KafkaRecordCodec
@@ -233,14 +232,13 @@ class Nodes:
         if isinstance(node, _BrokerNode) and isinstance(payload, COORDINATOR_REQUESTS):
             self._step_broker(node, type(payload).__name__, lambda: node.driver.serve_coordinator(payload, respond))
         elif isinstance(node, _BrokerNode):
-            self._step_broker(node, type(payload).__name__,
-                              lambda: node.driver.handle(handler_name(payload), payload, respond))
+            self._step_broker(node, type(payload).__name__, lambda: node.driver.handle(payload, respond))
         elif isinstance(node, _ControllerNode):
-            node.driver.handle(handler_name(payload), payload, respond)
+            node.driver.handle(payload, respond)
         elif isinstance(node, _CoordinatorNode):
-            client = {"client_id": message.source, "client_host": message.source} \
-                if isinstance(payload, JoinGroupRequest) else {}
-            node.driver.handle(handler_name(payload), payload, respond, **client)
+            if isinstance(payload, JoinGroupRequest):  # as the wire fills them from header and connection
+                payload = replace(payload, client_id=message.source, client_host=message.source)
+            node.driver.handle(payload, respond)
         else:
             raise TypeError(f"{node.name} takes no requests: {message.describe()}")
 

@@ -58,17 +58,17 @@ def test_a_refused_request_reaches_every_client_path_as_the_brokers_own_error_co
 
     # A blocking call through the client's broker directory (Metadata, ListOffsets, FindCoordinator).
     with pytest.raises(KafkaError) as raised:
-        cluster.directory.call(leader, "handle_produce", "not a ProduceRequest")
+        cluster.directory.call(leader, "not a ProduceRequest")
     assert raised.value.error_code == ErrorCode.INVALID_REQUEST
 
     # A pipelined call, as the producer and the consumer make them: the answer's future fails.
-    answer = as_future(cluster.broker(leader).handle_fetch.remote(None))
+    answer = as_future(cluster.broker(leader).handle.remote(None))
     error = answer.exception(timeout=ANSWER_TIMEOUT_S)
     assert as_kafka_error(error).error_code == ErrorCode.INVALID_REQUEST
 
     # A group member's call to a coordinator.
     channel = RayCoordinatorChannel(cluster.directory)
-    refused = channel.send(group_coordinator_actor_name(leader), "handle_list_groups", "Stable")
+    refused = channel.send(group_coordinator_actor_name(leader), "Stable")
     error = refused.exception(timeout=ANSWER_TIMEOUT_S)
     assert isinstance(error, KafkaError) and error.error_code == ErrorCode.INVALID_REQUEST
     assert ray.get(cluster.broker(leader).ping.remote(), timeout=ANSWER_TIMEOUT_S), "the broker keeps serving"

@@ -85,7 +85,13 @@ def cluster(ray_session, tmp_path_factory):
         yield started
 
 
-def call(handle, method: str, *args) -> Any:
+def call(handle, request) -> Any:
+    """``request`` to the actor's one ``handle``, which dispatches by the request's type."""
+    return ray.get(handle.handle.remote(request), timeout=CALL_TIMEOUT_S)
+
+
+def observe(handle, method: str, *args) -> Any:
+    """One of the actor's observation methods (``ping``, ``describe_partitions``...)."""
     return ray.get(getattr(handle, method).remote(*args), timeout=CALL_TIMEOUT_S)
 
 
@@ -126,7 +132,7 @@ def produce_request(topic: str, partition: int, records: Any, acks: int = -1) ->
 
 
 def produce_acknowledged(world_cluster, leader_of: Callable[[int], int], partition: int, value: bytes) -> None:
-    response = call(world_cluster.broker(leader_of(partition)), "handle_produce",
+    response = call(world_cluster.broker(leader_of(partition)),
                     produce_request(TOPIC, partition, make_batch([value])))
     assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE, response
 
@@ -140,7 +146,7 @@ def settled(cluster, topic: str) -> bool:
     the log end offset and the high watermark."""
     described: dict[int, list[dict]] = {}
     for broker_id in cluster.broker_ids:
-        for entry in call(cluster.broker(broker_id), "describe_partitions"):
+        for entry in observe(cluster.broker(broker_id), "describe_partitions"):
             if entry["topic"] == topic:
                 described.setdefault(entry["partition"], []).append(entry)
     for p in cluster.describe_topic(topic):
@@ -157,26 +163,26 @@ def settled(cluster, topic: str) -> bool:
 
 def wait_for_restart(handle, before: dict) -> None:
     def restarted():
-        return call(handle, "ping")["incarnation_id"] != before["incarnation_id"]
+        return observe(handle, "ping")["incarnation_id"] != before["incarnation_id"]
     wait_until(restarted, SETTLE_TIMEOUT_S, "the killed broker to come back")
 
 
 def join_group(coordinator) -> tuple[str, int]:
     """A consumer group with one Stable member, joined by hand so that no heartbeat thread runs."""
     protocols = (JoinGroupRequestProtocol(name="range", metadata=encode_subscription(Subscription.of([TOPIC]))),)
-    first = call(coordinator, "handle_join_group", JoinGroupRequest(
+    first = call(coordinator, JoinGroupRequest(
         group_id=GROUP, protocol_type="consumer", protocols=protocols, session_timeout_ms=SESSION_TIMEOUT_MS))
     assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED, first
-    joined = call(coordinator, "handle_join_group", JoinGroupRequest(
+    joined = call(coordinator, JoinGroupRequest(
         group_id=GROUP, protocol_type="consumer", protocols=protocols, member_id=first.member_id,
         session_timeout_ms=SESSION_TIMEOUT_MS))
     assert joined.error_code == ErrorCode.NONE and joined.leader == first.member_id, joined
     assignment = encode_assignment(Assignment(partitions=tuple((TOPIC, p) for p in range(PARTITIONS))))
-    synced = call(coordinator, "handle_sync_group", SyncGroupRequest(
+    synced = call(coordinator, SyncGroupRequest(
         group_id=GROUP, generation_id=joined.generation_id, member_id=first.member_id,
         assignments=(SyncGroupRequestAssignment(member_id=first.member_id, assignment=assignment),)))
     assert synced.error_code == ErrorCode.NONE, synced
-    committed = call(coordinator, "handle_offset_commit", OffsetCommitRequest(
+    committed = call(coordinator, OffsetCommitRequest(
         group_id=GROUP, generation_id=joined.generation_id, member_id=first.member_id,
         topics=(OffsetCommitRequestTopic(name=TOPIC, partitions=tuple(
             OffsetCommitRequestPartition(partition_index=p, committed_offset=1, committed_metadata="checked")
@@ -188,7 +194,7 @@ def join_group(coordinator) -> tuple[str, int]:
 def find_coordinator(cluster) -> int:
     """The group's coordinator; the first ask creates __consumer_offsets (COORDINATOR_NOT_AVAILABLE meanwhile)."""
     def found():
-        answer = call(cluster.broker(0), "handle_find_coordinator", FindCoordinatorRequest(key=GROUP))
+        answer = call(cluster.broker(0), FindCoordinatorRequest(key=GROUP))
         return (answer.node_id,) if answer.error_code == ErrorCode.NONE else None
     return wait_until(found, SETTLE_TIMEOUT_S, f"a coordinator for {GROUP}")[0]
 
@@ -212,7 +218,7 @@ def world(cluster) -> World:
     # controller sees the new incarnation, moves its leaderships away and back).
     leader = leader_of(0)
     old_broker_epoch = cluster.describe_cluster()["brokers"][leader]["broker_epoch"]
-    before = call(cluster.broker(leader), "ping")
+    before = observe(cluster.broker(leader), "ping")
     cluster.kill("broker", leader, restart=True)
     wait_for_restart(cluster.broker(leader), before)
     wait_until(lambda: settled(cluster, TOPIC), SETTLE_TIMEOUT_S, f"{TOPIC} in sync after the restart")
@@ -225,7 +231,7 @@ def world(cluster) -> World:
     coordinator = find_coordinator(cluster)
     coordinators = {b: ray.get_actor(group_coordinator_actor_name(b), namespace=cluster.namespace)
                     for b in cluster.broker_ids}
-    wait_until(lambda: call(coordinators[coordinator], "handle_list_groups", ListGroupsRequest()).error_code
+    wait_until(lambda: call(coordinators[coordinator], ListGroupsRequest()).error_code
                == ErrorCode.NONE, SETTLE_TIMEOUT_S, "the coordinator to load its groups")
     member_id, generation_id = join_group(coordinators[coordinator])
     wait_until(lambda: settled(cluster, TOPIC) and settled(cluster, OFFSETS_TOPIC), SETTLE_TIMEOUT_S,
@@ -250,32 +256,32 @@ def snapshot(world: World) -> dict:
     """Everything a bad input must not change; nothing in it moves while nothing valid is sent."""
     state: dict[str, Any] = {}
     for broker_id, broker in world.brokers.items():
-        partitions = sorted(call(broker, "describe_partitions"), key=lambda e: (e["topic"], e["partition"]))
+        partitions = sorted(observe(broker, "describe_partitions"), key=lambda e: (e["topic"], e["partition"]))
         state[f"broker {broker_id} partitions"] = partitions
-        state[f"broker {broker_id} lifecycle"] = call(broker, "describe_broker")
-        state[f"broker {broker_id} metadata"] = call(broker, "handle_metadata", MetadataRequest())
+        state[f"broker {broker_id} lifecycle"] = observe(broker, "describe_broker")
+        state[f"broker {broker_id} metadata"] = call(broker, MetadataRequest())
         for entry in partitions:
-            state[f"broker {broker_id} digest {entry['topic']}-{entry['partition']}"] = call(
+            state[f"broker {broker_id} digest {entry['topic']}-{entry['partition']}"] = observe(
                 broker, "replica_digest", entry["topic"], entry["partition"], 1 << 62)
     controller = world.controller
-    state["controller cluster"] = call(controller, "describe_cluster")
+    state["controller cluster"] = observe(controller, "describe_cluster")
     for topic in (TOPIC, OFFSETS_TOPIC):
-        state[f"controller topic {topic}"] = call(controller, "describe_topic", topic)
+        state[f"controller topic {topic}"] = observe(controller, "describe_topic", topic)
     coordinator = world.coordinators[world.coordinator]
-    state["group"] = call(coordinator, "handle_describe_groups", DescribeGroupsRequest(groups=(GROUP,)))
-    state["group offsets"] = call(coordinator, "handle_offset_fetch", OffsetFetchRequest(group_id=GROUP))
+    state["group"] = call(coordinator, DescribeGroupsRequest(groups=(GROUP,)))
+    state["group offsets"] = call(coordinator, OffsetFetchRequest(group_id=GROUP))
     for broker_id, handle in world.coordinators.items():
-        state[f"coordinator {broker_id} groups"] = call(handle, "handle_list_groups", ListGroupsRequest())
+        state[f"coordinator {broker_id} groups"] = call(handle, ListGroupsRequest())
     return state
 
 
 def processes(world: World) -> dict:
     alive = {f"broker {b}": (p["pid"], p["incarnation_id"]) for b, p in
-             ((b, call(h, "ping")) for b, h in world.brokers.items())}
+             ((b, observe(h, "ping")) for b, h in world.brokers.items())}
     alive |= {f"coordinator {b}": (p["pid"], p["incarnation_id"]) for b, p in
-              ((b, call(h, "ping")) for b, h in world.coordinators.items())}
+              ((b, observe(h, "ping")) for b, h in world.coordinators.items())}
     # A controller that Ray restarts claims a new epoch, so an unchanged epoch is the same process.
-    alive["controller"] = (active_controller(world.cluster.namespace), call(world.controller, "ping"))
+    alive["controller"] = (active_controller(world.cluster.namespace), observe(world.controller, "ping"))
     return alive
 
 
@@ -305,7 +311,6 @@ class Case:
     api: str
     case: str
     target: Callable[[World], Any]  # the actor that handles the request
-    method: str
     request: Callable[[World], Any]
     expect: ErrorCode | str  # the only error code in the answer (NONE: none at all), or RAISES
     check: Callable[[World, Any], str | None] | None = None  # more to check in the answer
@@ -465,390 +470,388 @@ def same_broker_epoch(w: World, response) -> str | None:
 
 CASES = [
     # Produce, to TOPIC-0's leader.
-    Case("Produce", "acks=2", leader, "handle_produce",
+    Case("Produce", "acks=2", leader,
          lambda w: produce_request(TOPIC, 0, make_batch([b"x"]), acks=2), ErrorCode.INVALID_REQUIRED_ACKS),
-    Case("Produce", "a batch whose CRC does not match", leader, "handle_produce",
+    Case("Produce", "a batch whose CRC does not match", leader,
          lambda w: produce_request(TOPIC, 0, corrupt_batch()), ErrorCode.CORRUPT_MESSAGE),
-    Case("Produce", "bytes that are no record batch", leader, "handle_produce",
+    Case("Produce", "bytes that are no record batch", leader,
          lambda w: produce_request(TOPIC, 0, b"not a record batch at all, not even close to 61 bytes long....."),
          ErrorCode.CORRUPT_MESSAGE),
-    Case("Produce", "records None", leader, "handle_produce",
+    Case("Produce", "records None", leader,
          lambda w: produce_request(TOPIC, 0, None), ErrorCode.CORRUPT_MESSAGE),
-    Case("Produce", "a control batch from a client", leader, "handle_produce",
+    Case("Produce", "a control batch from a client", leader,
          lambda w: produce_request(TOPIC, 0, client_batch(control=True)), ErrorCode.INVALID_RECORD),
-    Case("Produce", "a producer id with base sequence -1", leader, "handle_produce",
+    Case("Produce", "a producer id with base sequence -1", leader,
          lambda w: produce_request(TOPIC, 0, client_batch(producer_id=5, base_sequence=-1)), ErrorCode.INVALID_RECORD),
-    Case("Produce", "a batch over max.message.bytes", leader, "handle_produce",
+    Case("Produce", "a batch over max.message.bytes", leader,
          lambda w: produce_request(TOPIC, 0, make_batch([b"x" * (2 * MAX_MESSAGE_BYTES)])), ErrorCode.MESSAGE_TOO_LARGE),
-    Case("Produce", "an unknown topic", leader, "handle_produce",
+    Case("Produce", "an unknown topic", leader,
          lambda w: produce_request("no-such-topic", 0, make_batch([b"x"])), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-    Case("Produce", "a partition the topic does not have", leader, "handle_produce",
+    Case("Produce", "a partition the topic does not have", leader,
          lambda w: produce_request(TOPIC, 99, make_batch([b"x"])), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-    Case("Produce", "to the internal __consumer_offsets", leader, "handle_produce",
+    Case("Produce", "to the internal __consumer_offsets", leader,
          lambda w: produce_request(OFFSETS_TOPIC, 0, make_batch([b"x"], keys=[b"garbage key"])),
          ErrorCode.INVALID_TOPIC_EXCEPTION),
-    Case("Produce", "stale: to a follower", follower, "handle_produce",
+    Case("Produce", "stale: to a follower", follower,
          lambda w: produce_request(TOPIC, 0, make_batch([b"x"])), ErrorCode.NOT_LEADER_OR_FOLLOWER),
-    Case("Produce", "a string", leader, "handle_produce", lambda w: "produce please", RAISES),
-    Case("Produce", "None", leader, "handle_produce", lambda w: None, RAISES),
-    Case("Produce", "topic_data None", leader, "handle_produce",
+    Case("Produce", "a string", leader, lambda w: "produce please", RAISES),
+    Case("Produce", "None", leader, lambda w: None, RAISES),
+    Case("Produce", "topic_data None", leader,
          lambda w: ProduceRequest(acks=1, timeout_ms=1000, topic_data=None), RAISES),
-    Case("Produce", "a partition index that is a string", leader, "handle_produce",
+    Case("Produce", "a partition index that is a string", leader,
          lambda w: ProduceRequest(acks=1, timeout_ms=1000, topic_data=(TopicProduceData(name=TOPIC, partition_data=(
              PartitionProduceData(index="0", records=make_batch([b"x"])),)),)), RAISES),
 
     # Fetch, consumer form.
-    Case("Fetch", "stale: current_leader_epoch older than the leader's", leader, "handle_fetch",
+    Case("Fetch", "stale: current_leader_epoch older than the leader's", leader,
          lambda w: fetch(epoch=w.leader_epoch - 1), ErrorCode.FENCED_LEADER_EPOCH),
-    Case("Fetch", "current_leader_epoch newer than the leader's", leader, "handle_fetch",
+    Case("Fetch", "current_leader_epoch newer than the leader's", leader,
          lambda w: fetch(epoch=w.leader_epoch + 1), ErrorCode.UNKNOWN_LEADER_EPOCH),
-    Case("Fetch", "an offset past the log end", leader, "handle_fetch",
+    Case("Fetch", "an offset past the log end", leader,
          lambda w: fetch(offset=w.log_end_offset + 100, epoch=w.leader_epoch), ErrorCode.OFFSET_OUT_OF_RANGE),
-    Case("Fetch", "a negative offset", leader, "handle_fetch", lambda w: fetch(offset=-5), ErrorCode.OFFSET_OUT_OF_RANGE),
-    Case("Fetch", "stale: to a follower", follower, "handle_fetch", lambda w: fetch(), ErrorCode.NOT_LEADER_OR_FOLLOWER),
-    Case("Fetch", "an unknown topic", leader, "handle_fetch", lambda w: fetch("no-such-topic"),
+    Case("Fetch", "a negative offset", leader, lambda w: fetch(offset=-5), ErrorCode.OFFSET_OUT_OF_RANGE),
+    Case("Fetch", "stale: to a follower", follower, lambda w: fetch(), ErrorCode.NOT_LEADER_OR_FOLLOWER),
+    Case("Fetch", "an unknown topic", leader, lambda w: fetch("no-such-topic"),
          ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-    Case("Fetch", "negative max_bytes", leader, "handle_fetch", lambda w: fetch(max_bytes=-1), ErrorCode.INVALID_REQUEST),
-    Case("Fetch", "a ProduceRequest", leader, "handle_fetch",
-         lambda w: produce_request(TOPIC, 0, make_batch([b"x"])), RAISES),
-    Case("Fetch", "topics as strings", leader, "handle_fetch",
+    Case("Fetch", "negative max_bytes", leader, lambda w: fetch(max_bytes=-1), ErrorCode.INVALID_REQUEST),
+    Case("Fetch", "a group request (JoinGroup), which no broker serves", leader,
+         lambda w: JoinGroupRequest(group_id=GROUP, protocol_type="consumer", protocols=()), RAISES),
+    Case("Fetch", "topics as strings", leader,
          lambda w: FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1, topics=(TOPIC,)), RAISES),
     # Fetch, follower form.
-    Case("Fetch (follower)", "stale: current_leader_epoch older than the leader's", leader, "handle_fetch",
+    Case("Fetch (follower)", "stale: current_leader_epoch older than the leader's", leader,
          lambda w: fetch(offset=w.log_end_offset, epoch=w.leader_epoch - 1, replica_id=w.followers[0]),
          ErrorCode.FENCED_LEADER_EPOCH),
-    Case("Fetch (follower)", "current_leader_epoch newer than the leader's", leader, "handle_fetch",
+    Case("Fetch (follower)", "current_leader_epoch newer than the leader's", leader,
          lambda w: fetch(offset=w.log_end_offset, epoch=w.leader_epoch + 1, replica_id=w.followers[0]),
          ErrorCode.UNKNOWN_LEADER_EPOCH),
-    Case("Fetch (follower)", "an offset past the leader's log end", leader, "handle_fetch",
+    Case("Fetch (follower)", "an offset past the leader's log end", leader,
          lambda w: fetch(offset=w.log_end_offset + 100, epoch=w.leader_epoch, replica_id=w.followers[0]),
          ErrorCode.OFFSET_OUT_OF_RANGE),
-    Case("Fetch (follower)", "from a broker that is no replica: no records", leader, "handle_fetch",
+    Case("Fetch (follower)", "from a broker that is no replica: no records", leader,
          lambda w: fetch(offset=0, epoch=w.leader_epoch, replica_id=42), ErrorCode.NONE, no_records),
 
     # ListOffsets.
-    Case("ListOffsets", "stale: current_leader_epoch older than the leader's", leader, "handle_list_offsets",
+    Case("ListOffsets", "stale: current_leader_epoch older than the leader's", leader,
          lambda w: list_offsets(epoch=w.leader_epoch - 1), ErrorCode.FENCED_LEADER_EPOCH),
-    Case("ListOffsets", "current_leader_epoch newer than the leader's", leader, "handle_list_offsets",
+    Case("ListOffsets", "current_leader_epoch newer than the leader's", leader,
          lambda w: list_offsets(epoch=w.leader_epoch + 1), ErrorCode.UNKNOWN_LEADER_EPOCH),
-    Case("ListOffsets", "an unknown topic", leader, "handle_list_offsets", lambda w: list_offsets("no-such-topic"),
+    Case("ListOffsets", "an unknown topic", leader, lambda w: list_offsets("no-such-topic"),
          ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-    Case("ListOffsets", "stale: to a follower", follower, "handle_list_offsets", lambda w: list_offsets(),
+    Case("ListOffsets", "stale: to a follower", follower, lambda w: list_offsets(),
          ErrorCode.NOT_LEADER_OR_FOLLOWER),
-    Case("ListOffsets", "the same partition twice", leader, "handle_list_offsets", lambda w: list_offsets(times=2),
+    Case("ListOffsets", "the same partition twice", leader, lambda w: list_offsets(times=2),
          ErrorCode.INVALID_REQUEST),
-    Case("ListOffsets", "a MetadataRequest", leader, "handle_list_offsets", lambda w: MetadataRequest(), RAISES),
+    Case("ListOffsets", "a controller's request (ElectLeaders), which no broker serves", leader,
+         lambda w: ElectLeadersRequest(election_type=0, topic_partitions=None), RAISES),
 
     # Metadata (a read of the broker's cache: nothing can be stale).
-    Case("Metadata", "an unknown topic", follower, "handle_metadata",
+    Case("Metadata", "an unknown topic", follower,
          lambda w: MetadataRequest(topics=("no-such-topic",)), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
     # Auto-creation (auto.create.topics.enable) refuses the name as Kafka's createTopic does.
-    Case("Metadata", "an invalid topic name to auto-create", follower, "handle_metadata",
+    Case("Metadata", "an invalid topic name to auto-create", follower,
          lambda w: MetadataRequest(topics=("bad/name",), allow_auto_topic_creation=True),
          ErrorCode.INVALID_TOPIC_EXCEPTION),
-    Case("Metadata", "a topic name that is a number", follower, "handle_metadata",
+    Case("Metadata", "a topic name that is a number", follower,
          lambda w: MetadataRequest(topics=(TOPIC, 5)), RAISES),
 
     # OffsetForLeaderEpoch.
     Case("OffsetForLeaderEpoch", "stale: current_leader_epoch older than the leader's", leader,
-         "handle_offset_for_leader_epoch", lambda w: epoch_end(0, w.leader_epoch - 1), ErrorCode.FENCED_LEADER_EPOCH),
+         lambda w: epoch_end(0, w.leader_epoch - 1), ErrorCode.FENCED_LEADER_EPOCH),
     Case("OffsetForLeaderEpoch", "current_leader_epoch newer than the leader's", leader,
-         "handle_offset_for_leader_epoch", lambda w: epoch_end(0, w.leader_epoch + 1), ErrorCode.UNKNOWN_LEADER_EPOCH),
-    Case("OffsetForLeaderEpoch", "stale: to a follower", follower, "handle_offset_for_leader_epoch",
+         lambda w: epoch_end(0, w.leader_epoch + 1), ErrorCode.UNKNOWN_LEADER_EPOCH),
+    Case("OffsetForLeaderEpoch", "stale: to a follower", follower,
          lambda w: epoch_end(0, w.leader_epoch), ErrorCode.NOT_LEADER_OR_FOLLOWER),
-    Case("OffsetForLeaderEpoch", "an unknown topic", leader, "handle_offset_for_leader_epoch",
+    Case("OffsetForLeaderEpoch", "an unknown topic", leader,
          lambda w: epoch_end(0, -1, "no-such-topic"), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
     Case("OffsetForLeaderEpoch", "the undefined epoch -1: undefined offset, no error", leader,
-         "handle_offset_for_leader_epoch", lambda w: epoch_end(-1, w.leader_epoch), ErrorCode.NONE,
+         lambda w: epoch_end(-1, w.leader_epoch), ErrorCode.NONE,
          lambda w, r: epoch_answer(r, (-1, -1))),
     Case("OffsetForLeaderEpoch", "an epoch below every known one: the first epoch's start, no error", leader,
-         "handle_offset_for_leader_epoch", lambda w: epoch_end(-7, w.leader_epoch), ErrorCode.NONE,
+         lambda w: epoch_end(-7, w.leader_epoch), ErrorCode.NONE,
          lambda w, r: epoch_answer(r, (-7, 0))),
-    Case("OffsetForLeaderEpoch", "a FetchRequest", leader, "handle_offset_for_leader_epoch", lambda w: fetch(), RAISES),
+    Case("OffsetForLeaderEpoch", "a group request (Heartbeat), which no broker serves", leader,
+         lambda w: HeartbeatRequest(group_id=GROUP, generation_id=1, member_id="m"), RAISES),
 
     # LeaderAndIsr, UpdateMetadata, StopReplica: the controller's requests to a broker.
-    Case("LeaderAndIsr", "stale controller epoch", leader, "handle_leader_and_isr",
+    Case("LeaderAndIsr", "stale controller epoch", leader,
          lambda w: leader_and_isr(w, controller_epoch=w.controller_epoch - 1, broker_epoch=w.broker_epochs[w.leader],
                                   leader_epoch=w.leader_epoch + 1, new_leader=w.followers[0]),
          ErrorCode.STALE_CONTROLLER_EPOCH),
-    Case("LeaderAndIsr", "stale broker epoch (the broker's previous process)", leader, "handle_leader_and_isr",
+    Case("LeaderAndIsr", "stale broker epoch (the broker's previous process)", leader,
          lambda w: leader_and_isr(w, controller_epoch=w.controller_epoch, broker_epoch=w.old_broker_epoch,
                                   leader_epoch=w.leader_epoch + 1, new_leader=w.followers[0]),
          ErrorCode.STALE_BROKER_EPOCH),
     Case("LeaderAndIsr", "stale: the current leader epoch again, with another topic config", leader,
-         "handle_leader_and_isr",
          lambda w: leader_and_isr(w, controller_epoch=w.controller_epoch, broker_epoch=w.broker_epochs[w.leader],
                                   leader_epoch=w.leader_epoch, new_leader=w.leader,
                                   topic_config=(("max.message.bytes", "100"), ("min.insync.replicas", "4"))),
          ErrorCode.STALE_CONTROLLER_EPOCH),
-    Case("LeaderAndIsr", "stale: an older leader epoch", leader, "handle_leader_and_isr",
+    Case("LeaderAndIsr", "stale: an older leader epoch", leader,
          lambda w: leader_and_isr(w, controller_epoch=w.controller_epoch, broker_epoch=w.broker_epochs[w.leader],
                                   leader_epoch=w.leader_epoch - 1, new_leader=w.followers[0]),
          ErrorCode.STALE_CONTROLLER_EPOCH),
-    Case("LeaderAndIsr", "a string", leader, "handle_leader_and_isr", lambda w: "become leader", RAISES),
-    Case("UpdateMetadata", "stale controller epoch", follower, "handle_update_metadata",
+    Case("LeaderAndIsr", "a string", leader, lambda w: "become leader", RAISES),
+    Case("UpdateMetadata", "stale controller epoch", follower,
          lambda w: update_metadata(w.controller_epoch - 1, w.broker_epochs[w.followers[0]]),
          ErrorCode.STALE_CONTROLLER_EPOCH),
-    Case("UpdateMetadata", "stale broker epoch (the broker's previous process)", leader, "handle_update_metadata",
+    Case("UpdateMetadata", "stale broker epoch (the broker's previous process)", leader,
          lambda w: update_metadata(w.controller_epoch, w.old_broker_epoch), ErrorCode.STALE_BROKER_EPOCH),
-    Case("UpdateMetadata", "live_brokers None", follower, "handle_update_metadata",
+    Case("UpdateMetadata", "live_brokers None", follower,
          lambda w: UpdateMetadataRequest(controller_id=3000, controller_epoch=w.controller_epoch,
                                          broker_epoch=w.broker_epochs[w.followers[0]], topic_states=(),
                                          live_brokers=None), RAISES),
-    Case("StopReplica", "stale controller epoch, deleting", follower, "handle_stop_replica",
+    Case("StopReplica", "stale controller epoch, deleting", follower,
          lambda w: stop_replica(w.controller_epoch - 1, w.broker_epochs[w.followers[0]]),
          ErrorCode.STALE_CONTROLLER_EPOCH),
     Case("StopReplica", "stale broker epoch (the broker's previous process), deleting", leader,
-         "handle_stop_replica", lambda w: stop_replica(w.controller_epoch, w.old_broker_epoch),
+         lambda w: stop_replica(w.controller_epoch, w.old_broker_epoch),
          ErrorCode.STALE_BROKER_EPOCH),
-    Case("StopReplica", "partition indexes as a string", follower, "handle_stop_replica",
+    Case("StopReplica", "partition indexes as a string", follower,
          lambda w: StopReplicaRequest(controller_id=3000, controller_epoch=w.controller_epoch - 1, broker_epoch=-1,
                                       topics=(StopReplicaTopic(name=TOPIC, partition_indexes="012"),)), RAISES),
 
     # The brokers' requests to the controller.
     Case("ControlledShutdown", "stale broker epoch (the broker's previous process)", controller,
-         "handle_controlled_shutdown",
          lambda w: ControlledShutdownRequest(broker_id=w.leader, broker_epoch=w.old_broker_epoch),
          ErrorCode.STALE_BROKER_EPOCH),
-    Case("ControlledShutdown", "an unknown broker", controller, "handle_controlled_shutdown",
+    Case("ControlledShutdown", "an unknown broker", controller,
          lambda w: ControlledShutdownRequest(broker_id=42, broker_epoch=1), ErrorCode.BROKER_NOT_AVAILABLE),
-    Case("ControlledShutdown", "a broker id that is a string", controller, "handle_controlled_shutdown",
+    Case("ControlledShutdown", "a broker id that is a string", controller,
          lambda w: ControlledShutdownRequest(broker_id=str(w.leader), broker_epoch=w.broker_epochs[w.leader]), RAISES),
-    Case("BrokerRegistration", "another cluster's id", controller, "handle_broker_registration",
+    Case("BrokerRegistration", "another cluster's id", controller,
          lambda w: BrokerRegistrationRequest(broker_id=w.leader, cluster_id="some-other-cluster",
                                              incarnation_id="another-process", host="somewhere"),
          ErrorCode.INCONSISTENT_CLUSTER_ID),
     Case("BrokerRegistration", "stale: the broker's previous process, after its restart", controller,
-         "handle_broker_registration",
          lambda w: BrokerRegistrationRequest(broker_id=w.leader, cluster_id=w.cluster_id,
                                              incarnation_id=w.old_incarnation_id,
                                              host=f"raykafka-broker-{w.leader}"),
          ErrorCode.DUPLICATE_BROKER_REGISTRATION),
     Case("BrokerRegistration", "stale: a retry from the current process gets its epoch again", controller,
-         "handle_broker_registration",
          lambda w: BrokerRegistrationRequest(broker_id=w.leader, cluster_id=w.cluster_id,
-                                             incarnation_id=call(leader(w), "ping")["incarnation_id"],
+                                             incarnation_id=observe(leader(w), "ping")["incarnation_id"],
                                              host=f"raykafka-broker-{w.leader}"),
          ErrorCode.NONE, same_broker_epoch),
-    Case("BrokerRegistration", "None", controller, "handle_broker_registration", lambda w: None, RAISES),
+    Case("BrokerRegistration", "None", controller, lambda w: None, RAISES),
     Case("BrokerHeartbeat", "stale broker epoch (the broker's previous process)", controller,
-         "handle_broker_heartbeat",
          lambda w: BrokerHeartbeatRequest(broker_id=w.leader, broker_epoch=w.old_broker_epoch,
                                           current_metadata_offset=-1), ErrorCode.STALE_BROKER_EPOCH),
-    Case("BrokerHeartbeat", "an unknown broker", controller, "handle_broker_heartbeat",
+    Case("BrokerHeartbeat", "an unknown broker", controller,
          lambda w: BrokerHeartbeatRequest(broker_id=42, broker_epoch=1, current_metadata_offset=-1),
          ErrorCode.BROKER_ID_NOT_REGISTERED),
-    Case("BrokerHeartbeat", "a FetchRequest", controller, "handle_broker_heartbeat", lambda w: fetch(), RAISES),
-    Case("AlterPartition", "stale broker epoch (the leader's previous process)", controller, "handle_alter_partition",
+    Case("BrokerHeartbeat", "a FetchRequest", controller, lambda w: fetch(), RAISES),
+    Case("AlterPartition", "stale broker epoch (the leader's previous process)", controller,
          lambda w: alter_partition(w, broker_epoch=w.old_broker_epoch), ErrorCode.STALE_BROKER_EPOCH),
-    Case("AlterPartition", "stale leader epoch", controller, "handle_alter_partition",
+    Case("AlterPartition", "stale leader epoch", controller,
          lambda w: alter_partition(w, leader_epoch=w.leader_epoch - 1), ErrorCode.FENCED_LEADER_EPOCH),
-    Case("AlterPartition", "stale partition epoch", controller, "handle_alter_partition",
+    Case("AlterPartition", "stale partition epoch", controller,
          lambda w: alter_partition(w, partition_epoch=w.partition_epoch - 1), ErrorCode.INVALID_UPDATE_VERSION),
-    Case("AlterPartition", "an ISR without the leader", controller, "handle_alter_partition",
+    Case("AlterPartition", "an ISR without the leader", controller,
          lambda w: alter_partition(w, new_isr=w.followers), ErrorCode.INVALID_REQUEST),
-    Case("AlterPartition", "an ISR naming a broker that is no replica", controller, "handle_alter_partition",
+    Case("AlterPartition", "an ISR naming a broker that is no replica", controller,
          lambda w: alter_partition(w, new_isr=(w.leader, 42)), ErrorCode.INVALID_REQUEST),
-    Case("AlterPartition", "stale: from a follower", controller, "handle_alter_partition",
+    Case("AlterPartition", "stale: from a follower", controller,
          lambda w: alter_partition(w, broker_id=w.followers[0], new_isr=(w.followers[0], w.leader)),
          ErrorCode.NOT_LEADER_OR_FOLLOWER),
-    Case("AlterPartition", "an unknown topic", controller, "handle_alter_partition",
+    Case("AlterPartition", "an unknown topic", controller,
          lambda w: alter_partition(w, topic="no-such-topic"), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-    Case("AlterPartition", "an ISR as a list of strings", controller, "handle_alter_partition",
+    Case("AlterPartition", "an ISR as a list of strings", controller,
          lambda w: alter_partition(w, new_isr=("0", "1")), RAISES),
 
     # Admin requests to the controller.
-    Case("CreateTopics", "a topic that exists", controller, "handle_create_topics", lambda w: create_topic(TOPIC),
+    Case("CreateTopics", "a topic that exists", controller, lambda w: create_topic(TOPIC),
          ErrorCode.TOPIC_ALREADY_EXISTS),
-    Case("CreateTopics", "__consumer_offsets, which exists", controller, "handle_create_topics",
+    Case("CreateTopics", "__consumer_offsets, which exists", controller,
          lambda w: create_topic(OFFSETS_TOPIC), ErrorCode.TOPIC_ALREADY_EXISTS),
-    Case("CreateTopics", "an illegal character", controller, "handle_create_topics", lambda w: create_topic("bad/name"),
+    Case("CreateTopics", "an illegal character", controller, lambda w: create_topic("bad/name"),
          ErrorCode.INVALID_TOPIC_EXCEPTION),
-    Case("CreateTopics", "an empty name", controller, "handle_create_topics", lambda w: create_topic(""),
+    Case("CreateTopics", "an empty name", controller, lambda w: create_topic(""),
          ErrorCode.INVALID_TOPIC_EXCEPTION),
-    Case("CreateTopics", "'..'", controller, "handle_create_topics", lambda w: create_topic(".."),
+    Case("CreateTopics", "'..'", controller, lambda w: create_topic(".."),
          ErrorCode.INVALID_TOPIC_EXCEPTION),
-    Case("CreateTopics", "zero partitions", controller, "handle_create_topics",
+    Case("CreateTopics", "zero partitions", controller,
          lambda w: create_topic(num_partitions=0), ErrorCode.INVALID_PARTITIONS),
-    Case("CreateTopics", "replication factor 0", controller, "handle_create_topics",
+    Case("CreateTopics", "replication factor 0", controller,
          lambda w: create_topic(replication_factor=0), ErrorCode.INVALID_REPLICATION_FACTOR),
-    Case("CreateTopics", "replication factor above the broker count", controller, "handle_create_topics",
+    Case("CreateTopics", "replication factor above the broker count", controller,
          lambda w: create_topic(replication_factor=4), ErrorCode.INVALID_REPLICATION_FACTOR),
-    Case("CreateTopics", "an unknown config key", controller, "handle_create_topics",
+    Case("CreateTopics", "an unknown config key", controller,
          lambda w: create_topic(configs=(CreateableTopicConfig(name="no.such.key", value="1"),)),
          ErrorCode.INVALID_CONFIG),
-    Case("CreateTopics", "a config value that is no number", controller, "handle_create_topics",
+    Case("CreateTopics", "a config value that is no number", controller,
          lambda w: create_topic(configs=(CreateableTopicConfig(name="min.insync.replicas", value="many"),)),
          ErrorCode.INVALID_CONFIG),
-    Case("CreateTopics", "both a partition count and an assignment", controller, "handle_create_topics",
+    Case("CreateTopics", "both a partition count and an assignment", controller,
          lambda w: create_topic(assignments=(CreatableReplicaAssignment(partition_index=0, broker_ids=(0,)),)),
          ErrorCode.INVALID_REQUEST),
-    Case("CreateTopics", "an assignment naming an unknown broker", controller, "handle_create_topics",
+    Case("CreateTopics", "an assignment naming an unknown broker", controller,
          lambda w: create_topic(num_partitions=-1, replication_factor=-1, assignments=(
              CreatableReplicaAssignment(partition_index=0, broker_ids=(0, 42)),)),
          ErrorCode.INVALID_REPLICA_ASSIGNMENT),
-    Case("CreateTopics", "the same new topic twice", controller, "handle_create_topics",
+    Case("CreateTopics", "the same new topic twice", controller,
          lambda w: CreateTopicsRequest(topics=(CreatableTopic(name="twice", num_partitions=1, replication_factor=1),
                                                CreatableTopic(name="twice", num_partitions=1, replication_factor=1))),
          ErrorCode.INVALID_REQUEST),
-    Case("CreateTopics", "topics None", controller, "handle_create_topics",
+    Case("CreateTopics", "topics None", controller,
          lambda w: CreateTopicsRequest(topics=None), RAISES),
-    Case("DeleteTopics", "an unknown topic", controller, "handle_delete_topics",
+    Case("DeleteTopics", "an unknown topic", controller,
          lambda w: DeleteTopicsRequest(topic_names=("no-such-topic",), timeout_ms=5000),
          ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-    Case("DeleteTopics", "an empty name", controller, "handle_delete_topics",
+    Case("DeleteTopics", "an empty name", controller,
          lambda w: DeleteTopicsRequest(topic_names=("",), timeout_ms=5000), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-    Case("DeleteTopics", "a bare topic name instead of a list", controller, "handle_delete_topics",
+    Case("DeleteTopics", "a bare topic name instead of a list", controller,
          lambda w: DeleteTopicsRequest(topic_names=TOPIC), RAISES),
-    Case("ElectLeaders", "an unknown topic", controller, "handle_elect_leaders", lambda w: elect(topic="no-such-topic"),
+    Case("ElectLeaders", "an unknown topic", controller, lambda w: elect(topic="no-such-topic"),
          ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-    Case("ElectLeaders", "a partition the topic does not have", controller, "handle_elect_leaders",
+    Case("ElectLeaders", "a partition the topic does not have", controller,
          lambda w: elect(partitions=(99,)), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-    Case("ElectLeaders", "stale: the preferred replica leads already", controller, "handle_elect_leaders",
+    Case("ElectLeaders", "stale: the preferred replica leads already", controller,
          lambda w: elect(), ErrorCode.ELECTION_NOT_NEEDED),
-    Case("ElectLeaders", "unclean election where a leader exists", controller, "handle_elect_leaders",
+    Case("ElectLeaders", "unclean election where a leader exists", controller,
          lambda w: elect(UNCLEAN_ELECTION), ErrorCode.ELECTION_NOT_NEEDED),
-    Case("ElectLeaders", "an unknown election type", controller, "handle_elect_leaders",
+    Case("ElectLeaders", "an unknown election type", controller,
          lambda w: elect(7), ErrorCode.INVALID_REQUEST),
-    Case("ElectLeaders", "a CreateTopicsRequest", controller, "handle_elect_leaders", lambda w: create_topic(), RAISES),
+    Case("ElectLeaders", "a ProduceRequest, which the controller does not serve", controller,
+         lambda w: produce_request(TOPIC, 0, make_batch([b"x"])), RAISES),
 
     # FindCoordinator, to any broker.
-    Case("FindCoordinator", "an unknown key type", follower, "handle_find_coordinator",
+    Case("FindCoordinator", "an unknown key type", follower,
          lambda w: FindCoordinatorRequest(key=GROUP, key_type=7), ErrorCode.INVALID_REQUEST),
-    Case("FindCoordinator", "an empty group id", follower, "handle_find_coordinator",
+    Case("FindCoordinator", "an empty group id", follower,
          lambda w: FindCoordinatorRequest(key=""), ErrorCode.INVALID_GROUP_ID),
-    Case("FindCoordinator", "key None", follower, "handle_find_coordinator",
+    Case("FindCoordinator", "key None", follower,
          lambda w: FindCoordinatorRequest(key=None), RAISES),
 
     # The group APIs, to the group's coordinator unless said otherwise.
-    Case("JoinGroup", "an empty group id", coordinator, "handle_join_group", lambda w: join(w, group_id=""),
+    Case("JoinGroup", "an empty group id", coordinator, lambda w: join(w, group_id=""),
          ErrorCode.INVALID_GROUP_ID),
-    Case("JoinGroup", "a session timeout below group.min.session.timeout.ms", coordinator, "handle_join_group",
+    Case("JoinGroup", "a session timeout below group.min.session.timeout.ms", coordinator,
          lambda w: join(w, session_timeout_ms=10), ErrorCode.INVALID_SESSION_TIMEOUT),
-    Case("JoinGroup", "a session timeout above group.max.session.timeout.ms", coordinator, "handle_join_group",
+    Case("JoinGroup", "a session timeout above group.max.session.timeout.ms", coordinator,
          lambda w: join(w, session_timeout_ms=SESSION_TIMEOUT_MS + 1), ErrorCode.INVALID_SESSION_TIMEOUT),
-    Case("JoinGroup", "the member, with another protocol type", coordinator, "handle_join_group",
+    Case("JoinGroup", "the member, with another protocol type", coordinator,
          lambda w: join(w, protocol_type="connect"), ErrorCode.INCONSISTENT_GROUP_PROTOCOL),
-    Case("JoinGroup", "a new member, with another protocol type", coordinator, "handle_join_group",
+    Case("JoinGroup", "a new member, with another protocol type", coordinator,
          lambda w: join(w, member_id="", protocol_type="connect"), ErrorCode.INCONSISTENT_GROUP_PROTOCOL),
-    Case("JoinGroup", "the member, with no protocols", coordinator, "handle_join_group",
+    Case("JoinGroup", "the member, with no protocols", coordinator,
          lambda w: join(w, with_protocols=False), ErrorCode.INCONSISTENT_GROUP_PROTOCOL),
-    Case("JoinGroup", "stale: a member id the group does not have", coordinator, "handle_join_group",
+    Case("JoinGroup", "stale: a member id the group does not have", coordinator,
          lambda w: join(w, member_id="consumer-long-gone"), ErrorCode.UNKNOWN_MEMBER_ID),
-    Case("JoinGroup", "to a broker that does not coordinate the group", wrong_coordinator, "handle_join_group",
+    Case("JoinGroup", "to a broker that does not coordinate the group", wrong_coordinator,
          lambda w: join(w), ErrorCode.NOT_COORDINATOR),
-    Case("JoinGroup", "a FetchRequest", coordinator, "handle_join_group", lambda w: fetch(), RAISES),
-    Case("SyncGroup", "stale generation", coordinator, "handle_sync_group",
+    Case("JoinGroup", "a FetchRequest", coordinator, lambda w: fetch(), RAISES),
+    Case("SyncGroup", "stale generation", coordinator,
          lambda w: SyncGroupRequest(group_id=GROUP, generation_id=w.generation_id - 1, member_id=w.member_id),
          ErrorCode.ILLEGAL_GENERATION),
-    Case("SyncGroup", "stale: a member id the group does not have", coordinator, "handle_sync_group",
+    Case("SyncGroup", "stale: a member id the group does not have", coordinator,
          lambda w: SyncGroupRequest(group_id=GROUP, generation_id=w.generation_id, member_id="consumer-long-gone"),
          ErrorCode.UNKNOWN_MEMBER_ID),
-    Case("SyncGroup", "another protocol type", coordinator, "handle_sync_group",
+    Case("SyncGroup", "another protocol type", coordinator,
          lambda w: SyncGroupRequest(group_id=GROUP, generation_id=w.generation_id, member_id=w.member_id,
                                     protocol_type="connect"), ErrorCode.INCONSISTENT_GROUP_PROTOCOL),
-    Case("SyncGroup", "an empty group id", coordinator, "handle_sync_group",
+    Case("SyncGroup", "an empty group id", coordinator,
          lambda w: SyncGroupRequest(group_id="", generation_id=w.generation_id, member_id=w.member_id),
          ErrorCode.INVALID_GROUP_ID),
-    Case("SyncGroup", "to a broker that does not coordinate the group", wrong_coordinator, "handle_sync_group",
+    Case("SyncGroup", "to a broker that does not coordinate the group", wrong_coordinator,
          lambda w: SyncGroupRequest(group_id=GROUP, generation_id=w.generation_id, member_id=w.member_id),
          ErrorCode.NOT_COORDINATOR),
-    Case("SyncGroup", "an assignment that is a string", coordinator, "handle_sync_group",
+    Case("SyncGroup", "an assignment that is a string", coordinator,
          lambda w: SyncGroupRequest(group_id=GROUP, generation_id=w.generation_id, member_id=w.member_id,
                                     assignments=(SyncGroupRequestAssignment(member_id=w.member_id, assignment="all"),)),
          RAISES),
-    Case("Heartbeat", "stale generation", coordinator, "handle_heartbeat",
+    Case("Heartbeat", "stale generation", coordinator,
          lambda w: HeartbeatRequest(group_id=GROUP, generation_id=w.generation_id - 1, member_id=w.member_id),
          ErrorCode.ILLEGAL_GENERATION),
-    Case("Heartbeat", "stale: a member id the group does not have", coordinator, "handle_heartbeat",
+    Case("Heartbeat", "stale: a member id the group does not have", coordinator,
          lambda w: HeartbeatRequest(group_id=GROUP, generation_id=w.generation_id, member_id="consumer-long-gone"),
          ErrorCode.UNKNOWN_MEMBER_ID),
-    Case("Heartbeat", "a group the coordinator does not know", coordinator, "handle_heartbeat",
+    Case("Heartbeat", "a group the coordinator does not know", coordinator,
          lambda w: HeartbeatRequest(group_id=group_beside("no-such-group"), generation_id=1, member_id=w.member_id),
          ErrorCode.UNKNOWN_MEMBER_ID),
-    Case("Heartbeat", "an empty group id", coordinator, "handle_heartbeat",
+    Case("Heartbeat", "an empty group id", coordinator,
          lambda w: HeartbeatRequest(group_id="", generation_id=w.generation_id, member_id=w.member_id),
          ErrorCode.INVALID_GROUP_ID),
-    Case("Heartbeat", "to a broker that does not coordinate the group", wrong_coordinator, "handle_heartbeat",
+    Case("Heartbeat", "to a broker that does not coordinate the group", wrong_coordinator,
          lambda w: HeartbeatRequest(group_id=GROUP, generation_id=w.generation_id, member_id=w.member_id),
          ErrorCode.NOT_COORDINATOR),
-    Case("Heartbeat", "a generation that is a string", coordinator, "handle_heartbeat",
+    Case("Heartbeat", "a generation that is a string", coordinator,
          lambda w: HeartbeatRequest(group_id=GROUP, generation_id=str(w.generation_id), member_id=w.member_id),
          RAISES),
-    Case("LeaveGroup", "stale: a member id the group does not have", coordinator, "handle_leave_group",
+    Case("LeaveGroup", "stale: a member id the group does not have", coordinator,
          lambda w: LeaveGroupRequest(group_id=GROUP, members=(MemberIdentity(member_id="consumer-long-gone"),)),
          ErrorCode.UNKNOWN_MEMBER_ID),
-    Case("LeaveGroup", "an empty group id", coordinator, "handle_leave_group",
+    Case("LeaveGroup", "an empty group id", coordinator,
          lambda w: LeaveGroupRequest(group_id="", members=(MemberIdentity(member_id=w.member_id),)),
          ErrorCode.INVALID_GROUP_ID),
-    Case("LeaveGroup", "to a broker that does not coordinate the group", wrong_coordinator, "handle_leave_group",
+    Case("LeaveGroup", "to a broker that does not coordinate the group", wrong_coordinator,
          lambda w: LeaveGroupRequest(group_id=GROUP, members=(MemberIdentity(member_id=w.member_id),)),
          ErrorCode.NOT_COORDINATOR),
-    Case("LeaveGroup", "members as bare strings", coordinator, "handle_leave_group",
+    Case("LeaveGroup", "members as bare strings", coordinator,
          lambda w: LeaveGroupRequest(group_id=GROUP, members=(w.member_id,)), RAISES),
-    Case("OffsetCommit", "stale generation", coordinator, "handle_offset_commit",
+    Case("OffsetCommit", "stale generation", coordinator,
          lambda w: commit(w, generation_id=w.generation_id - 1), ErrorCode.ILLEGAL_GENERATION),
-    Case("OffsetCommit", "stale: a member id the group does not have", coordinator, "handle_offset_commit",
+    Case("OffsetCommit", "stale: a member id the group does not have", coordinator,
          lambda w: commit(w, member_id="consumer-long-gone"), ErrorCode.UNKNOWN_MEMBER_ID),
-    Case("OffsetCommit", "without a member id, to a group with members", coordinator, "handle_offset_commit",
+    Case("OffsetCommit", "without a member id, to a group with members", coordinator,
          lambda w: commit(w, generation_id=-1, member_id=""), ErrorCode.UNKNOWN_MEMBER_ID),
-    Case("OffsetCommit", "a generation of a group the coordinator never saw", coordinator, "handle_offset_commit",
+    Case("OffsetCommit", "a generation of a group the coordinator never saw", coordinator,
          lambda w: commit(w, group_id=group_beside("never-seen")), ErrorCode.ILLEGAL_GENERATION),
-    Case("OffsetCommit", "metadata over offset.metadata.max.bytes", coordinator, "handle_offset_commit",
+    Case("OffsetCommit", "metadata over offset.metadata.max.bytes", coordinator,
          lambda w: commit(w, metadata="m" * 5000), ErrorCode.OFFSET_METADATA_TOO_LARGE),
     Case("OffsetCommit", "a commit larger than __consumer_offsets' max.message.bytes", coordinator,
-         "handle_offset_commit", lambda w: commit(w, metadata="m" * 4000, partitions=tuple(range(PARTITIONS))),
+         lambda w: commit(w, metadata="m" * 4000, partitions=tuple(range(PARTITIONS))),
          ErrorCode.INVALID_COMMIT_OFFSET_SIZE),
-    Case("OffsetCommit", "an unknown topic", coordinator, "handle_offset_commit",
+    Case("OffsetCommit", "an unknown topic", coordinator,
          lambda w: commit(w, topic="no-such-topic"), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-    Case("OffsetCommit", "an unknown partition", coordinator, "handle_offset_commit",
+    Case("OffsetCommit", "an unknown partition", coordinator,
          lambda w: commit(w, partitions=(99,)), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
     Case("OffsetCommit", "to a broker that does not coordinate the group", wrong_coordinator,
-         "handle_offset_commit", lambda w: commit(w), ErrorCode.NOT_COORDINATOR),
-    Case("OffsetCommit", "group id None", coordinator, "handle_offset_commit",
+         lambda w: commit(w), ErrorCode.NOT_COORDINATOR),
+    Case("OffsetCommit", "group id None", coordinator,
          lambda w: commit(w, group_id=None), RAISES),
-    Case("OffsetFetch", "to a broker that does not coordinate the group", wrong_coordinator, "handle_offset_fetch",
+    Case("OffsetFetch", "to a broker that does not coordinate the group", wrong_coordinator,
          lambda w: OffsetFetchRequest(group_id=GROUP), ErrorCode.NOT_COORDINATOR),
-    Case("OffsetFetch", "None", coordinator, "handle_offset_fetch", lambda w: None, RAISES),
+    Case("OffsetFetch", "None", coordinator, lambda w: None, RAISES),
     Case("DescribeGroups", "to a broker that does not coordinate the group", wrong_coordinator,
-         "handle_describe_groups", lambda w: DescribeGroupsRequest(groups=(GROUP,)), ErrorCode.NOT_COORDINATOR),
-    Case("DescribeGroups", "a bare group id instead of a list", coordinator, "handle_describe_groups",
+         lambda w: DescribeGroupsRequest(groups=(GROUP,)), ErrorCode.NOT_COORDINATOR),
+    Case("DescribeGroups", "a bare group id instead of a list", coordinator,
          lambda w: DescribeGroupsRequest(groups=GROUP), RAISES),
-    Case("ListGroups", "a bare state instead of a list", coordinator, "handle_list_groups",
+    Case("ListGroups", "a bare state instead of a list", coordinator,
          lambda w: ListGroupsRequest(states_filter="Stable"), RAISES),
-    Case("ListGroups", "a HeartbeatRequest", coordinator, "handle_list_groups",
-         lambda w: HeartbeatRequest(group_id=GROUP, generation_id=w.generation_id, member_id=w.member_id), RAISES),
+    Case("ListGroups", "a broker's request (Metadata), which no group coordinator serves", coordinator,
+         lambda w: MetadataRequest(topics=(TOPIC,)), RAISES),
 
     # The replica fetcher's requests to its own broker (raykafka's, not Kafka APIs).
-    Case("FollowerTruncate", "stale leader epoch", follower, "handle_follower_truncate",
+    Case("FollowerTruncate", "stale leader epoch", follower,
          lambda w: follower_truncate(w, w.leader_epoch - 1), ErrorCode.FENCED_LEADER_EPOCH),
-    Case("FollowerTruncate", "to the leader", leader, "handle_follower_truncate",
+    Case("FollowerTruncate", "to the leader", leader,
          lambda w: follower_truncate(w, w.leader_epoch), ErrorCode.NOT_LEADER_OR_FOLLOWER),
-    Case("FollowerTruncate", "a mode that is a string", follower, "handle_follower_truncate",
+    Case("FollowerTruncate", "a mode that is a string", follower,
          lambda w: FollowerTruncateRequest(partitions=(FollowerTruncatePartition(
              topic=TOPIC, partition=0, current_leader_epoch=w.leader_epoch - 1, mode="fully-and-start-at"),)), RAISES),
-    Case("FollowerAppend", "stale leader epoch", follower, "handle_follower_append",
+    Case("FollowerAppend", "stale leader epoch", follower,
          lambda w: follower_append(w, epoch=w.leader_epoch - 1, records=make_batch([b"x"])),
          ErrorCode.FENCED_LEADER_EPOCH),
-    Case("FollowerAppend", "stale: an offset other than the log end", follower, "handle_follower_append",
+    Case("FollowerAppend", "stale: an offset other than the log end", follower,
          lambda w: follower_append(w, offset=w.log_end_offset + 5), ErrorCode.OFFSET_OUT_OF_RANGE),
-    Case("FollowerAppend", "a batch whose CRC does not match", follower, "handle_follower_append",
+    Case("FollowerAppend", "a batch whose CRC does not match", follower,
          lambda w: follower_append(w, records=corrupt_batch()), ErrorCode.CORRUPT_MESSAGE),
-    Case("FollowerAppend", "records None", follower, "handle_follower_append",
+    Case("FollowerAppend", "records None", follower,
          lambda w: follower_append(w, records=None), ErrorCode.CORRUPT_MESSAGE),
     Case("FollowerAppend", "batches that do not continue the log (UnexpectedAppendOffset)", follower,
-         "handle_follower_append", lambda w: follower_append(w, records=make_batch([b"x"])),
+         lambda w: follower_append(w, records=make_batch([b"x"])),
          ErrorCode.UNKNOWN_SERVER_ERROR),
-    Case("FollowerAppend", "to the leader", leader, "handle_follower_append",
+    Case("FollowerAppend", "to the leader", leader,
          lambda w: follower_append(w, records=make_batch([b"x"])), ErrorCode.NOT_LEADER_OR_FOLLOWER),
-    Case("FollowerAppend", "None", follower, "handle_follower_append", lambda w: None, RAISES),
+    Case("FollowerAppend", "None", follower, lambda w: None, RAISES),
 ]
 
 
 def run_case(world: World, case: Case) -> tuple[str, str | None]:
     """(what the actor answered, what is wrong with it or None)."""
     try:
-        response = call(case.target(world), case.method, case.request(world))
+        response = call(case.target(world), case.request(world))
     except Exception as exc:  # a refused request, or a crash
         text = f"{type(exc).__name__}: {exc}".splitlines()[0][:160]
         if case.expect == RAISES and getattr(exc, "error_code", None) == ErrorCode.INVALID_REQUEST:
@@ -886,5 +889,5 @@ def test_every_bad_input_gets_kafkas_error_and_changes_nothing(world):
 
     # The forged topic config of the stale LeaderAndIsr (max.message.bytes=100, min.insync.replicas=4)
     # was not applied: an acks=all produce of a record over 100 bytes still succeeds.
-    response = call(leader(world), "handle_produce", produce_request(TOPIC, 0, make_batch([b"v" * 300])))
+    response = call(leader(world), produce_request(TOPIC, 0, make_batch([b"v" * 300])))
     assert codes_in(response) == set(), response

@@ -96,7 +96,7 @@ def test_killed_send_thread_is_replaced_and_its_broker_converges(cluster):
     controller = cluster.controller()
     victim = 1
     # Queue a burst of control requests for the victim's thread, then kill the thread at once.
-    refs = [controller.handle_create_topics.remote(CreateTopicsRequest(topics=(CreatableTopic(
+    refs = [controller.handle.remote(CreateTopicsRequest(topics=(CreatableTopic(
         name=f"burst-{i}", num_partitions=4, replication_factor=3),))) for i in range(8)]
     cluster.kill("request-send-thread", victim)
     assert all(r.topics[0].error_code == ErrorCode.NONE for r in ray.get(refs, timeout=60))
@@ -165,7 +165,7 @@ def test_zombie_controller_is_fenced_by_every_broker_and_changes_nothing(cluster
                                             partition_index=0, controller_epoch=old_epoch, leader=broker_id,
                                             leader_epoch=99, isr=(broker_id,), partition_epoch=99,
                                             replicas=(0, 1, 2)),)),))
-        answer = ray.get(cluster.broker(broker_id).handle_leader_and_isr.remote(stale), timeout=30)
+        answer = ray.get(cluster.broker(broker_id).handle.remote(stale), timeout=30)
         assert answer.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
 
     # The zombie wakes up and acts: brokers refuse it, it resigns, nothing changes.
@@ -173,7 +173,7 @@ def test_zombie_controller_is_fenced_by_every_broker_and_changes_nothing(cluster
     for broker_id in cluster.broker_ids:
         zombie.resync_broker.remote(broker_id)
     wait_until(lambda: not ray.get(zombie.describe_cluster.remote())["active"], 60, "the zombie to resign")
-    answer = ray.get(zombie.handle_create_topics.remote(CreateTopicsRequest(topics=(
+    answer = ray.get(zombie.handle.remote(CreateTopicsRequest(topics=(
         CreatableTopic(name="from-zombie", num_partitions=1, replication_factor=1),))), timeout=30)
     assert answer.topics[0].error_code == ErrorCode.NOT_CONTROLLER
     assert "from-zombie" not in cluster.topics()

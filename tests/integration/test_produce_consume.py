@@ -96,7 +96,7 @@ def test_bad_input_gets_kafkas_error_codes_and_the_broker_keeps_serving(cluster)
     leader = cluster.describe_topic("strict")[0].leader
     corrupt = bytearray(make_batch([b"corrupt me"]))
     corrupt[-1] ^= 0xFF
-    response = ray.get(cluster.broker(leader).handle_produce.remote(ProduceRequest(
+    response = ray.get(cluster.broker(leader).handle.remote(ProduceRequest(
         acks=1, timeout_ms=1000, topic_data=(TopicProduceData(name="strict", partition_data=(
             PartitionProduceData(index=0, records=bytes(corrupt)),)),))))
     assert response.responses[0].partition_responses[0].error_code == ErrorCode.CORRUPT_MESSAGE

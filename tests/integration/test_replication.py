@@ -197,7 +197,7 @@ def kill_leaders_in_a_row(cluster, topic: str, kills: int) -> list[int]:
 
 def metadata_names_no_leader(cluster, broker_id: int, topic: str) -> bool:
     """Whether ``broker_id`` answers a client's Metadata request with no leader for partition 0."""
-    response = ray.get(cluster.broker(broker_id).handle_metadata.remote(MetadataRequest(topics=(topic,))), timeout=10)
+    response = ray.get(cluster.broker(broker_id).handle.remote(MetadataRequest(topics=(topic,))), timeout=10)
     return response.topics[0].error_code == ErrorCode.NONE and response.topics[0].partitions[0].leader_id < 0
 
 

@@ -93,9 +93,9 @@ async def wait_until(condition, what: str) -> None:
         await asyncio.sleep(0.01)
 
 
-def ask(driver: BrokerDriver, api: str, request):
+def ask(driver: BrokerDriver, request):
     """Hand ``request`` to the driver and return its answer, which must come in the same step."""
     answers: list = []
-    driver.handle(api, request, answers.append)
-    assert answers, f"{api} was not answered at once"
+    driver.handle(request, answers.append)
+    assert answers, f"{type(request).__name__} was not answered at once"
     return answers[0]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayTaskError
 
+from actors.core.apis import api_of
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages.create_topics import CreatableTopicResult, CreateTopicsResponse
 from actors.core.messages.delete_topics import DeletableTopicResult, DeleteTopicsResponse
@@ -64,6 +65,9 @@ def make_cluster(monkeypatch, controller: Scripted, partitions: list[list[int]] 
     cluster = Cluster(namespace="unit-test", broker_ids=[0, 1, 2], log_dir="/nonexistent", config={},
                       owns_ray=False, owns_log_dir=False)
     monkeypatch.setattr(cluster, "_ask_controller", controller)
+    # A Kafka request goes to the controller's ``handle``: scripted by the API table's name.
+    monkeypatch.setattr(cluster, "_request_controller",
+                        lambda request, **kwargs: controller(api_of(request).name, request, **kwargs))
     monkeypatch.setattr(cluster.directory, "refresh_metadata", lambda: None)
     if partitions is not None:
         served = [PartitionDescription(topic=TOPIC, partition=i, leader=replicas[0], replicas=replicas, isr=replicas,
@@ -102,38 +106,38 @@ def test_a_retriable_error_that_lasts_is_raised_when_timeout_ms_is_up(monkeypatc
 
 
 def test_create_topic_retries_not_controller_then_creates(monkeypatch):
-    controller = Scripted(handle_create_topics=[created(ErrorCode.NOT_CONTROLLER), created()])
+    controller = Scripted(create_topics=[created(ErrorCode.NOT_CONTROLLER), created()])
     cluster = make_cluster(monkeypatch, controller, partitions=[[0, 1, 2]])
 
     cluster.create_topic(TOPIC, partitions=1, replication_factor=3)
-    assert controller.count("handle_create_topics") == 2
+    assert controller.count("create_topics") == 2
 
 
 @pytest.mark.parametrize("code", [ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.INVALID_PARTITIONS,
                                   ErrorCode.INVALID_REPLICATION_FACTOR, ErrorCode.INVALID_CONFIG])
 def test_create_topic_raises_a_non_retriable_answer_at_once(monkeypatch, code):
-    controller = Scripted(handle_create_topics=[created(code), created()])
+    controller = Scripted(create_topics=[created(code), created()])
     cluster = make_cluster(monkeypatch, controller, partitions=[[0, 1, 2]])
 
     with pytest.raises(KafkaError) as raised:
         cluster.create_topic(TOPIC, partitions=1, replication_factor=3)
     assert raised.value.error_code == code
-    assert controller.count("handle_create_topics") == 1
+    assert controller.count("create_topics") == 1
 
 
 @pytest.mark.parametrize("lost", [GetTimeoutError("no answer in time"), restarting(), ActorDiedError()],
                          ids=["timed-out", "controller-restarting", "controller-died"])
 def test_a_retried_create_that_finds_the_topic_it_asked_for_succeeds(monkeypatch, lost):
     """The first attempt's fate is unknown; the topic it may have created is there, as asked."""
-    controller = Scripted(handle_create_topics=[lost, created(ErrorCode.TOPIC_ALREADY_EXISTS)])
+    controller = Scripted(create_topics=[lost, created(ErrorCode.TOPIC_ALREADY_EXISTS)])
     cluster = make_cluster(monkeypatch, controller, partitions=[[0, 1, 2], [1, 2, 0]])
 
     cluster.create_topic(TOPIC, partitions=2, replication_factor=3)
-    assert controller.count("handle_create_topics") == 2
+    assert controller.count("create_topics") == 2
 
 
 def test_a_retried_create_that_finds_another_topic_of_that_name_raises_topic_already_exists(monkeypatch):
-    controller = Scripted(handle_create_topics=[GetTimeoutError("no answer"), created(ErrorCode.TOPIC_ALREADY_EXISTS)])
+    controller = Scripted(create_topics=[GetTimeoutError("no answer"), created(ErrorCode.TOPIC_ALREADY_EXISTS)])
     cluster = make_cluster(monkeypatch, controller, partitions=[[0]])  # one partition, one replica
 
     with pytest.raises(KafkaError) as raised:
@@ -142,32 +146,32 @@ def test_a_retried_create_that_finds_another_topic_of_that_name_raises_topic_alr
 
 
 def test_a_retried_create_with_an_explicit_assignment_compares_the_replicas(monkeypatch):
-    controller = Scripted(handle_create_topics=[restarting(), created(ErrorCode.TOPIC_ALREADY_EXISTS)])
+    controller = Scripted(create_topics=[restarting(), created(ErrorCode.TOPIC_ALREADY_EXISTS)])
     cluster = make_cluster(monkeypatch, controller, partitions=[[2, 0]])
 
     cluster.create_topic(TOPIC, assignment=[[2, 0]])
     with pytest.raises(KafkaError):
-        make_cluster(monkeypatch, Scripted(handle_create_topics=[restarting(), created(
+        make_cluster(monkeypatch, Scripted(create_topics=[restarting(), created(
             ErrorCode.TOPIC_ALREADY_EXISTS)]), partitions=[[2, 0]]).create_topic(TOPIC, assignment=[[0, 2]])
 
 
 def test_delete_topic_after_an_attempt_of_unknown_fate_accepts_that_the_topic_is_gone(monkeypatch):
-    controller = Scripted(handle_delete_topics=[restarting(), deleted(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)],
+    controller = Scripted(delete_topics=[restarting(), deleted(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)],
                           describe_cluster=[{"topics": []}])
     cluster = make_cluster(monkeypatch, controller)
 
     cluster.delete_topic(TOPIC)
-    assert controller.count("handle_delete_topics") == 2
+    assert controller.count("delete_topics") == 2
 
 
 def test_delete_topic_of_an_unknown_topic_raises_at_once(monkeypatch):
-    controller = Scripted(handle_delete_topics=[deleted(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)])
+    controller = Scripted(delete_topics=[deleted(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)])
     cluster = make_cluster(monkeypatch, controller)
 
     with pytest.raises(KafkaError) as raised:
         cluster.delete_topic(TOPIC)
     assert raised.value.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    assert controller.count("handle_delete_topics") == 1
+    assert controller.count("delete_topics") == 1
 
 
 def test_describe_topic_of_an_unknown_topic_raises_at_once_after_riding_out_a_restart(monkeypatch):
@@ -183,7 +187,7 @@ def test_describe_topic_of_an_unknown_topic_raises_at_once_after_riding_out_a_re
 def test_elect_preferred_leaders_retries_not_controller(monkeypatch):
     elected = ElectLeadersResponse(replica_election_results=(ReplicaElectionResult(
         topic=TOPIC, partition_result=(PartitionResult(partition_id=0, error_code=ErrorCode.ELECTION_NOT_NEEDED),)),))
-    controller = Scripted(handle_elect_leaders=[ElectLeadersResponse(replica_election_results=(),
+    controller = Scripted(elect_leaders=[ElectLeadersResponse(replica_election_results=(),
                                                                      error_code=ErrorCode.NOT_CONTROLLER), elected])
     cluster = make_cluster(monkeypatch, controller)
 
@@ -192,19 +196,17 @@ def test_elect_preferred_leaders_retries_not_controller(monkeypatch):
 
 # ------------------------------------------------------------------------------------- groups
 class FakeCoordinatorActor:
-    """A group coordinator actor: ``method.remote(request)`` is answered from ``script``."""
+    """A group coordinator actor: ``handle.remote(request)`` is answered from ``script``, by the
+    API table's name of the request."""
 
     def __init__(self, script: Scripted) -> None:
-        self._script = script
+        script_ = script
 
-    def __getattr__(self, method: str):
-        script = self._script
-
-        class _Method:
+        class _Handle:
             @staticmethod
             def remote(request):
-                return script.answer(method)
-        return _Method
+                return script_.answer(api_of(request).name)
+        self.handle = _Handle
 
 
 class FindCoordinatorDirectory:
@@ -218,8 +220,8 @@ class FindCoordinatorDirectory:
     def known_broker_ids(self) -> list[int]:
         return [0, 1, 2]
 
-    def call(self, broker_id: int, method: str, request, timeout_ms: int | None = None):
-        return self._script.answer(method)
+    def call(self, broker_id: int, request, timeout_ms: int | None = None):
+        return self._script.answer(api_of(request).name)
 
 
 @pytest.fixture
@@ -240,48 +242,48 @@ def test_describe_group_waits_for_a_coordinator_that_is_being_created_and_loads(
     """Right after the first consumer subscribes, __consumer_offsets is being created: no broker
     can name the group's coordinator yet, and then the coordinator is still loading."""
     script = Scripted(
-        handle_find_coordinator=[FindCoordinatorResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE),
+        find_coordinator=[FindCoordinatorResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE),
                                  FindCoordinatorResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE),
                                  FindCoordinatorResponse(node_id=1, host="coordinator-1")],
-        handle_describe_groups=[
+        describe_groups=[
             DescribeGroupsResponse(groups=(DescribedGroup(group_id="g", error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),)),
             DescribeGroupsResponse(groups=(DescribedGroup(group_id="g", error_code=ErrorCode.NOT_COORDINATOR),)),
             DescribeGroupsResponse(groups=(DescribedGroup(group_id="g", group_state="Stable", protocol_type="consumer",
                                                           protocol_data="range", generation_id=3),))],
-        handle_offset_fetch=[OffsetFetchResponse(topics=())])
+        offset_fetch=[OffsetFetchResponse(topics=())])
     coordinators["coordinator-1"] = FakeCoordinatorActor(script)
     cluster = make_cluster(monkeypatch, Scripted())
     monkeypatch.setattr(cluster, "_new_directory", lambda: FindCoordinatorDirectory(script))
 
     description = cluster.describe_group("g")
     assert (description.state, description.generation_id, description.coordinator) == ("Stable", 3, 1)
-    assert script.count("handle_describe_groups") == 3
+    assert script.count("describe_groups") == 3
 
 
 def test_describe_group_raises_a_non_retriable_error_at_once(monkeypatch, coordinators):
-    script = Scripted(handle_find_coordinator=[FindCoordinatorResponse(error_code=ErrorCode.INVALID_GROUP_ID)])
+    script = Scripted(find_coordinator=[FindCoordinatorResponse(error_code=ErrorCode.INVALID_GROUP_ID)])
     cluster = make_cluster(monkeypatch, Scripted())
     monkeypatch.setattr(cluster, "_new_directory", lambda: FindCoordinatorDirectory(script))
 
     with pytest.raises(KafkaError) as raised:
         cluster.describe_group("")
     assert raised.value.error_code == ErrorCode.INVALID_GROUP_ID
-    assert script.count("handle_find_coordinator") == 1
+    assert script.count("find_coordinator") == 1
 
 
 def test_list_groups_waits_for_a_loading_coordinator_and_skips_one_that_is_gone(monkeypatch, coordinators):
-    loading = Scripted(handle_list_groups=[
+    loading = Scripted(list_groups=[
         ListGroupsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, groups=()),
         restarting(),
         ListGroupsResponse(groups=(ListedGroup(group_id="a", group_state="Stable"),))])
     coordinators["raykafka-group-coordinator-0"] = FakeCoordinatorActor(loading)
-    coordinators["raykafka-group-coordinator-2"] = FakeCoordinatorActor(Scripted(handle_list_groups=[
+    coordinators["raykafka-group-coordinator-2"] = FakeCoordinatorActor(Scripted(list_groups=[
         ListGroupsResponse(groups=(ListedGroup(group_id="b", group_state="Empty"),))]))
     cluster = make_cluster(monkeypatch, Scripted())
     monkeypatch.setattr(cluster, "_new_directory", lambda: FindCoordinatorDirectory(Scripted()))
 
     assert cluster.list_groups() == [("a", "Stable"), ("b", "Empty")]
-    assert loading.count("handle_list_groups") == 3
+    assert loading.count("list_groups") == 3
 
 
 # ----------------------------------------------------------------------- the broker's own error

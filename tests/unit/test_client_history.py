@@ -12,6 +12,7 @@ from concurrent.futures import Future
 import pytest
 from ray.exceptions import RayActorError, RayTaskError
 
+from actors.core.apis import api_of
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages.allocate_producer_ids import AllocateProducerIdsResponse
 from actors.core.messages.init_producer_id import InitProducerIdResponse
@@ -53,10 +54,9 @@ class CoreBroker:
         self.produce_requests: list = []
         self.unanswered: list[Future] = []
         self._parked: dict[int, Future] = {}
-        self.handle_produce = _Method(self._produce)
-        self.handle_fetch = _Method(lambda request: self._call("handle_fetch", request))
-        self.handle_offset_for_leader_epoch = _Method(
-            lambda request: self._call("handle_offset_for_leader_epoch", request))
+        # The broker actor's one ``handle``: a Produce goes through ``produce_script``; the rest to the core.
+        self.handle = _Method(lambda request: self._produce(request) if isinstance(request, ProduceRequest)
+                              else self._call(f"handle_{api_of(request).name}", request))
         # Producer ids as a broker hands them out, from a block the controller gave it.
         self.producer_ids = ProducerIdManager(broker_id=0)
         self.producer_ids.on_allocate_response(AllocateProducerIdsResponse(producer_id_start=1000,
@@ -126,7 +126,8 @@ class FakeDirectory:
         assert broker_id == 0
         return self._broker
 
-    def call(self, broker_id: int, method: str, request, timeout_ms: int | None = None):
+    def call(self, broker_id: int, request, timeout_ms: int | None = None):
+        method = f"handle_{api_of(request).name}"
         return self.broker(broker_id).ask(method, request)
 
     def refresh_metadata(self) -> None:

@@ -11,6 +11,7 @@ from concurrent.futures import Future
 
 import pytest
 
+from actors.core.apis import GROUP_COORDINATOR, api_of, handler_for
 from actors.core.effects import CoordinatorMetadataUpdate, Respond, Send
 from actors.core.errors import ErrorCode
 from actors.core.group.consumer_protocol import decode_subscription
@@ -49,11 +50,12 @@ class CoreCoordinator:
             self.core.begin_loading(0)
             self._apply(self.core.on_become_leader(0, [], 0))
 
-    def call(self, method: str, request, **kwargs) -> Future:
+    def call(self, request) -> Future:
         future: Future = Future()
         request_id = next(self._ids)
         self._pending[request_id] = future
-        self._apply(getattr(self.core, method)(request_id, request, self.now_ms, **kwargs))
+        _, handler = handler_for(GROUP_COORDINATOR, request)
+        self._apply(handler(self.core, request_id, request, self.now_ms))
         self._apply(self.core.tick(self.now_ms))
         return future
 
@@ -91,11 +93,12 @@ class FakeChannel:
         name = self.find_answers.pop(0) if len(self.find_answers) > 1 else self.find_answers[0]
         return _done(FindCoordinatorResponse(node_id=self.coordinators[name].node_id, host=name))
 
-    def send(self, coordinator_name: str, method: str, request, **kwargs) -> Future:
+    def send(self, coordinator_name: str, request) -> Future:
+        method = api_of(request).name  # the API table's name, e.g. "join_group"
         self.events.append((method, request))
         if self.script.get(method):
             return _done(self.script[method].pop(0))
-        return self.coordinators[coordinator_name].call(method, request, **kwargs)
+        return self.coordinators[coordinator_name].call(request)
 
     def requests(self, method: str) -> list:
         return [request for name, request in self.events if name == method]
@@ -187,7 +190,7 @@ def test_first_join_is_answered_member_id_required_then_succeeds_with_that_id():
     consumer.subscribe(["t"])
     assert consumer.poll(timeout_ms=0) == []
 
-    joins = channel.requests("handle_join_group")
+    joins = channel.requests("join_group")
     assert len(joins) == 2 and joins[0].member_id == ""
     assigned_id = joins[1].member_id
     assert assigned_id.startswith("a-"), "the coordinator's id, built from client.id"
@@ -215,7 +218,7 @@ def test_leader_assigns_with_the_chosen_assignor_and_the_follower_gets_its_share
     assert group.protocol_name == strategy and group.generation_id == 2
     leader_id = membership(a).generation.member_id
     assert group.leader_id == leader_id
-    syncs = [s for s in channel.requests("handle_sync_group") if s.generation_id == 2]
+    syncs = [s for s in channel.requests("sync_group") if s.generation_id == 2]
     by_member = {s.member_id: s for s in syncs}
     follower_id = membership(b).generation.member_id
     assert len(by_member[leader_id].assignments) == 2, "the leader sends everyone's assignment"
@@ -232,13 +235,13 @@ def test_preferred_strategies_are_sent_in_order_and_the_group_votes():
     consumer = make_consumer(channel, **{"partition.assignment.strategy": "sticky,range"})
     consumer.subscribe(["t"])
     consumer.poll(timeout_ms=0)
-    assert [p.name for p in channel.requests("handle_join_group")[-1].protocols] == ["sticky", "range"]
+    assert [p.name for p in channel.requests("join_group")[-1].protocols] == ["sticky", "range"]
     assert coordinator.group().protocol_name == "sticky"
 
 
 def test_sticky_rejoin_carries_the_previous_assignment_and_generation():
     _, channel, a, b = stable_pair("sticky", topics=("t",))
-    a_join = [j for j in channel.requests("handle_join_group") if j.member_id == membership(a).generation.member_id][-1]
+    a_join = [j for j in channel.requests("join_group") if j.member_id == membership(a).generation.member_id][-1]
     user_data = decode_subscription(a_join.protocols[0].metadata).user_data
     previous = decode_user_data(user_data)
     assert previous.partitions == (("t", 0), ("t", 1), ("t", 2)) and previous.generation == 1
@@ -278,7 +281,7 @@ def test_not_coordinator_makes_the_consumer_find_the_coordinator_again():
     assert right.group().generation_id == 1 and wrong.group() is None
 
     # Later the heartbeat hears NOT_COORDINATOR: the coordinator is looked up again.
-    channel.script["handle_heartbeat"] = [HeartbeatResponse(error_code=ErrorCode.NOT_COORDINATOR)]
+    channel.script["heartbeat"] = [HeartbeatResponse(error_code=ErrorCode.NOT_COORDINATOR)]
     heartbeat(consumer)
     assert membership(consumer).coordinator is None
     heartbeat(consumer)
@@ -319,14 +322,14 @@ def test_illegal_generation_from_heartbeat_makes_the_next_poll_rejoin_with_the_s
     consumer.poll(timeout_ms=0)
     member_id = membership(consumer).generation.member_id
 
-    channel.script["handle_heartbeat"] = [HeartbeatResponse(error_code=ErrorCode.ILLEGAL_GENERATION)]
+    channel.script["heartbeat"] = [HeartbeatResponse(error_code=ErrorCode.ILLEGAL_GENERATION)]
     heartbeat(consumer)
     assert membership(consumer).state is MemberState.UNJOINED
     with pytest.raises(CommitFailedError):
         consumer.commit({("t", 0): 1})
     del events[:]
     consumer.poll(timeout_ms=0)
-    joins = channel.requests("handle_join_group")
+    joins = channel.requests("join_group")
     assert joins and all(j.member_id == member_id for j in joins), "ILLEGAL_GENERATION keeps the member id"
     assert [e[0] for e in events if e[0] in ("revoked", "assigned")] == ["revoked", "assigned"]
     assert membership(consumer).generation.generation_id == 2
@@ -338,13 +341,13 @@ def test_unknown_member_id_makes_the_consumer_join_as_a_new_member():
     consumer = make_consumer(channel)
     consumer.subscribe(["t"])
     consumer.poll(timeout_ms=0)
-    channel.script["handle_heartbeat"] = [HeartbeatResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)]
+    channel.script["heartbeat"] = [HeartbeatResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)]
     heartbeat(consumer)
     assert membership(consumer).generation.member_id == ""
     del channel.events[:]
     consumer.poll(timeout_ms=0)
-    assert channel.requests("handle_join_group")[0].member_id == ""
-    new_id = channel.requests("handle_join_group")[-1].member_id
+    assert channel.requests("join_group")[0].member_id == ""
+    new_id = channel.requests("join_group")[-1].member_id
     assert new_id and not membership(consumer).is_stable(), "the JoinGroup waits for the old member"
     coordinator.advance(11_000)  # the old member's session (10 s) expires at the coordinator
     consumer.poll(timeout_ms=0)  # picks up the parked JoinGroup's answer
@@ -357,13 +360,13 @@ def test_rebalance_in_progress_from_join_rejoins_and_a_fatal_join_error_raises()
     channel = FakeChannel({"coordinator-1": coordinator})
     consumer = make_consumer(channel)
     consumer.subscribe(["t"])
-    channel.script["handle_join_group"] = [JoinGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)]
+    channel.script["join_group"] = [JoinGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)]
     consumer.poll(timeout_ms=0)
     assert membership(consumer).is_stable()
 
     other = make_consumer(channel, "b")
     other.subscribe(["t"])
-    channel.script["handle_join_group"] = [JoinGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)]
+    channel.script["join_group"] = [JoinGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)]
     with pytest.raises(KafkaError) as excinfo:
         other.poll(timeout_ms=0)
     assert excinfo.value.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
@@ -396,7 +399,7 @@ def test_commit_and_committed_round_trip_and_a_new_member_starts_at_the_committe
     consumer.seek(("t", 1), 7)
     consumer.commit()  # the positions of the owned partitions
     assert consumer.committed([("t", 0), ("t", 1), ("t", 2)]) == {("t", 0): 42, ("t", 1): 7, ("t", 2): None}
-    commit = channel.requests("handle_offset_commit")[-1]
+    commit = channel.requests("offset_commit")[-1]
     assert (commit.generation_id, commit.member_id) == (1, membership(consumer).generation.member_id)
     consumer.commit({("t", 2): 5})
     assert consumer.committed([("t", 2)]) == {("t", 2): 5}
@@ -414,21 +417,21 @@ def test_assign_mode_with_a_group_id_commits_outside_any_generation_and_starts_a
     consumer = make_consumer(channel)
     consumer.assign([("t", 0)])
     consumer.commit({("t", 0): 9})
-    commit = channel.requests("handle_offset_commit")[-1]
+    commit = channel.requests("offset_commit")[-1]
     assert (commit.generation_id, commit.member_id) == (-1, "")
     other = make_consumer(channel, "b")
     other.assign([("t", 0)])
     other.poll(timeout_ms=0)
     assert other.position(("t", 0)) == 9
-    assert not channel.requests("handle_join_group"), "assign mode never joins"
+    assert not channel.requests("join_group"), "assign mode never joins"
 
 
 def test_auto_commit_runs_on_the_interval_and_before_a_rebalance():
     _, channel, a, b = stable_pair()
     a.seek(("t", 0), 3)
-    commits_before = len(channel.requests("handle_offset_commit"))
+    commits_before = len(channel.requests("offset_commit"))
     a.poll(timeout_ms=0)
-    assert len(channel.requests("handle_offset_commit")) == commits_before, "not due yet"
+    assert len(channel.requests("offset_commit")) == commits_before, "not due yet"
     a._coordinator._next_auto_commit_ms = 0
     a.poll(timeout_ms=0)
     a.poll(timeout_ms=0)
@@ -452,9 +455,9 @@ def test_listener_sees_revoked_before_join_and_assigned_after_sync():
     consumer.poll(timeout_ms=0)
     consumer.subscribe(["t", "u"], RecordingListener(events))  # a new subscription rebalances
     consumer.poll(timeout_ms=0)
-    flow = [name for name, _ in events if name in ("revoked", "assigned", "handle_join_group", "handle_sync_group")]
-    assert flow == ["revoked", "handle_join_group", "handle_join_group", "handle_sync_group", "assigned",
-                    "revoked", "handle_join_group", "handle_sync_group", "assigned"]
+    flow = [name for name, _ in events if name in ("revoked", "assigned", "join_group", "sync_group")]
+    assert flow == ["revoked", "join_group", "join_group", "sync_group", "assigned",
+                    "revoked", "join_group", "sync_group", "assigned"]
     listened = [(name, parts) for name, parts in events if name in ("revoked", "assigned")]
     assert listened == [("revoked", []), ("assigned", [("t", 0), ("t", 1), ("t", 2)]),
                         ("revoked", [("t", 0), ("t", 1), ("t", 2)]),
@@ -473,8 +476,8 @@ def test_close_commits_revokes_and_sends_leave_group():
     del events[:]
     consumer.close()
     names = [name for name, _ in events]
-    assert names == ["handle_offset_commit", "revoked", "handle_leave_group"]
-    leave = channel.requests("handle_leave_group")[0]
+    assert names == ["offset_commit", "revoked", "leave_group"]
+    leave = channel.requests("leave_group")[0]
     assert [m.member_id for m in leave.members] == [member_id]
     assert coordinator.group().members == {} and coordinator.group().offsets[("t", 1)].offset == 11
     with pytest.raises(KafkaError):
@@ -492,10 +495,10 @@ def test_a_consumer_that_stops_polling_keeps_heartbeating_then_leaves_after_max_
     start_ms = member.heartbeat.timers.last_poll_ms
     for now_ms in range(int(start_ms) + 1000, int(start_ms) + 60000, 1000):
         member.heartbeat.step(now_ms)
-    heartbeats = len(channel.requests("handle_heartbeat"))
-    assert heartbeats >= 50 and not channel.requests("handle_leave_group")
+    heartbeats = len(channel.requests("heartbeat"))
+    assert heartbeats >= 50 and not channel.requests("leave_group")
     member.heartbeat.step(start_ms + 61000)
-    assert len(channel.requests("handle_leave_group")) == 1
+    assert len(channel.requests("leave_group")) == 1
     assert member.state is MemberState.UNJOINED and coordinator.group().members == {}
     consumer.poll(timeout_ms=0)  # polling again rejoins, as a new member
     assert member.is_stable() and member.generation.generation_id == 3
@@ -512,9 +515,9 @@ def test_heartbeat_thread_runs_in_the_background_and_stops_on_close():
     beat = membership(consumer).heartbeat
     assert beat.alive
     for _ in range(500):  # bounded wait for a few background heartbeats
-        if len(channel.requests("handle_heartbeat")) >= 3:
+        if len(channel.requests("heartbeat")) >= 3:
             break
         time.sleep(0.01)
-    assert len(channel.requests("handle_heartbeat")) >= 3
+    assert len(channel.requests("heartbeat")) >= 3
     consumer.close()
     assert not beat.alive

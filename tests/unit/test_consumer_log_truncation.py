@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from actors.core.apis import api_of
 from actors.core.errors import ErrorCode
 from actors.core.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochResponse, OffsetForLeaderPartitionResult, OffsetForLeaderTopicResult,
@@ -35,7 +36,8 @@ class TwoBrokerDirectory:
     def broker(self, broker_id: int) -> CoreBroker:
         return self.brokers[broker_id]
 
-    def call(self, broker_id: int, method: str, request, timeout_ms: int | None = None):
+    def call(self, broker_id: int, request, timeout_ms: int | None = None):
+        method = f"handle_{api_of(request).name}"
         return self.brokers[broker_id].ask(method, request)
 
     def refresh_metadata(self) -> None:

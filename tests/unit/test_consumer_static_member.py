@@ -13,7 +13,7 @@ from tests.unit.test_consumer_group_client import (
     CoreCoordinator, FakeChannel, RecordingListener, heartbeat, make_consumer, membership, poll_until,
 )
 
-GROUP_REQUESTS = ("handle_join_group", "handle_sync_group", "handle_heartbeat", "handle_offset_commit")
+GROUP_REQUESTS = ("join_group", "sync_group", "heartbeat", "offset_commit")
 
 
 def static_pair():
@@ -41,7 +41,7 @@ def test_a_restarted_static_consumer_takes_its_place_back_without_a_rebalance():
     b_events_before = list(b_events)
     a.commit({partition: 3 for partition in kept})
     a.close()
-    assert channel.requests("handle_leave_group") == []  # a static member does not leave
+    assert channel.requests("leave_group") == []  # a static member does not leave
     assert coordinator.group().size == 2
 
     restarted = make_consumer(channel, "a", **{"group.instance.id": "instance-a"})
@@ -77,5 +77,5 @@ def test_a_dynamic_consumer_still_leaves_on_close():
     consumer.subscribe(["t"])
     poll_until([consumer], lambda: membership(consumer).is_stable())
     consumer.close()
-    assert len(channel.requests("handle_leave_group")) == 1 and coordinator.group().size == 0
-    assert all(r.group_instance_id is None for r in channel.requests("handle_join_group"))
+    assert len(channel.requests("leave_group")) == 1 and coordinator.group().size == 0
+    assert all(r.group_instance_id is None for r in channel.requests("join_group"))

@@ -11,7 +11,7 @@ from actors.core.config import KafkaConfig
 from actors.core.topic_config_synonyms import (
     SOURCE_DEFAULT, SOURCE_STATIC_BROKER, SOURCE_TOPIC, BROKER_SYNONYMS, TOPIC_CONFIGS,
 )
-from actors.wire.apis import APIS
+from actors.wire.apis import CODECS
 from actors.wire.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC, describe_configs
 from actors.wire.frames import encode_response
 from tests.unit.test_wire_frames import read_response
@@ -39,7 +39,7 @@ def described(version: int, resources, *, include_synonyms: bool = False, broker
     answer = describe_configs(body, broker_id=1, broker_config=KafkaConfig(broker_overrides).as_dict(),
                               broker_overrides=broker_overrides, topic_overrides=topic_overrides or {},
                               known_topics=frozenset({"orders"}))
-    _, response = read_response(32, version, encode_response(5, APIS[32].to_kio(answer, version, body)))
+    _, response = read_response(32, version, encode_response(5, CODECS[32].to_kio(answer, version, body)))
     return response.results
 
 

@@ -116,7 +116,7 @@ class Driver:
              session_ms=SESSION_MS, rebalance_ms=REBALANCE_MS) -> int:
         return self.call("handle_join_group", JoinGroupRequest(
             group_id=group, member_id=member_id, protocol_type=protocol_type, protocols=protocols,
-            session_timeout_ms=session_ms, rebalance_timeout_ms=rebalance_ms), client_id="client")
+            session_timeout_ms=session_ms, rebalance_timeout_ms=rebalance_ms, client_id="client"))
 
     def dynamic_join(self, group="g", **kwargs) -> int:
         """KIP-394's two steps: MEMBER_ID_REQUIRED, then the parked join with the new id."""

@@ -24,7 +24,7 @@ from tests.unit.test_group_coordinator import JOIN_WAIT_MS, PROTOCOLS, REBALANCE
 def static_join(driver: Driver, instance: str | None, member_id: str = "", protocols=PROTOCOLS) -> int:
     return driver.call("handle_join_group", JoinGroupRequest(
         group_id="g", member_id=member_id, group_instance_id=instance, protocol_type="consumer",
-        protocols=protocols, session_timeout_ms=SESSION_MS, rebalance_timeout_ms=REBALANCE_MS), client_id="client")
+        protocols=protocols, session_timeout_ms=SESSION_MS, rebalance_timeout_ms=REBALANCE_MS, client_id="client"))
 
 
 def static_group(driver: Driver, instances=("a", "b")):

@@ -146,7 +146,7 @@ def follow(broker) -> None:
     """Follower 1 fetches at the leader's log end: the high watermark reaches it, and the acks=all
     requests parked for it are answered."""
     with broker.lock:
-        broker.handle_fetch.remote(fetch_request(TOPIC, 0, log_end_offset(broker), replica_id=1))
+        broker.handle.remote(fetch_request(TOPIC, 0, log_end_offset(broker), replica_id=1))
 
 
 def follow_until_done(broker, futures) -> None:

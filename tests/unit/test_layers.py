@@ -21,13 +21,16 @@ CORE_TOP = "actors.core"  # config, effects, errors, metrics, topic configs: the
 SHELLS = "actors (Ray shells)"
 CORE_ROOMS = ("actors.core.messages", "actors.core.log", "actors.core.controller", "actors.core.group",
               "actors.core.broker", "actors.core.replica", "actors.core.fetcher")
+# The table of Kafka's APIs names every kind's handlers, so it sits above every core room and none
+# of them reads it; the drivers, the wire and the shells dispatch through it.
+API_TABLE = "actors.core.apis"
 ORCHESTRATION_MODULES = ("orchestration.history", "orchestration.errors", "orchestration.progress",
                          "orchestration.cli")
-ROOMS = (CORE_TOP, *CORE_ROOMS, "actors.codecs", "actors.wire", "actors.drivers",
+ROOMS = (CORE_TOP, *CORE_ROOMS, API_TABLE, "actors.codecs", "actors.wire", "actors.drivers",
          "orchestration.clients", "orchestration.admin", "orchestration.chaos", "orchestration.spark",
          "orchestration.simulation", "orchestration.commands", *ORCHESTRATION_MODULES)
 
-CORE = {CORE_TOP, *CORE_ROOMS}
+CORE = {CORE_TOP, *CORE_ROOMS, API_TABLE}
 ACTORS = CORE | {"actors.codecs", "actors.wire", "actors.drivers", SHELLS}
 COMMON = {"orchestration.history", "orchestration.errors", "orchestration.progress"}
 
@@ -41,8 +44,11 @@ MAY_IMPORT: dict[str, set[str]] = {
     # The broker owns the replica manager, which owns the fetcher manager: downward only.
     "actors.core.fetcher": {CORE_TOP, "actors.core.messages", "actors.core.log"},
     "actors.core.replica": {CORE_TOP, "actors.core.messages", "actors.core.log", "actors.core.fetcher"},
+    # As Kafka's broker holds its group coordinator, the broker room knows the group room (it serves
+    # the coordinator's appends to __consumer_offsets); the group room never imports the broker's.
     "actors.core.broker": {CORE_TOP, "actors.core.messages", "actors.core.log", "actors.core.replica",
-                           "actors.core.fetcher"},
+                           "actors.core.fetcher", "actors.core.group"},
+    API_TABLE: {CORE_TOP, *CORE_ROOMS},
     "actors.codecs": CORE,
     "actors.wire": CORE | {"actors.codecs"},
     "actors.drivers": CORE | {"actors.codecs"},

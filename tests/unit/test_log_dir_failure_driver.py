@@ -32,8 +32,8 @@ def run(story) -> None:
         driver = BrokerDriver(core, seams, seams, seams, worker, halt=halts.append)
         driver.start()
         seams.replies.pop()(BrokerRegistrationResponse(broker_epoch=1))
-        ask(driver, "handle_leader_and_isr", leader_and_isr_request("t", 0, leader=0))
-        ask(driver, "handle_update_metadata", update_metadata_request("t", 0, leader=0))
+        ask(driver, leader_and_isr_request("t", 0, leader=0))
+        ask(driver, update_metadata_request("t", 0, leader=0))
         try:
             await story(driver, disk, worker, halts)
         finally:
@@ -43,7 +43,7 @@ def run(story) -> None:
 
 
 def produce(driver: BrokerDriver, value: bytes):
-    return produce_result(ask(driver, "handle_produce", produce_request("t", 0, make_batch([value]))))
+    return produce_result(ask(driver, produce_request("t", 0, make_batch([value]))))
 
 
 def test_a_full_disk_on_the_event_loop_answers_kafka_storage_error_and_halts_the_broker():

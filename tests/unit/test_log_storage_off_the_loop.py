@@ -68,7 +68,7 @@ class Broker:
         assert entered, f"{what} never started"
 
     def answers_meanwhile(self) -> None:
-        assert isinstance(ask(self.driver, "handle_metadata", MetadataRequest(topics=("t",))), MetadataResponse)
+        assert isinstance(ask(self.driver, MetadataRequest(topics=("t",))), MetadataResponse)
         assert not self.disk.release.is_set() and not self.disk.released_by_limit, \
             "the request was answered only after the held operation ended: it ran on the event loop"
         assert threading.get_ident() not in self.disk.held_threads, "the disk wait ran on the event loop's thread"
@@ -91,12 +91,12 @@ def run(story) -> None:
 
 
 def lead(broker: Broker, leader_epoch: int = 0) -> None:
-    ask(broker.driver, "handle_leader_and_isr", leader_and_isr_request("t", 0, leader=0, leader_epoch=leader_epoch))
-    ask(broker.driver, "handle_update_metadata", update_metadata_request("t", 0, leader=0, leader_epoch=leader_epoch))
+    ask(broker.driver, leader_and_isr_request("t", 0, leader=0, leader_epoch=leader_epoch))
+    ask(broker.driver, update_metadata_request("t", 0, leader=0, leader_epoch=leader_epoch))
 
 
 def produce(broker: Broker, value: bytes) -> int:
-    answer = produce_result(ask(broker.driver, "handle_produce", produce_request("t", 0, make_batch([value]))))
+    answer = produce_result(ask(broker.driver, produce_request("t", 0, make_batch([value]))))
     assert answer.error_code == ErrorCode.NONE, answer
     return answer.base_offset
 
@@ -113,7 +113,7 @@ def test_a_roll_answers_while_the_old_segment_fsync_is_held_and_commits_after():
         assert log.number_of_segments == 2, "the second batch rolled a new segment"
         broker.answers_meanwhile()
         assert produce(broker, b"c") == 2
-        assert fetch_result(ask(broker.driver, "handle_fetch", fetch_request("t", 0, 0))).error_code == ErrorCode.NONE
+        assert fetch_result(ask(broker.driver, fetch_request("t", 0, 0))).error_code == ErrorCode.NONE
         assert log.recovery_point == 0, "the recovery point moved before the roll's fsync finished"
         assert not any(name.endswith(".snapshot") for name in broker.disk.list_dir("t-0")), \
             "the producer snapshot was written before the fsync of the batches it describes"
@@ -135,10 +135,10 @@ def follower_batches(count: int) -> list[bytes]:
 def test_a_follower_truncation_is_answered_once_durable_and_the_broker_answers_meanwhile():
     async def story(broker: Broker):
         follow = leader_and_isr_request("t", 0, leader=1, replicas=(0, 1), isr=(1, 0))
-        ask(broker.driver, "handle_leader_and_isr", follow)
-        ask(broker.driver, "handle_update_metadata", update_metadata_request("t", 0, leader=1, replicas=(0, 1)))
+        ask(broker.driver, follow)
+        ask(broker.driver, update_metadata_request("t", 0, leader=1, replicas=(0, 1)))
         for offset, records in enumerate(follower_batches(3)):
-            appended = ask(broker.driver, "handle_follower_append", FollowerAppendRequest(partitions=(
+            appended = ask(broker.driver, FollowerAppendRequest(partitions=(
                 FollowerAppendPartition(topic="t", partition=0, current_leader_epoch=0, fetch_offset=offset,
                                         records=records, leader_high_watermark=0),)))
             assert appended.partitions[0].error_code == ErrorCode.NONE, appended
@@ -147,7 +147,7 @@ def test_a_follower_truncation_is_answered_once_durable_and_the_broker_answers_m
         truncate = FollowerTruncateRequest(partitions=(FollowerTruncatePartition(
             topic="t", partition=0, current_leader_epoch=0, mode=TruncationMode.TO_OFFSET, offset=1),))
         await broker.hold("fsync", lambda path: path.endswith(".log"),
-                          lambda: broker.driver.handle("handle_follower_truncate", truncate, truncated.append),
+                          lambda: broker.driver.handle(truncate, truncated.append),
                           "the truncation's fsync")
         broker.answers_meanwhile()
         assert not truncated, "the truncation was answered before it was durable"
@@ -187,7 +187,7 @@ def test_a_deleting_stop_replica_is_answered_once_the_directory_is_gone_and_the_
         stop = StopReplicaRequest(controller_id=-1, controller_epoch=1, broker_epoch=-1, delete_partitions=True,
                                   topics=(StopReplicaTopic(name="t", partition_indexes=(0,)),))
         await broker.hold("delete", lambda path: path.startswith("t-0"),
-                          lambda: broker.driver.handle("handle_stop_replica", stop, stopped.append),
+                          lambda: broker.driver.handle(stop, stopped.append),
                           "the partition directory's removal")
         broker.answers_meanwhile()
         assert not stopped, "the deletion was answered before the directory was removed"

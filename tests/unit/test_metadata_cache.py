@@ -117,10 +117,10 @@ def test_the_live_brokers_of_each_update_replace_the_last_ones():
 def test_deleted_partitions_leave_the_cache_and_are_reported_and_the_topic_goes_with_its_last():
     cache = MetadataCache()
     cache.update(update(topics={"t": [state(0), state(1)], "u": [state(0)]}))
-    assert cache.contains_partition("t", 1) and not cache.contains_partition("t", 2)
+    assert ("t", 1) in cache.topic_partitions() and ("t", 2) not in cache.topic_partitions()
     deleted = cache.update(update(topics={"t": [state(0, leader=LEADER_DURING_DELETE)]}))
     assert deleted == [("t", 0)]
-    assert not cache.contains_partition("t", 0) and cache.contains("t")
+    assert ("t", 0) not in cache.topic_partitions() and cache.contains("t")
     assert cache.update(update(topics={"t": [state(1, leader=LEADER_DURING_DELETE)]})) == [("t", 1)]
     response = cache.handle_metadata(MetadataRequest(topics=("t", "u")))
     assert response.topics[0] == MetadataResponseTopic(name="t", error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -66,14 +66,14 @@ def fetch_answer(payloads: dict[int, bytes], errors: dict[int, ErrorCode] | None
 
 def answer_through_driver(replica_id: int, response: FetchResponse) -> tuple[list, PackingMessenger]:
     messenger = PackingMessenger()
-    core = SimpleNamespace(broker_id=0, handle_fetch=lambda request_id, request, now_ms: [
-        Respond(request_id=request_id, response=response)])
-    driver = BrokerDriver(core, messenger, messenger, messenger)
+    driver = BrokerDriver(SimpleNamespace(broker_id=0), messenger, messenger, messenger)
+    # The core's step (the table's Fetch handler) stands in: it answers ``response`` at once.
+    driver.step = lambda handler, request_id, request, now_ms: [Respond(request_id=request_id, response=response)]
     answered: list = []
     request = FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, replica_id=replica_id, topics=(
         FetchTopic(topic=TOPIC, partitions=tuple(FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=1 << 20)
                                                  for p in range(4))),))
-    driver.handle("handle_fetch", request, answered.append)
+    driver.handle(request, answered.append)
     return answered, messenger
 
 

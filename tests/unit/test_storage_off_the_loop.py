@@ -34,9 +34,9 @@ async def slow_fsync_story() -> None:
     try:
         driver.start()
         seams.replies.pop()(BrokerRegistrationResponse(broker_epoch=1))
-        ask(driver, "handle_leader_and_isr", leader_and_isr_request("t", 0, leader=0))
-        ask(driver, "handle_update_metadata", update_metadata_request("t", 0, leader=0))
-        assert produce_result(ask(driver, "handle_produce", produce_request("t", 0, make_batch([b"a"])))) \
+        ask(driver, leader_and_isr_request("t", 0, leader=0))
+        ask(driver, update_metadata_request("t", 0, leader=0))
+        assert produce_result(ask(driver, produce_request("t", 0, make_batch([b"a"])))) \
             .error_code == ErrorCode.NONE
         log = core.replica_manager.partitions[("t", 0)].log
 
@@ -47,10 +47,10 @@ async def slow_fsync_story() -> None:
         assert entered, "the flush's fsync never started"
 
         # The fsync is held; the broker answers meanwhile.
-        assert isinstance(ask(driver, "handle_metadata", MetadataRequest(topics=("t",))), MetadataResponse)
-        produced = produce_result(ask(driver, "handle_produce", produce_request("t", 0, make_batch([b"b"]))))
+        assert isinstance(ask(driver, MetadataRequest(topics=("t",))), MetadataResponse)
+        produced = produce_result(ask(driver, produce_request("t", 0, make_batch([b"b"]))))
         assert (produced.error_code, produced.base_offset) == (ErrorCode.NONE, 1)
-        fetched = fetch_result(ask(driver, "handle_fetch", fetch_request("t", 0, 0)))
+        fetched = fetch_result(ask(driver, fetch_request("t", 0, 0)))
         assert fetched.error_code == ErrorCode.NONE and fetched.high_watermark == 2
         assert not disk.release.is_set() and not disk.released_by_limit, \
             "the requests were answered only after the fsync ended: it ran on the event loop"

@@ -40,8 +40,9 @@ def answers(effects) -> dict[int, object]:
 
 def forwarded(core, request, now_ms: int = 0):
     """The client's request handed to ``core``; returns the request it sent the controller."""
-    effects = core.handle_create_topics(CLIENT_REQUEST, request, now_ms) if isinstance(request, CreateTopicsRequest) \
-        else core.handle_delete_topics(CLIENT_REQUEST, request, now_ms)
+    effects = core.topic_operations.handle_create_topics(CLIENT_REQUEST, request, now_ms) \
+        if isinstance(request, CreateTopicsRequest) else core.topic_operations.handle_delete_topics(
+            CLIENT_REQUEST, request, now_ms)
     (send,) = [e for e in effects if isinstance(e, Send)]
     assert send.destination == "controller" and send.message.forward_id > 0
     assert send.timeout_ms > request.timeout_ms, "the broker waits for the controller longer than the controller holds"

@@ -16,7 +16,7 @@ import pytest
 
 from actors.core.messages.fetch import FetchableTopicResponse, FetchPartitionData, FetchResponse
 from actors.core.messages.produce import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
-from actors.wire.apis import APIS
+from actors.wire.apis import CODECS
 from actors.wire.frames import encode_response
 from tests.unit.test_wire_frames import read_response
 
@@ -33,7 +33,7 @@ def fetch_response(partitions: int, records) -> FetchResponse:
 def test_fetch_records_go_into_the_response_frame_as_stored_not_copied(version):
     from actors.wire.frames import encode_response_segments
     view = memoryview(STORED)[100:100_000]
-    segments = encode_response_segments(9, APIS[1].to_kio(fetch_response(1, view), version, None))
+    segments = encode_response_segments(9, CODECS[1].to_kio(fetch_response(1, view), version, None))
     assert any(isinstance(segment, memoryview) and segment.obj is STORED for segment in segments), \
         [type(segment).__name__ for segment in segments]
     correlation_id, body = read_response(1, version, b"".join(segments))
@@ -43,7 +43,7 @@ def test_fetch_records_go_into_the_response_frame_as_stored_not_copied(version):
 
 def test_the_frame_in_pieces_is_the_frame_joined():
     from actors.wire.frames import encode_response_segments
-    response = APIS[1].to_kio(fetch_response(3, memoryview(STORED)[:70_000]), 11, None)
+    response = CODECS[1].to_kio(fetch_response(3, memoryview(STORED)[:70_000]), 11, None)
     assert b"".join(encode_response_segments(5, response)) == encode_response(5, response)
 
 
@@ -51,13 +51,13 @@ def test_a_response_of_many_partitions_converts_without_type_reflection_per_part
     fetch = fetch_response(64, memoryview(STORED)[:1000])
     produce = ProduceResponse(responses=(TopicProduceResponse(name="t", partition_responses=tuple(
         PartitionProduceResponse(index=index, base_offset=index) for index in range(64))),))
-    APIS[1].to_kio(fetch, 11, None)  # the first conversion of a type may read its hints
-    APIS[0].to_kio(produce, 8, None)
+    CODECS[1].to_kio(fetch, 11, None)  # the first conversion of a type may read its hints
+    CODECS[0].to_kio(produce, 8, None)
     calls = []
     real_get_args = typing.get_args
     monkeypatch.setattr(typing, "get_args", lambda hint: calls.append(hint) or real_get_args(hint))
-    APIS[1].to_kio(fetch, 11, None)
-    APIS[0].to_kio(produce, 8, None)
+    CODECS[1].to_kio(fetch, 11, None)
+    CODECS[0].to_kio(produce, 8, None)
     assert calls == []
 
 

@@ -9,7 +9,7 @@ import kio.schema.fetch.v7.request as v7
 import kio.schema.fetch.v7.response as v7_response
 
 from actors.core.messages.fetch import FetchResponse, ForgottenTopic
-from actors.wire.apis import APIS, WireContext
+from actors.wire.apis import CODECS, WireContext
 
 
 def _v7(session_id: int, session_epoch: int, forgotten=()):
@@ -22,13 +22,13 @@ def _v7(session_id: int, session_epoch: int, forgotten=()):
 
 
 def test_a_v7_fetch_keeps_its_session_fields_and_forgotten_partitions():
-    request = APIS[1].to_core(_v7(1234, 5, [("t", (1, 2))]), 7, WireContext())
+    request = CODECS[1].to_core(_v7(1234, 5, [("t", (1, 2))]), 7, WireContext())
     assert (request.session_id, request.session_epoch, request.replica_id) == (1234, 5, -1)
     assert request.forgotten_topics_data == (ForgottenTopic(topic="t", partitions=(1, 2)),)
 
 
 def test_librdkafkas_session_id_zero_epoch_minus_one_stays_a_sessionless_fetch():
-    request = APIS[1].to_core(_v7(0, -1), 7, WireContext())
+    request = CODECS[1].to_core(_v7(0, -1), 7, WireContext())
     assert (request.session_id, request.session_epoch, request.forgotten_topics_data) == (0, -1, ())
 
 
@@ -36,11 +36,11 @@ def test_a_fetch_older_than_v7_is_sessionless():
     body = v4.FetchRequest(replica_id=-1, max_wait=datetime.timedelta(milliseconds=100), min_bytes=1,
                            max_bytes=1 << 20, isolation_level=0, topics=(v4.FetchTopic(topic="t", partitions=(
                                v4.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1024),)),))
-    request = APIS[1].to_core(body, 4, WireContext())
+    request = CODECS[1].to_core(body, 4, WireContext())
     assert (request.session_id, request.session_epoch) == (0, -1)
 
 
 def test_the_answer_carries_the_session_id_and_a_session_error():
-    answer = APIS[1].to_kio(FetchResponse(responses=(), session_id=77, error_code=71), 7, None)
+    answer = CODECS[1].to_kio(FetchResponse(responses=(), session_id=77, error_code=71), 7, None)
     assert isinstance(answer, v7_response.FetchResponse)
     assert answer.session_id == 77 and int(answer.error_code) == 71

@@ -21,7 +21,7 @@ from actors.core.messages.leave_group import LeaveGroupRequest
 from actors.core.messages.metadata import MetadataRequest, MetadataResponse, MetadataResponseBroker
 from actors.core.messages.offset_commit import OffsetCommitRequest
 from actors.core.messages.produce import ProduceRequest
-from actors.wire.apis import APIS, WireContext, api_versions_error_response
+from actors.wire.apis import CODECS, WireContext, api_versions_error_response
 from actors.wire.frames import (
     InvalidFrame, UnsupportedApiVersions, check_frame_size, decode_request, encode_response,
 )
@@ -61,7 +61,7 @@ def produce_body(version: int, acks: int = -1):
 def test_a_produce_request_becomes_raykafkas_produce_request(version):
     decoded = decode_request(request_frame(0, version, produce_body(version)))
     assert (decoded.api_key, decoded.api_version, decoded.correlation_id) == (0, version, 7)
-    request = APIS[0].to_core(decoded.body, version, CONTEXT)
+    request = CODECS[0].to_core(decoded.body, version, CONTEXT)
     assert isinstance(request, ProduceRequest)
     assert (request.acks, request.timeout_ms) == (-1, 1500)
     assert request.topic_data[0].name == "t"
@@ -73,7 +73,7 @@ def test_a_produce_request_becomes_raykafkas_produce_request(version):
 def test_a_fetch_response_with_records_encodes_for_the_clients_version(version):
     response = FetchResponse(responses=(FetchableTopicResponse(topic="t", partitions=(FetchPartitionData(
         partition_index=0, high_watermark=5, last_stable_offset=5, log_start_offset=0, records=b"opaque"),)),))
-    frame = encode_response(9, APIS[1].to_kio(response, version, None))
+    frame = encode_response(9, CODECS[1].to_kio(response, version, None))
     correlation_id, body = read_response(1, version, frame)
     assert correlation_id == 9
     (partition,) = body.responses[0].partitions
@@ -82,16 +82,16 @@ def test_a_fetch_response_with_records_encodes_for_the_clients_version(version):
 
 def test_metadata_asks_on_the_connections_listener_and_v0s_empty_list_means_every_topic():
     schema = load_request_schema(3, 0)
-    request = APIS[3].to_core(decode_request(request_frame(3, 0, schema(topics=()))).body, 0, CONTEXT)
+    request = CODECS[3].to_core(decode_request(request_frame(3, 0, schema(topics=()))).body, 0, CONTEXT)
     # Before v4 every Metadata request allowed topic auto-creation; from v4 the client says.
     assert request == MetadataRequest(topics=None, allow_auto_topic_creation=True, listener_name="PLAINTEXT")
     v4 = load_request_schema(3, 4)
     module = __import__(v4.__module__, fromlist=["*"])
     body = v4(topics=(module.MetadataRequestTopic(name="t"),), allow_auto_topic_creation=False)
-    request = APIS[3].to_core(decode_request(request_frame(3, 4, body)).body, 4, CONTEXT)
+    request = CODECS[3].to_core(decode_request(request_frame(3, 4, body)).body, 4, CONTEXT)
     assert request == MetadataRequest(topics=("t",), allow_auto_topic_creation=False, listener_name="PLAINTEXT")
     response = MetadataResponse(brokers=(MetadataResponseBroker(node_id=2, host="127.0.0.1", port=4000),), topics=())
-    _, body = read_response(3, 8, encode_response(1, APIS[3].to_kio(response, 8, None)))
+    _, body = read_response(3, 8, encode_response(1, CODECS[3].to_kio(response, 8, None)))
     assert [(b.node_id, b.host, b.port) for b in body.brokers] == [(2, "127.0.0.1", 4000)]
 
 
@@ -100,24 +100,24 @@ def test_old_group_versions_fill_what_they_lack_as_kafka_does():
     module = __import__(join_v0.__module__, fromlist=["*"])
     body = join_v0(group_id="g", session_timeout=datetime.timedelta(seconds=6), member_id="", protocol_type="consumer",
                    protocols=(module.JoinGroupRequestProtocol(name="range", metadata=b"m"),))
-    join = APIS[11].to_core(decode_request(request_frame(11, 0, body)).body, 0, CONTEXT)
+    join = CODECS[11].to_core(decode_request(request_frame(11, 0, body)).body, 0, CONTEXT)
     assert isinstance(join, JoinGroupRequest)
     assert (join.session_timeout_ms, join.rebalance_timeout_ms) == (6000, 6000)
     leave_v0 = load_request_schema(13, 0)
-    leave = APIS[13].to_core(leave_v0(group_id="g", member_id="m-1"), 0, CONTEXT)
+    leave = CODECS[13].to_core(leave_v0(group_id="g", member_id="m-1"), 0, CONTEXT)
     assert isinstance(leave, LeaveGroupRequest) and [m.member_id for m in leave.members] == ["m-1"]
     commit_v2 = load_request_schema(8, 2)
     module = __import__(commit_v2.__module__, fromlist=["*"])
     body = commit_v2(group_id="g", generation_id_or_member_epoch=4, member_id="m-1", topics=(
         module.OffsetCommitRequestTopic(name="t", partitions=(module.OffsetCommitRequestPartition(
             partition_index=0, committed_offset=10, committed_metadata=""),)),))
-    commit = APIS[8].to_core(decode_request(request_frame(8, 2, body)).body, 2, CONTEXT)
+    commit = CODECS[8].to_core(decode_request(request_frame(8, 2, body)).body, 2, CONTEXT)
     assert isinstance(commit, OffsetCommitRequest)
     assert (commit.generation_id, commit.member_id, commit.topics[0].partitions[0].committed_offset) == (4, "m-1", 10)
 
 
 def test_api_versions_advertises_exactly_the_served_ranges():
-    _, body = read_response(18, 3, encode_response(1, APIS[18].to_kio(ErrorCode.NONE, 3, None)))
+    _, body = read_response(18, 3, encode_response(1, CODECS[18].to_kio(ErrorCode.NONE, 3, None)))
     assert {k.api_key: (k.min_version, k.max_version) for k in body.api_keys} == SUPPORTED_VERSIONS
 
 
@@ -174,7 +174,7 @@ def test_seeded_random_and_mutated_frames_only_ever_decode_or_close():
             continue
         outcomes["decoded"] += 1
         try:
-            APIS[decoded.api_key].to_core(decoded.body, decoded.api_version, CONTEXT)
+            CODECS[decoded.api_key].to_core(decoded.body, decoded.api_version, CONTEXT)
         except (TypeError, ValueError):
             pass  # the listener closes the connection for these too
     assert outcomes["closed"] > 1000 and outcomes["decoded"] > 0, outcomes

@@ -24,7 +24,7 @@ class StandInBroker:
         self.release = asyncio.Event()
         self.parked = asyncio.Event()
 
-    async def handle_produce(self, request):
+    async def handle(self, request):  # the broker actor's one entry point; only Produce comes here
         if request.acks == -1:
             self.parked.set()
             await asyncio.wait_for(self.release.wait(), WAIT_S)

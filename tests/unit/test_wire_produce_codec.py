@@ -12,7 +12,7 @@ from kio.index import load_request_schema
 
 from actors.core.errors import ErrorCode
 from actors.core.messages.produce import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
-from actors.wire.apis import APIS, WireContext
+from actors.wire.apis import CODECS, WireContext
 from actors.wire.frames import (
     InvalidFrame, decode_header, decode_request, encode_response, encode_response_body,
 )
@@ -47,7 +47,7 @@ BODIES = {
 
 def through_kio(frame: bytes):
     decoded = decode_request(frame)
-    return APIS[0].to_core(decoded.body, decoded.api_version, CONTEXT)
+    return CODECS[0].to_core(decoded.body, decoded.api_version, CONTEXT)
 
 
 def directly(frame: bytes):
@@ -100,7 +100,7 @@ RESPONSES = [
 def test_a_response_is_written_byte_for_byte_as_kio_writes_it(version, which):
     response = RESPONSES[which]
     written = b"".join(encode_response_body(11, write_produce_response(response, version)))
-    assert written == encode_response(11, APIS[0].to_kio(response, version, None))
+    assert written == encode_response(11, CODECS[0].to_kio(response, version, None))
 
 
 def outcome(read, frame: bytes):

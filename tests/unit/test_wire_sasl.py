@@ -11,7 +11,7 @@ from kio.index import load_request_schema
 
 from actors.core.errors import ErrorCode
 from actors.kafka_listener import KafkaListener
-from actors.wire.apis import APIS, WireContext
+from actors.wire.apis import CODECS, WireContext
 from actors.wire.frames import encode_response, load_served_schemas
 from tests.unit.test_wire_frames import read_response, request_frame
 
@@ -42,6 +42,6 @@ def test_a_sasl_authenticate_is_answered_illegal_sasl_state_with_a_message(versi
 
 
 def test_api_versions_lists_the_sasl_apis_as_kafka_does_on_every_listener():
-    _, body = read_response(18, 3, encode_response(1, APIS[18].to_kio(ErrorCode.NONE, 3, None)))
+    _, body = read_response(18, 3, encode_response(1, CODECS[18].to_kio(ErrorCode.NONE, 3, None)))
     listed = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
     assert listed[17] == (0, 1) and listed[36] == (0, 1)

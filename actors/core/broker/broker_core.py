@@ -35,6 +35,7 @@ from typing import Any
 from actors.core.config import KafkaConfig
 from actors.core.effects import CoordinatorMetadataUpdate, Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode
+from actors.core.group.messages import InternalProduceRequest
 from actors.core.log.compression import CompressionCodecs
 from actors.core.log.meta_properties import load_or_create_directory_id
 from actors.core.log.storage import Storage
@@ -142,12 +143,9 @@ class BrokerCore:
         return self.replica_manager.shutdown()
 
     # ------------------------------------------------------------------------------ requests
-    def handle_produce(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.replica_manager.handle_produce(request_id, request, now_ms)
-
-    def handle_internal_produce(self, request_id: int, request, now_ms: int) -> list[Effect]:
+    def handle_internal_produce(self, request_id: int, request: InternalProduceRequest, now_ms: int) -> list[Effect]:
         """A produce from this broker's own group coordinator, the one writer of internal topics."""
-        return self.replica_manager.handle_produce(request_id, request, now_ms, internal_topics_allowed=True)
+        return self.replica_manager.handle_produce(request_id, request.produce, now_ms, internal_topics_allowed=True)
 
     def cached_topics(self) -> frozenset[str]:
         return frozenset(self.metadata_cache.topics)
@@ -159,36 +157,12 @@ class BrokerCore:
         """Checked here, forwarded to the controller, which stores it and tells every broker."""
         return self.config_forwarder.handle_incremental_alter_configs(request_id, request, self.cached_topics())
 
-    def handle_create_topics(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        """Forwarded to the controller; answered once this broker's metadata shows the topics led."""
-        return self.topic_operations.handle_create_topics(request_id, request, now_ms)
-
-    def handle_delete_topics(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        """Forwarded to the controller; answered once this broker's metadata no longer has the topics."""
-        return self.topic_operations.handle_delete_topics(request_id, request, now_ms)
-
-    def handle_fetch(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.replica_manager.handle_fetch(request_id, request, now_ms)
-
-    def handle_list_offsets(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.replica_manager.handle_list_offsets(request_id, request, now_ms)
-
     def handle_metadata(self, request_id: int, request: MetadataRequest, now_ms: int) -> list[Effect]:
+        """Kafka's ``KafkaApis.handleTopicMetadataRequest``: the metadata cache's answer, with topics
+        auto-created where the request and ``auto.create.topics.enable`` allow."""
         response, effects = self.topic_auto_creation.apply(
             request, self.metadata_cache.handle_metadata(request), len(self.metadata_cache.brokers), now_ms)
         return effects + [Respond(request_id=request_id, response=response)]
-
-    def handle_find_coordinator(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.coordinator_finder.handle_find_coordinator(request_id, request, now_ms)
-
-    def handle_offset_for_leader_epoch(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.replica_manager.handle_offset_for_leader_epoch(request_id, request, now_ms)
-
-    def handle_follower_truncate(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.replica_manager.handle_follower_truncate(request_id, request, now_ms)
-
-    def handle_follower_append(self, request_id: int, request, now_ms: int) -> list[Effect]:
-        return self.replica_manager.handle_follower_append(request_id, request, now_ms)
 
     def handle_leader_and_isr(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self._control(self.replica_manager.handle_leader_and_isr, request_id, request, now_ms)

@@ -85,9 +85,6 @@ class MetadataCache:
     def contains(self, topic: str) -> bool:
         return topic in self.topics
 
-    def contains_partition(self, topic: str, partition: int) -> bool:
-        return partition in self.topics.get(topic, {})
-
     def topic_partitions(self) -> tuple[tuple[str, int], ...]:
         """Every partition the cache knows, sorted."""
         return tuple(sorted((topic, index) for topic, partitions in self.topics.items() for index in partitions))

@@ -142,17 +142,17 @@ class GroupCoordinatorCore:
         return effects
 
     # ------------------------------------------------------------------------- group membership
-    def handle_join_group(self, request_id: int, request: JoinGroupRequest, now_ms: int, *,
-                          client_id: str = "", client_host: str = "") -> list[Effect]:
-        """``client_id``/``client_host`` are the request header's and the connection's (the member
-        id starts with the client id, and DescribeGroups reports both)."""
+    def handle_join_group(self, request_id: int, request: JoinGroupRequest, now_ms: int) -> list[Effect]:
+        """The request's ``client_id``/``client_host`` are the request header's and the connection's
+        (the member id starts with the client id, and DescribeGroups reports both)."""
         error = self._status_error(request.group_id)
         if error is None and not (self.config.group_min_session_timeout_ms <= request.session_timeout_ms
                                   <= self.config.group_max_session_timeout_ms):
             error = ErrorCode.INVALID_SESSION_TIMEOUT
         if error is not None:
             return self._finish([join_error(request_id, error, request.member_id)], now_ms)
-        return self._finish(self.membership.join_group(request_id, request, now_ms, client_id, client_host), now_ms)
+        return self._finish(self.membership.join_group(
+            request_id, request, now_ms, request.client_id, request.client_host), now_ms)
 
     def handle_sync_group(self, request_id: int, request: SyncGroupRequest, now_ms: int) -> list[Effect]:
         error = self._status_error(request.group_id)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 from actors.core.topics import OFFSETS_TOPIC
+from actors.core.messages.produce import ProduceRequest
 
 OFFSETS_LOG_DESTINATION = "offsets-log"
 GROUP_METADATA_TOPIC_NAME = OFFSETS_TOPIC
@@ -94,4 +95,4 @@ class BrokerStateResponse:
 
 @message
 class InternalProduceRequest:
-    produce: object  # a ProduceRequest to __consumer_offsets, which only the coordinator may write
+    produce: ProduceRequest  # to __consumer_offsets, which only the coordinator may write

@@ -31,6 +31,10 @@ class JoinGroupRequest:
     group_instance_id: str | None = None  # static membership (KIP-345); None for dynamic
     session_timeout_ms: int = 10000  # the consumer's session.timeout.ms in Kafka 2.4
     rebalance_timeout_ms: int = 300000  # the consumer's max.poll.interval.ms
+    # Not in Kafka's body: the request header's client id and the connection's host, which the
+    # wire listener fills in (the member id starts with the client id; DescribeGroups reports both).
+    client_id: str = ""
+    client_host: str = ""
 
 
 @message
