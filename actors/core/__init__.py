@@ -11,7 +11,11 @@ Rooms:
 - ``log/``: a partition replica's log on the ``Storage`` seam (segments, indexes, checkpoints)
 - ``messages/``: every request and response type, one module per Kafka API
 
-Beside them: ``config`` (Kafka's configuration keys), ``topic_configs`` and
-``topic_config_synonyms`` (topic-level keys), ``effects`` (what a core asks its driver to do),
-``errors`` (Kafka's error codes), ``metrics`` (Kafka's metrics as effects) and ``java_hash``.
+Above them: ``apis``, the one table of Kafka's APIs (key, request type, versions, the actor kind
+that serves each and its handler), which the drivers, the wire listener and the shells dispatch by.
+
+Beside them: ``topics`` (Kafka's internal topics and topic-name rule), ``config`` (Kafka's
+configuration keys), ``topic_configs`` and ``topic_config_synonyms`` (topic-level keys),
+``effects`` (what a core asks its driver to do), ``errors`` (Kafka's error codes), ``metrics``
+(Kafka's metrics as effects) and ``java_hash``.
 """
