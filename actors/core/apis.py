@@ -1,7 +1,8 @@
 """The one table of the APIs raykafka serves: what a request is, who serves it, and which code runs.
 
-Theory of operation. Each ``Api`` names one API: Kafka's API key (None for raykafka's own
-requests between its actors, such as a fetcher's append to its broker), the name Kafka's metrics
+Theory of operation. Each ``Api`` names one API: Kafka's API key (its request type's
+``API_KEY``; None for raykafka's own requests between its actors, such as a fetcher's append to its
+broker), the name Kafka's metrics
 give it (``RequestMetrics``' ``request`` tag), the request type it is parsed as, the versions the
 wire listeners serve (None: not served to stock clients), and, per actor kind that serves it, the
 handler: a plain function ``(core, request id, request, now ms) -> effects`` on that kind's core
@@ -104,81 +105,87 @@ def _replica(method: Callable[..., list[Effect]]) -> Handler:
     return handler
 
 
-def _api(name: str, key: int | None, request_type: type | None, versions: tuple[int, int] | None = None,
-         **handlers: Handler) -> Api:
+def _api(name: str, request_type: type, versions: tuple[int, int] | None = None, **handlers: Handler) -> Api:
+    """An API served by the kinds named in ``handlers``; its key is the request type's ``API_KEY``
+    (Kafka's ApiKeys), none for raykafka's own requests between its actors."""
     kinds = {"broker": BROKER, "controller": CONTROLLER, "group_coordinator": GROUP_COORDINATOR}
-    return Api(name=name, key=key, request_type=request_type, versions=versions,
+    return Api(name=name, key=getattr(request_type, "API_KEY", None), request_type=request_type, versions=versions,
                handlers=MappingProxyType({kinds[kind]: handler for kind, handler in handlers.items()}))
+
+
+def _listener_api(name: str, key: int, versions: tuple[int, int]) -> Api:
+    """An API the wire listener answers alone, with no request type and no core."""
+    return Api(name=name, key=key, request_type=None, versions=versions)
 
 
 # The versions: see actors/wire/versions.py for why each range is what it is.
 APIS: tuple[Api, ...] = (
     # ------------------------------------------------------------------ a client's data APIs
     # Produce v3 is the first carrying v2 record batches.
-    _api("produce", 0, ProduceRequest, (3, 8), broker=_replica(ReplicaManager.handle_produce)),
-    _api("fetch", 1, FetchRequest, (4, 11), broker=_replica(ReplicaManager.handle_fetch)),
-    _api("list_offsets", 2, ListOffsetsRequest, (1, 5), broker=_replica(ReplicaManager.handle_list_offsets)),
-    _api("metadata", 3, MetadataRequest, (0, 8), broker=BrokerCore.handle_metadata),
-    _api("find_coordinator", 10, FindCoordinatorRequest, (0, 2),
+    _api("produce", ProduceRequest, (3, 8), broker=_replica(ReplicaManager.handle_produce)),
+    _api("fetch", FetchRequest, (4, 11), broker=_replica(ReplicaManager.handle_fetch)),
+    _api("list_offsets", ListOffsetsRequest, (1, 5), broker=_replica(ReplicaManager.handle_list_offsets)),
+    _api("metadata", MetadataRequest, (0, 8), broker=BrokerCore.handle_metadata),
+    _api("find_coordinator", FindCoordinatorRequest, (0, 2),
          broker=lambda core, *step: core.coordinator_finder.handle_find_coordinator(*step)),
     # Idempotent producers; a transactional id is refused.
-    _api("init_producer_id", 22, InitProducerIdRequest, (0, 1), broker=BrokerCore.handle_init_producer_id),
-    _api("offset_for_leader_epoch", 23, OffsetForLeaderEpochRequest, (2, 3),
+    _api("init_producer_id", InitProducerIdRequest, (0, 1), broker=BrokerCore.handle_init_producer_id),
+    _api("offset_for_leader_epoch", OffsetForLeaderEpochRequest, (2, 3),
          broker=_replica(ReplicaManager.handle_offset_for_leader_epoch)),
     # ----------------------------------------------------------------------- admin APIs
     # The broker forwards them to the controller and answers once its own metadata agrees.
-    _api("create_topics", 19, CreateTopicsRequest, (2, 4),
+    _api("create_topics", CreateTopicsRequest, (2, 4),
          broker=lambda core, *step: core.topic_operations.handle_create_topics(*step),
          controller=ControllerCore.handle_create_topics),
-    _api("delete_topics", 20, DeleteTopicsRequest, (1, 3),
+    _api("delete_topics", DeleteTopicsRequest, (1, 3),
          broker=lambda core, *step: core.topic_operations.handle_delete_topics(*step),
          controller=ControllerCore.handle_delete_topics),
-    _api("incremental_alter_configs", 44, IncrementalAlterConfigsRequest,
+    _api("incremental_alter_configs", IncrementalAlterConfigsRequest,
          broker=BrokerCore.handle_incremental_alter_configs,
          controller=ControllerCore.handle_incremental_alter_configs),
-    _api("elect_leaders", 43, ElectLeadersRequest, controller=ControllerCore.handle_elect_leaders),
-    _api("alter_partition_reassignments", 45, AlterPartitionReassignmentsRequest,
+    _api("elect_leaders", ElectLeadersRequest, controller=ControllerCore.handle_elect_leaders),
+    _api("alter_partition_reassignments", AlterPartitionReassignmentsRequest,
          controller=ControllerCore.handle_alter_partition_reassignments),
-    _api("list_partition_reassignments", 46, ListPartitionReassignmentsRequest,
+    _api("list_partition_reassignments", ListPartitionReassignmentsRequest,
          controller=ControllerCore.handle_list_partition_reassignments),
     # ----------------------------------------------------------------------- group APIs
-    _api("offset_commit", 8, OffsetCommitRequest, (2, 7), group_coordinator=GroupCoordinatorCore.handle_offset_commit),
-    _api("offset_fetch", 9, OffsetFetchRequest, (1, 5), group_coordinator=GroupCoordinatorCore.handle_offset_fetch),
-    _api("join_group", 11, JoinGroupRequest, (0, 5), group_coordinator=GroupCoordinatorCore.handle_join_group),
-    _api("heartbeat", 12, HeartbeatRequest, (0, 3), group_coordinator=GroupCoordinatorCore.handle_heartbeat),
-    _api("leave_group", 13, LeaveGroupRequest, (0, 3), group_coordinator=GroupCoordinatorCore.handle_leave_group),
-    _api("sync_group", 14, SyncGroupRequest, (0, 3), group_coordinator=GroupCoordinatorCore.handle_sync_group),
-    _api("describe_groups", 15, DescribeGroupsRequest, (0, 4),
+    _api("offset_commit", OffsetCommitRequest, (2, 7), group_coordinator=GroupCoordinatorCore.handle_offset_commit),
+    _api("offset_fetch", OffsetFetchRequest, (1, 5), group_coordinator=GroupCoordinatorCore.handle_offset_fetch),
+    _api("join_group", JoinGroupRequest, (0, 5), group_coordinator=GroupCoordinatorCore.handle_join_group),
+    _api("heartbeat", HeartbeatRequest, (0, 3), group_coordinator=GroupCoordinatorCore.handle_heartbeat),
+    _api("leave_group", LeaveGroupRequest, (0, 3), group_coordinator=GroupCoordinatorCore.handle_leave_group),
+    _api("sync_group", SyncGroupRequest, (0, 3), group_coordinator=GroupCoordinatorCore.handle_sync_group),
+    _api("describe_groups", DescribeGroupsRequest, (0, 4),
          group_coordinator=GroupCoordinatorCore.handle_describe_groups),
-    _api("list_groups", 16, ListGroupsRequest, (0, 2), group_coordinator=GroupCoordinatorCore.handle_list_groups),
-    _api("delete_groups", 42, DeleteGroupsRequest, group_coordinator=GroupCoordinatorCore.handle_delete_groups),
+    _api("list_groups", ListGroupsRequest, (0, 2), group_coordinator=GroupCoordinatorCore.handle_list_groups),
+    _api("delete_groups", DeleteGroupsRequest, group_coordinator=GroupCoordinatorCore.handle_delete_groups),
     # ------------------------------------------------------------- the controller's requests
     # Parked until the broker has registered (``BrokerCore._control``).
-    _api("leader_and_isr", 4, LeaderAndIsrRequest, broker=BrokerCore.handle_leader_and_isr),
-    _api("stop_replica", 5, StopReplicaRequest, broker=BrokerCore.handle_stop_replica),
-    _api("update_metadata", 6, UpdateMetadataRequest, broker=BrokerCore.handle_update_metadata),
+    _api("leader_and_isr", LeaderAndIsrRequest, broker=BrokerCore.handle_leader_and_isr),
+    _api("stop_replica", StopReplicaRequest, broker=BrokerCore.handle_stop_replica),
+    _api("update_metadata", UpdateMetadataRequest, broker=BrokerCore.handle_update_metadata),
     # ---------------------------------------------------------------- brokers' requests to the controller
-    _api("controlled_shutdown", 7, ControlledShutdownRequest, controller=ControllerCore.handle_controlled_shutdown),
-    _api("alter_partition", 56, AlterPartitionRequest, controller=ControllerCore.handle_alter_partition),
-    _api("broker_registration", 62, BrokerRegistrationRequest, controller=ControllerCore.handle_broker_registration),
-    _api("broker_heartbeat", 63, BrokerHeartbeatRequest, controller=ControllerCore.handle_broker_heartbeat),
-    _api("allocate_producer_ids", 67, AllocateProducerIdsRequest,
+    _api("controlled_shutdown", ControlledShutdownRequest, controller=ControllerCore.handle_controlled_shutdown),
+    _api("alter_partition", AlterPartitionRequest, controller=ControllerCore.handle_alter_partition),
+    _api("broker_registration", BrokerRegistrationRequest, controller=ControllerCore.handle_broker_registration),
+    _api("broker_heartbeat", BrokerHeartbeatRequest, controller=ControllerCore.handle_broker_heartbeat),
+    _api("allocate_producer_ids", AllocateProducerIdsRequest,
          controller=ControllerCore.handle_allocate_producer_ids),
     # ---------------------------------------------------------------- raykafka's own requests
     # A follower's fetcher hands its broker what the leader answered, or a truncation.
-    _api("follower_append", None, FollowerAppendRequest, broker=_replica(ReplicaManager.handle_follower_append)),
-    _api("follower_truncate", None, FollowerTruncateRequest,
+    _api("follower_append", FollowerAppendRequest, broker=_replica(ReplicaManager.handle_follower_append)),
+    _api("follower_truncate", FollowerTruncateRequest,
          broker=_replica(ReplicaManager.handle_follower_truncate)),
     # The group coordinator's appends to __consumer_offsets: its own type, so that a client's
     # ProduceRequest can never write an internal topic (INVALID_TOPIC_EXCEPTION).
-    _api("internal_produce", None, InternalProduceRequest, broker=BrokerCore.handle_internal_produce),
+    _api("internal_produce", InternalProduceRequest, broker=BrokerCore.handle_internal_produce),
     # ------------------------------------------------------- answered by the listener alone
     # SaslHandshake and SaslAuthenticate answer ILLEGAL_SASL_STATE: listeners are PLAINTEXT.
-    _api("sasl_handshake", 17, None, (0, 1)),
+    _listener_api("sasl_handshake", 17, (0, 1)),
     # ApiVersions v3 is flexible; clients send it first (KIP-511).
-    _api("api_versions", 18, None, (0, 3)),
-    _api("describe_configs", 32, None, (1, 3)),  # read-only
-    _api("sasl_authenticate", 36, None, (0, 1)),
+    _listener_api("api_versions", 18, (0, 3)),
+    _listener_api("describe_configs", 32, (1, 3)),  # read-only
+    _listener_api("sasl_authenticate", 36, (0, 1)),
 )
 
 BY_KEY: Mapping[int, Api] = MappingProxyType({api.key: api for api in APIS if api.key is not None})

@@ -11,7 +11,6 @@ import pytest
 from actors.core.controller.channel_queue import (
     QUEUE_SIZE_MIN, ControllerChannelQueue, QueueItem,
 )
-from actors.core.messages.api_keys import API_KEYS
 from actors.core.messages.leader_and_isr import LeaderAndIsrRequest
 from actors.core.messages.stop_replica import StopReplicaRequest
 from actors.core.messages.update_metadata import UpdateMetadataRequest
@@ -152,7 +151,7 @@ def test_queue_items_carry_kafkas_api_key_callback_and_enqueue_time():
     queue = ControllerChannelQueue(broker_id=BROKER_ID, queue_size_max=8)
     queue.enqueue([control_request(n) for n in (1, 2, 3)], 42, callback=callback)
     items = [queue.take(50) for _ in range(1)] + list(queue._waiting)
-    assert [item.api_key for item in items] == [API_KEYS[type(item.request).__name__] for item in items]
+    assert [item.api_key for item in items] == [type(item.request).API_KEY for item in items]
     assert {item.api_key for item in items} == {4, 5, 6}
     assert all(item.callback is callback and item.enqueue_time_ms == 42 for item in items)
 

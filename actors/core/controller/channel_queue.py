@@ -41,11 +41,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from actors.core.messages.api_keys import API_KEYS
+from actors.core.messages.leader_and_isr import LeaderAndIsrRequest
+from actors.core.messages.stop_replica import StopReplicaRequest
+from actors.core.messages.update_metadata import UpdateMetadataRequest
 
 # The API keys a controller sends brokers (Kafka's RequestSendThread refuses any other).
-CONTROL_API_KEYS = frozenset({API_KEYS["LeaderAndIsrRequest"], API_KEYS["StopReplicaRequest"],
-                              API_KEYS["UpdateMetadataRequest"]})
+CONTROL_REQUEST_TYPES = (LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)
+CONTROL_API_KEYS = frozenset(request_type.API_KEY for request_type in CONTROL_REQUEST_TYPES)
 QUEUE_SIZE_MAX_DEFAULT = 10_000
 # The most requests one broker's resync holds: a LeaderAndIsr, an UpdateMetadata and two
 # StopReplica (deleting and not deleting), as ``ControllerBrokerRequestBatch`` builds them.
@@ -153,9 +155,8 @@ class ControllerChannelQueue:
 
 
 def _control_api_key(request: Any) -> int:
-    api_key = API_KEYS.get(type(request).__name__)
-    assert api_key in CONTROL_API_KEYS, f"{type(request).__name__} is not a control request"
-    return api_key
+    assert isinstance(request, CONTROL_REQUEST_TYPES), f"{type(request).__name__} is not a control request"
+    return request.API_KEY
 
 
 __all__ = ["CONTROL_API_KEYS", "ChannelQueueStatus", "ControllerChannelQueue", "EnqueueResult",

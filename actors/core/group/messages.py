@@ -16,6 +16,8 @@
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 from actors.core.topics import OFFSETS_TOPIC
@@ -46,6 +48,7 @@ class OffsetsLogAppendResponse:
 
 @message
 class DeleteGroupsRequest:
+    API_KEY: ClassVar[int] = 42
     groups_names: tuple[str, ...]
 
 

@@ -1,9 +1,9 @@
 """Every message type, one module per Kafka API; import each type from the module of its API
 (``from actors.core.messages.produce import ProduceRequest``). Each ``<Api>Request`` has a
-matching ``<Api>Response`` in the same module.
+matching ``<Api>Response`` in the same module, and carries Kafka's API key as ``API_KEY`` (the
+API table, actors/core/apis.py, reads it there).
 
 - ``_base``: the decorator every message type uses, and the shared sentinels (``NO_LEADER``, ...)
-- ``api_keys``: ``API_KEYS``, Kafka's API key of each request type
 - ``validation``: Kafka's request parsing, for requests that arrive as Python objects
 - data: ``produce``, ``fetch``, ``list_offsets``, ``metadata``, ``offset_for_leader_epoch``,
   ``init_producer_id``

@@ -8,12 +8,15 @@ gets, across controller failovers too.
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
 
 @message
 class AllocateProducerIdsRequest:
+    API_KEY: ClassVar[int] = 67
     broker_id: int
     broker_epoch: int
 

@@ -9,6 +9,8 @@ or ``INVALID_UPDATE_VERSION``) and ``broker_epoch`` is the leader's current one 
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import NO_EPOCH, NO_LEADER, message
 
@@ -29,6 +31,7 @@ class AlterPartitionTopicData:
 
 @message
 class AlterPartitionRequest:
+    API_KEY: ClassVar[int] = 56
     broker_id: int
     broker_epoch: int
     topics: tuple[AlterPartitionTopicData, ...]

@@ -8,12 +8,15 @@ it asked for (``want_shut_down``) has moved all its leaderships away. A heartbea
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
 
 @message
 class BrokerHeartbeatRequest:
+    API_KEY: ClassVar[int] = 63
     broker_id: int
     broker_epoch: int
     current_metadata_offset: int  # the highest controller metadata update this broker applied

@@ -11,6 +11,8 @@ broker that registers with a directory id other than its last one lost its data.
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
@@ -27,6 +29,7 @@ class BrokerEndpoint:
 
 @message
 class BrokerRegistrationRequest:
+    API_KEY: ClassVar[int] = 62
     broker_id: int
     cluster_id: str  # a mismatch is INCONSISTENT_CLUSTER_ID
     incarnation_id: str  # a UUID string, new for every broker process

@@ -7,12 +7,15 @@ answered with ``STALE_BROKER_EPOCH``.
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
 
 @message
 class ControlledShutdownRequest:
+    API_KEY: ClassVar[int] = 7
     broker_id: int
     broker_epoch: int
 

@@ -16,6 +16,8 @@ answer its client when the controller's answer comes back (0 in a client's reque
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
@@ -43,6 +45,7 @@ class CreatableTopic:
 
 @message
 class CreateTopicsRequest:
+    API_KEY: ClassVar[int] = 19
     topics: tuple[CreatableTopic, ...]
     timeout_ms: int = 60000
     validate_only: bool = False

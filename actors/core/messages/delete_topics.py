@@ -9,12 +9,15 @@ metadata cache no longer has the topic, as Kafka 2.4's ``DelayedDeleteTopics`` d
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
 
 @message
 class DeleteTopicsRequest:
+    API_KEY: ClassVar[int] = 20
     topic_names: tuple[str, ...]
     timeout_ms: int = 60000
     forward_id: int = 0

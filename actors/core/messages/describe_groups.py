@@ -6,12 +6,15 @@ coordinate gets ``NOT_COORDINATOR``.
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
 
 @message
 class DescribeGroupsRequest:
+    API_KEY: ClassVar[int] = 15
     groups: tuple[str, ...]
 
 

@@ -1,6 +1,8 @@
 """ElectLeaders (API key 43): ask the controller to run preferred (or unclean) leader elections."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
@@ -16,6 +18,7 @@ class TopicPartitions:
 
 @message
 class ElectLeadersRequest:
+    API_KEY: ClassVar[int] = 43
     election_type: int = PREFERRED_ELECTION
     topic_partitions: tuple[TopicPartitions, ...] | None = None  # None: every partition
     timeout_ms: int = 60000

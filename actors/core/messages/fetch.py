@@ -14,7 +14,7 @@ carries ``next_epoch`` of the one before. Both sides count with these: the broke
 from __future__ import annotations
 
 import copyreg
-from typing import Any
+from typing import Any, ClassVar
 
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import CONSUMER_REPLICA_ID, NO_EPOCH, message
@@ -58,6 +58,7 @@ class ForgottenTopic:
 @message
 class FetchRequest:
     """Pickled flat (``__reduce__``, see the end of this module): fetches are most of a broker's calls."""
+    API_KEY: ClassVar[int] = 1
     max_wait_ms: int
     min_bytes: int
     max_bytes: int

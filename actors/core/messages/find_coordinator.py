@@ -6,6 +6,8 @@ The coordinator is the leader of the ``__consumer_offsets`` partition the group 
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
@@ -16,6 +18,7 @@ COORDINATOR_KEY_TYPE_TRANSACTION = 1
 
 @message
 class FindCoordinatorRequest:
+    API_KEY: ClassVar[int] = 10
     key: str  # the group id
     key_type: int = COORDINATOR_KEY_TYPE_GROUP  # only groups are implemented
     # The Kafka listener the request came in on: the coordinator is then the broker's endpoint on

@@ -6,12 +6,15 @@ answer ``REBALANCE_IN_PROGRESS`` tells the member to rejoin; ``ILLEGAL_GENERATIO
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
 
 @message
 class HeartbeatRequest:
+    API_KEY: ClassVar[int] = 12
     group_id: str
     generation_id: int
     member_id: str

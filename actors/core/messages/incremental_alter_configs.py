@@ -13,6 +13,8 @@ answer its client when the controller's answer comes back (0 in a client's reque
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
@@ -40,6 +42,7 @@ class AlterConfigsResource:
 
 @message
 class IncrementalAlterConfigsRequest:
+    API_KEY: ClassVar[int] = 44
     resources: tuple[AlterConfigsResource, ...]
     validate_only: bool = False
     forward_id: int = 0

@@ -11,6 +11,8 @@ come later without a message change.
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
@@ -31,6 +33,7 @@ NO_PRODUCER_EPOCH = -1
 
 @message
 class InitProducerIdRequest:
+    API_KEY: ClassVar[int] = 22
     transactional_id: str | None = None
     transaction_timeout_ms: int = -1
     producer_id: int = NO_PRODUCER_ID

@@ -8,6 +8,8 @@ it then sends with SyncGroup. A first join with an empty ``member_id`` is answer
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
@@ -24,6 +26,7 @@ class JoinGroupRequestProtocol:
 
 @message
 class JoinGroupRequest:
+    API_KEY: ClassVar[int] = 11
     group_id: str
     protocol_type: str  # "consumer" for consumer groups
     protocols: tuple[JoinGroupRequestProtocol, ...]  # in the member's order of preference

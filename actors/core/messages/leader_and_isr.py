@@ -8,6 +8,8 @@ an earlier incarnation of the receiving broker. Followers find their leaders by
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
@@ -45,6 +47,7 @@ class LeaderAndIsrLiveLeader:
 
 @message
 class LeaderAndIsrRequest:
+    API_KEY: ClassVar[int] = 4
     controller_id: int
     controller_epoch: int
     broker_epoch: int  # the receiving broker's epoch, as the controller knows it

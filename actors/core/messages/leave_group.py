@@ -7,6 +7,8 @@ members can leave in one request (KIP-345); each gets its own error code, and th
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
@@ -19,6 +21,7 @@ class MemberIdentity:
 
 @message
 class LeaveGroupRequest:
+    API_KEY: ClassVar[int] = 13
     group_id: str
     members: tuple[MemberIdentity, ...]
 

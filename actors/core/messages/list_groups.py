@@ -5,12 +5,15 @@ keeps only groups in the named states; empty keeps all.
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
 
 @message
 class ListGroupsRequest:
+    API_KEY: ClassVar[int] = 16
     states_filter: tuple[str, ...] = ()
 
 

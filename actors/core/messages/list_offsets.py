@@ -1,6 +1,8 @@
 """ListOffsets (API key 2): the earliest or latest offset of a partition."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import CONSUMER_REPLICA_ID, NO_EPOCH, message
 
@@ -23,6 +25,7 @@ class ListOffsetsTopic:
 
 @message
 class ListOffsetsRequest:
+    API_KEY: ClassVar[int] = 2
     topics: tuple[ListOffsetsTopic, ...]
     replica_id: int = CONSUMER_REPLICA_ID
     isolation_level: int = 0

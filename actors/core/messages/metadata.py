@@ -6,12 +6,15 @@ that name.
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import NO_EPOCH, NO_LEADER, message
 
 
 @message
 class MetadataRequest:
+    API_KEY: ClassVar[int] = 3
     topics: tuple[str, ...] | None = None  # None asks for every topic
     allow_auto_topic_creation: bool = False
     # The Kafka listener the request came in on: brokers are then described by their endpoint on

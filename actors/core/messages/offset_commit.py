@@ -8,6 +8,8 @@ defaults, -1 and "", which the coordinator accepts only while the group has no m
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import NO_EPOCH, message
 from actors.core.messages.join_group import UNKNOWN_GENERATION_ID, UNKNOWN_MEMBER_ID
@@ -29,6 +31,7 @@ class OffsetCommitRequestTopic:
 
 @message
 class OffsetCommitRequest:
+    API_KEY: ClassVar[int] = 8
     group_id: str
     topics: tuple[OffsetCommitRequestTopic, ...]
     generation_id: int = UNKNOWN_GENERATION_ID

@@ -6,6 +6,8 @@ means the coordinator is still reading ``__consumer_offsets`` and the client ret
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import NO_EPOCH, message
 
@@ -18,6 +20,7 @@ class OffsetFetchRequestTopic:
 
 @message
 class OffsetFetchRequest:
+    API_KEY: ClassVar[int] = 9
     group_id: str
     topics: tuple[OffsetFetchRequestTopic, ...] | None = None  # None asks for every partition
 

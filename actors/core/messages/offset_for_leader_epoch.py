@@ -10,6 +10,8 @@ largest epoch at or below the requested one, since the leader may never have see
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import CONSUMER_REPLICA_ID, NO_EPOCH, message
 
@@ -32,6 +34,7 @@ class OffsetForLeaderTopic:
 
 @message
 class OffsetForLeaderEpochRequest:
+    API_KEY: ClassVar[int] = 23
     topics: tuple[OffsetForLeaderTopic, ...]
     replica_id: int = CONSUMER_REPLICA_ID  # the follower's broker id, or -1 for a consumer
 

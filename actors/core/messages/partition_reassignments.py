@@ -9,6 +9,8 @@ for an empty list, a broker named twice or a broker that is not registered,
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
@@ -27,6 +29,7 @@ class ReassignableTopic:
 
 @message
 class AlterPartitionReassignmentsRequest:
+    API_KEY: ClassVar[int] = 45
     topics: tuple[ReassignableTopic, ...]
     timeout_ms: int = 60000
 
@@ -60,6 +63,7 @@ class ListPartitionReassignmentsTopics:
 
 @message
 class ListPartitionReassignmentsRequest:
+    API_KEY: ClassVar[int] = 46
     topics: tuple[ListPartitionReassignmentsTopics, ...] | None = None  # None: every reassignment
     timeout_ms: int = 60000
 

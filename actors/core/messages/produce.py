@@ -1,7 +1,7 @@
 """Produce (API key 0): a producer appends record batches to partition leaders."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
@@ -21,6 +21,7 @@ class TopicProduceData:
 
 @message
 class ProduceRequest:
+    API_KEY: ClassVar[int] = 0
     acks: int  # 0, 1 or -1 (all); anything else is INVALID_REQUIRED_ACKS
     timeout_ms: int
     topic_data: tuple[TopicProduceData, ...]

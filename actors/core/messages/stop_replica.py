@@ -6,6 +6,8 @@ the broker also deletes the logs) and to a broker shutting down. The request is 
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
@@ -18,6 +20,7 @@ class StopReplicaTopic:
 
 @message
 class StopReplicaRequest:
+    API_KEY: ClassVar[int] = 5
     controller_id: int
     controller_epoch: int
     broker_epoch: int  # the receiving broker's epoch, as the controller knows it

@@ -6,6 +6,8 @@ others' carry none. The coordinator answers all of them once the leader's assign
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
@@ -18,6 +20,7 @@ class SyncGroupRequestAssignment:
 
 @message
 class SyncGroupRequest:
+    API_KEY: ClassVar[int] = 14
     group_id: str
     generation_id: int
     member_id: str

@@ -7,6 +7,8 @@ the cluster's Ray namespace and ``port`` is 0. The request is fenced by ``contro
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 from actors.core.messages.broker_registration import BrokerEndpoint
@@ -46,6 +48,7 @@ class UpdateMetadataBroker:
 
 @message
 class UpdateMetadataRequest:
+    API_KEY: ClassVar[int] = 6
     controller_id: int
     controller_epoch: int
     broker_epoch: int  # the receiving broker's epoch, as the controller knows it
