@@ -130,9 +130,11 @@ class _Messenger(RayMessenger):
             else:
                 coordinator.on_metadata_update.remote(event)
             return
-        method = "add_partitions" if isinstance(event, AddPartitionsToFetcher) else "remove_partitions"
-        getattr(self.fetchers[destination], method).remote(self._fetcher_calls.next(destination),
-                                                           list(event.partitions))
+        fetcher, call_number = self.fetchers[destination], self._fetcher_calls.next(destination)
+        if isinstance(event, AddPartitionsToFetcher):
+            fetcher.add_partitions.remote(call_number, list(event.partitions))
+        else:
+            fetcher.remove_partitions.remote(call_number, list(event.partitions))
 
     def pack(self, records, *, for_replica: bool):
         """Large payloads as uint8 arrays (read from shared memory without a copy)."""

@@ -27,10 +27,9 @@
  _.member_metadata, _.transaction_timeout_ms, _.host_name, _.replica_nodes, _.isr_nodes, _.is_internal,
  _.batch_count, _.spark_startup_s)
 
-# Called by name: the random fault schedule dispatches each action to ``_<action>`` with getattr;
-# chaos schedule files name ``isolate``; ``orchestration.__getattr__`` is the module's lazy import.
-(_._commit, _._crash, _._restart, _._lose_disk, _._unflushed_tail, _._storage_fault, _._pause, _._partition,
- _._drop, _._heal, _.isolate, _.__getattr__)
+# Called by name: chaos schedule files name ``isolate``; ``orchestration.__getattr__`` is the
+# module's lazy import.
+(_.isolate, _.__getattr__)
 
 # Protocols others call: Python's dict API (WatchedDict.copy), the consumer's rebalance listener,
 # and ``__exit__``'s third argument.
@@ -48,10 +47,9 @@
  _.in_flight_request, _.alive, _.events_written, _.samples_written, _.matched, _.decode_request,
  _.encode_response, _.kill_fetcher, _.stop_consumer, _.truncations_of)
 
-# Ray actor methods called through ``.remote`` or by name (``Cluster._ask_controller("send_thread")``,
-# ``_observe_controller("queue_sizes")``), and fault injection's ``fail_worker``; attributes that hold
-# a shell's asyncio tasks so they are not collected.
-(_.send_thread, _.queue_sizes, _.fail_worker, _._ticker, _._lag)
+# Ray actor methods only tests call (fault injection's ``fail_worker``), and attributes that hold a
+# shell's asyncio tasks so they are not collected.
+(_.fail_worker, _._ticker, _._lag)
 
 # The admin API users call (README): Kafka's QueueSize per broker channel, preferred-leader election.
 (_.controller_queue_sizes, _.elect_preferred_leaders)

@@ -15,7 +15,9 @@ a request timing out, an actor restarting) with backoff until its ``timeout_ms``
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import ray
 from loguru import logger
@@ -102,24 +104,25 @@ class AdminClient(TopicAdmin):
                                  what=what, retry_backoff_ms=ADMIN_RETRY_BACKOFF_MS,
                                  retry_backoff_max_ms=ADMIN_RETRY_BACKOFF_MAX_MS, is_retriable=is_retriable)
 
-    def _ask_controller(self, method: str, *args, deadline: float | None = None):
-        """One call to the active controller, waiting for its answer until ``deadline``
-        (``time.monotonic``; at least ADMIN_ATTEMPT_TIMEOUT_MIN_S), else 60 s."""
-        return ray.get(getattr(self.controller(), method).remote(*args), timeout=_attempt_timeout_s(deadline))
+    def _ask_controller(self, call: Callable[[Any], Any], *, deadline: float | None = None):
+        """One call to the active controller (``call`` takes its handle and returns the Ray call,
+        e.g. ``lambda controller: controller.describe_topic.remote(name)``), waiting for its
+        answer until ``deadline`` (``time.monotonic``; at least ADMIN_ATTEMPT_TIMEOUT_MIN_S), else 60 s."""
+        return ray.get(call(self.controller()), timeout=_attempt_timeout_s(deadline))
 
     def _request_controller(self, request, *, deadline: float | None = None):
         """One Kafka request to the active controller (its ``handle``, which dispatches by the
         request's type), waiting for the answer as ``_ask_controller`` does."""
         return ray.get(self.controller().handle.remote(request), timeout=_attempt_timeout_s(deadline))
 
-    def _observe_controller(self, method: str, *args, timeout_ms: int | None = None):
-        """A read-only question to the controller, asked again while it restarts or moves (a
-        read has no effect, so repeating it is safe)."""
-        return self._admin_call(f"controller {method}", lambda deadline: self._ask_controller(
-            method, *args, deadline=deadline), timeout_ms)
+    def _observe_controller(self, what: str, call: Callable[[Any], Any], *, timeout_ms: int | None = None):
+        """A read-only question to the controller (``call`` as for ``_ask_controller``), asked
+        again while it restarts or moves (a read has no effect, so repeating it is safe)."""
+        return self._admin_call(f"controller {what}", lambda deadline: self._ask_controller(call, deadline=deadline),
+                                timeout_ms)
 
     def controller_epoch(self, *, timeout_ms: int | None = None) -> int:
-        return self._observe_controller("controller_epoch", timeout_ms=timeout_ms)
+        return self._observe_controller("controller_epoch", lambda controller: controller.controller_epoch.remote(), timeout_ms=timeout_ms)
 
     def controller_queue_sizes(self, *, timeout_ms: int | None = None) -> dict[int, ChannelQueueStatus | None]:
         """Per broker id, the controller's queue of control requests for it: ``queue_size`` (the
@@ -127,11 +130,11 @@ class AdminClient(TopicAdmin):
         waited), ``last_queue_time_ms`` (enqueue-to-send time of the last one sent, Kafka's
         RequestQueueTimeMs), whether one is in flight, and how many were dropped at the queue's
         limit. None for a send thread that is being replaced."""
-        return self._observe_controller("queue_sizes", timeout_ms=timeout_ms)
+        return self._observe_controller("queue_sizes", lambda controller: controller.queue_sizes.remote(), timeout_ms=timeout_ms)
 
     def describe_cluster(self, *, timeout_ms: int | None = None) -> dict:
         """The controller's view: its epoch and the live brokers with their epochs."""
-        return self._observe_controller("describe_cluster", timeout_ms=timeout_ms)
+        return self._observe_controller("describe_cluster", lambda controller: controller.describe_cluster.remote(), timeout_ms=timeout_ms)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -239,7 +242,7 @@ class AdminClient(TopicAdmin):
                                 timeout_ms, final=frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}))
 
     def _describe_topic_once(self, name: str, deadline: float) -> list[PartitionDescription]:
-        described = self._ask_controller("describe_topic", name, deadline=deadline)
+        described = self._ask_controller(lambda controller: controller.describe_topic.remote(name), deadline=deadline)
         if described is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r}")
         positions = {}

@@ -293,7 +293,7 @@ class Cluster(AdminClient):
                 raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no group coordinator {broker_id}")
             ray.kill(self._coordinators[broker_id], no_restart=not restart)
         elif role == "request-send-thread":
-            thread = self._ask_controller("send_thread", broker_id)
+            thread = self._ask_controller(lambda controller: controller.send_thread.remote(broker_id))
             if thread is None:
                 raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no send thread for broker {broker_id}")
             ray.kill(thread, no_restart=True)

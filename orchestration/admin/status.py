@@ -45,7 +45,7 @@ def cluster_status(cluster) -> dict:
     controller = active_controller(cluster.namespace) or {}
     partitions = {"count": 0, "under_replicated": [], "offline": []}
     for topic in described["topics"]:
-        for p in cluster._ask_controller("describe_topic", topic) or []:
+        for p in cluster._ask_controller(lambda controller: controller.describe_topic.remote(topic)) or []:
             partitions["count"] += 1
             name = f"{topic}-{p['partition']}"
             if p["leader"] < 0:

@@ -47,7 +47,7 @@ class TopicAdmin:
                                timeout=max(ATTEMPT_TIMEOUT_MIN_S, deadline - time.monotonic()))
             (result,) = response.responses
             if result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and \
-                    self._ask_controller("describe_topic_config", topic, deadline=deadline) is not None:
+                    self._ask_controller(lambda controller: controller.describe_topic_config.remote(topic), deadline=deadline) is not None:
                 # The topic is new and this broker's metadata has not caught up: retriable, as
                 # Kafka's UnknownTopicOrPartitionException is for its clients.
                 raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"broker {broker_id} does not know {topic} yet")
@@ -61,7 +61,7 @@ class TopicAdmin:
         """Each topic key with ``value`` and ``source`` (``DYNAMIC_TOPIC_CONFIG`` for the topic's
         override, ``DEFAULT_CONFIG`` otherwise), as DescribeConfigs answers it."""
         def attempt(deadline: float) -> dict:
-            described = self._ask_controller("describe_topic_config", topic, deadline=deadline)
+            described = self._ask_controller(lambda controller: controller.describe_topic_config.remote(topic), deadline=deadline)
             if described is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r}")
             return described

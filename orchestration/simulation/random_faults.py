@@ -141,13 +141,18 @@ class _Schedule:
         self.later_commits: list[dict] = []  # commits tried after the last acknowledged one
         self.members = [sim.add_consumer(name, GROUP, [TOPIC]) for name in ("a", "b")]
         self.actions = [(a, w) for a, w, kind in ACTIONS if kind is None or kind in options.faults]
+        self._steps = {"produce": self._produce, "run": self._run, "commit": self._commit, "heal": self._heal,
+                       "crash": self._crash, "restart": self._restart, "pause": self._pause,
+                       "partition": self._partition, "drop": self._drop, "delay": self._delay,
+                       "lose-disk": self._lose_disk, "unflushed-tail": self._unflushed_tail,
+                       "storage-fault": self._storage_fault}
 
     def step(self, index: int) -> None:
         live = [b for b in self.brokers if self.sim.is_up(b)]
         # With fewer than min.insync.replicas brokers up nothing can be acknowledged: bring one back.
         weights = [w * (6 if a == "restart" and len(live) < 2 else 1) for a, w in self.actions]
         action = self.chooser.choices([a for a, _ in self.actions], weights=weights)[0]
-        getattr(self, "_" + action.replace("-", "_"))(index, live)
+        self._steps[action](index, live)
 
     def _note(self, what: str, fault: bool = True) -> None:
         self.done.append(what)

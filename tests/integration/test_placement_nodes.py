@@ -140,7 +140,7 @@ def test_each_brokers_fetchers_send_thread_and_coordinator_share_its_node(cluste
         fetchers = ray.get(cluster.broker(broker_id).fetchers.remote(), timeout=30)
         assert fetchers, f"broker {broker_id} follows partitions but runs no fetcher"
         companions = {f"fetcher {key}": entry["actor"] for key, entry in fetchers.items()}
-        companions["send thread"] = cluster._ask_controller("send_thread", broker_id)
+        companions["send thread"] = cluster._ask_controller(lambda controller: controller.send_thread.remote(broker_id))
         companions["group coordinator"] = cluster._coordinators[broker_id]
         for name, actor in companions.items():
             assert actor is not None, f"broker {broker_id} has no {name}"

@@ -23,7 +23,11 @@ def librdkafka_batches(values: list[bytes], compression_type: str, *, topic: str
     """The v2 batches (concatenated, as a fetch answers them) a confluent-kafka producer with
     ``compression.type`` built for ``values``, sent to partition 0 in order."""
     from confluent_kafka import Producer
-    producer = Producer({"test.mock.num.brokers": 1, "compression.type": compression_type, "linger.ms": 100,
+    # A long linger: every record is queued before ``flush`` sends them (flush does not wait out the
+    # linger), so the batches are big ones on a busy machine too. With a short one, a batch sent while
+    # the records were still being queued could hold one record, which librdkafka sends uncompressed
+    # (compressing it would not make it smaller).
+    producer = Producer({"test.mock.num.brokers": 1, "compression.type": compression_type, "linger.ms": 60_000,
                          "enable.idempotence": False, "log_level": 3})
     brokers = producer.list_topics(timeout=TIMEOUT_S).brokers
     (broker,) = brokers.values()

@@ -5,6 +5,8 @@ error code for an error the actor raised, by running a Cluster without Ray again
 controller and scripted group coordinators."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayTaskError
 
@@ -52,11 +54,21 @@ class Scripted:
             raise entry
         return entry
 
-    def __call__(self, method: str, *args, **kwargs):  # stands in for Cluster._ask_controller
-        return self.answer(method)
+    def __call__(self, call, **kwargs):  # stands in for Cluster._ask_controller
+        return call(_ScriptedHandle(self))
 
     def count(self, method: str) -> int:
         return self.calls.count(method)
+
+
+class _ScriptedHandle:
+    """A controller handle whose ``<method>.remote(...)`` is answered from the script."""
+
+    def __init__(self, scripted: Scripted) -> None:
+        self._scripted = scripted
+
+    def __getattr__(self, method: str):
+        return SimpleNamespace(remote=lambda *args, **kwargs: self._scripted.answer(method))
 
 
 def make_cluster(monkeypatch, controller: Scripted, partitions: list[list[int]] | None = None) -> Cluster:
@@ -67,7 +79,7 @@ def make_cluster(monkeypatch, controller: Scripted, partitions: list[list[int]] 
     monkeypatch.setattr(cluster, "_ask_controller", controller)
     # A Kafka request goes to the controller's ``handle``: scripted by the API table's name.
     monkeypatch.setattr(cluster, "_request_controller",
-                        lambda request, **kwargs: controller(api_of(request).name, request, **kwargs))
+                        lambda request, **kwargs: controller.answer(api_of(request).name))
     monkeypatch.setattr(cluster.directory, "refresh_metadata", lambda: None)
     if partitions is not None:
         served = [PartitionDescription(topic=TOPIC, partition=i, leader=replicas[0], replicas=replicas, isr=replicas,
