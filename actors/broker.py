@@ -153,8 +153,8 @@ class BrokerActor:
     def __init__(self, broker_id: int, log_dir: str, config: dict[str, str] | None = None,
                  namespace: str = "") -> None:
         # Resolved here, on the node Ray placed (or restarted) the broker on: its disk is that node's.
-        log_dir = resolve_log_dir(log_dir, node_id=ray.get_runtime_context().get_node_id(),
-                                  node_ip=ray.util.get_node_ip_address())
+        node_id, node_ip = ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
+        log_dir = resolve_log_dir(log_dir, node_id=node_id, node_ip=node_ip)
         os.makedirs(log_dir, exist_ok=True)
         self.broker_id = broker_id
         self.log_dir = log_dir
@@ -166,7 +166,8 @@ class BrokerActor:
         # Stock Kafka clients' TCP listeners: bound before registering, which advertises them.
         self._kafka_listener = KafkaListener(broker=self, broker_id=broker_id, namespace=namespace,
                                              config=self.config, log_dir=log_dir,
-                                             coordinator_actor_name=group_coordinator_actor_name(broker_id))
+                                             coordinator_actor_name=group_coordinator_actor_name(broker_id),
+                                             node_ip=node_ip, node_id=node_id)
         self._storage = FaultyStorage(FileStorage(log_dir))  # healthy until a fault is injected
         core = BrokerCore(broker_id=broker_id, storage=self._storage, config=KafkaConfig(self.config),
                           host=broker_actor_name(broker_id), incarnation_id=self.incarnation_id,

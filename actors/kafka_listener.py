@@ -49,8 +49,8 @@ from actors.wire.frames import (
     decode_header, encode_response_body, encode_response_segments, load_served_schemas,
 )
 from actors.wire.listeners import (
-    LISTENER_PORTS_FILE, LISTENERS_DEFAULT, advertised_endpoints, decode_remembered_ports, encode_remembered_ports,
-    parse_listeners, ports_to_bind,
+    LISTENER_KEYS, LISTENER_PORTS_FILE, advertised_endpoints, configured_listeners, decode_remembered_ports,
+    encode_remembered_ports, ports_to_bind, resolve_placeholders,
 )
 from actors.wire.sockets import ConnectionClosed, HeldResponses, receive_exactly
 
@@ -68,12 +68,15 @@ ACCEPT_RETRY_S = 0.1
 
 class KafkaListener:
     def __init__(self, *, broker: Any, broker_id: int, namespace: str, config: dict[str, str], log_dir: str,
-                 coordinator_actor_name: str) -> None:
+                 coordinator_actor_name: str, node_ip: str = "127.0.0.1", node_id: str = "") -> None:
         self._broker = broker  # the BrokerActor whose handlers serve data requests
         self._broker_id = broker_id
         self._coordinator_actor_name = coordinator_actor_name  # this broker's group coordinator actor
         self._namespace = namespace
-        self._config = dict(config)
+        # The node this broker runs on names itself in the listener keys ({node_ip}, {broker_id} ...).
+        self._node_ip = node_ip
+        self._config = {key: resolve_placeholders(str(value), node_ip=node_ip, node_id=node_id, broker_id=broker_id)
+                        if key in LISTENER_KEYS else value for key, value in config.items()}
         self._log_dir = log_dir
         self._request_bytes_max = int(config.get("socket.request.max.bytes", REQUEST_BYTES_MAX_DEFAULT))
         self._sockets: dict[str, socket.socket] = {}
@@ -85,7 +88,7 @@ class KafkaListener:
     def bind(self) -> tuple[BrokerEndpoint, ...]:
         """Bind every listener (synchronously, before the broker registers) and return the
         endpoints to advertise."""
-        listeners = parse_listeners(self._config.get("listeners", LISTENERS_DEFAULT))
+        listeners, _ = configured_listeners(self._config)
         ports_path = os.path.join(self._log_dir, LISTENER_PORTS_FILE)
         remembered = {}
         if os.path.exists(ports_path):
@@ -100,7 +103,7 @@ class KafkaListener:
         with open(ports_path + ".tmp", "w", encoding="utf-8") as file:
             file.write(encode_remembered_ports(bound))
         os.replace(ports_path + ".tmp", ports_path)
-        endpoints = advertised_endpoints(self._config, bound)
+        endpoints = advertised_endpoints(self._config, bound, self._node_ip)
         logger.info("broker {} Kafka listeners bound: {}", self._broker_id,
                     ", ".join(f"{e.name}://{e.host}:{e.port}" for e in endpoints))
         return endpoints

@@ -103,7 +103,7 @@ BROKER_KEYS_WITHOUT_DEFAULT = frozenset({
     "group.min.session.timeout.ms", "group.max.session.timeout.ms", "group.initial.rebalance.delay.ms",
     "group.max.size", "offsets.retention.minutes", "offsets.retention.check.interval.ms",
     "offsets.commit.timeout.ms", "offset.metadata.max.bytes", "raykafka.group.new.member.join.timeout.ms",
-    "listeners", "advertised.listeners", "socket.request.max.bytes",
+    "listeners", "advertised.listeners", "listener.security.protocol.map", "socket.request.max.bytes",
 })
 
 BROKER_CONFIG_KEYS = frozenset(BROKER_DEFAULTS) | BROKER_KEYS_WITHOUT_DEFAULT

@@ -122,7 +122,8 @@ class AdminClient(TopicAdmin):
                                 timeout_ms)
 
     def controller_epoch(self, *, timeout_ms: int | None = None) -> int:
-        return self._observe_controller("controller_epoch", lambda controller: controller.controller_epoch.remote(), timeout_ms=timeout_ms)
+        return self._observe_controller("controller_epoch", lambda controller: controller.controller_epoch.remote(),
+                                        timeout_ms=timeout_ms)
 
     def controller_queue_sizes(self, *, timeout_ms: int | None = None) -> dict[int, ChannelQueueStatus | None]:
         """Per broker id, the controller's queue of control requests for it: ``queue_size`` (the
@@ -130,17 +131,22 @@ class AdminClient(TopicAdmin):
         waited), ``last_queue_time_ms`` (enqueue-to-send time of the last one sent, Kafka's
         RequestQueueTimeMs), whether one is in flight, and how many were dropped at the queue's
         limit. None for a send thread that is being replaced."""
-        return self._observe_controller("queue_sizes", lambda controller: controller.queue_sizes.remote(), timeout_ms=timeout_ms)
+        return self._observe_controller("queue_sizes", lambda controller: controller.queue_sizes.remote(),
+                                        timeout_ms=timeout_ms)
 
     def describe_cluster(self, *, timeout_ms: int | None = None) -> dict:
         """The controller's view: its epoch and the live brokers with their epochs."""
-        return self._observe_controller("describe_cluster", lambda controller: controller.describe_cluster.remote(), timeout_ms=timeout_ms)
+        return self._observe_controller("describe_cluster", lambda controller: controller.describe_cluster.remote(),
+                                        timeout_ms=timeout_ms)
 
     @property
     def bootstrap_servers(self) -> str:
-        """"host:port,..." of every registered broker's PLAINTEXT Kafka listener: all a stock
-        Kafka client (confluent-kafka, kafka-python, aiokafka, kcat) needs to connect."""
-        return self.listener_addresses("PLAINTEXT")
+        """"host:port,..." of every registered broker's client listener: all a stock Kafka client
+        (confluent-kafka, kafka-python, aiokafka, kcat) needs to connect. The client listener is
+        PLAINTEXT when the brokers have one, else the first of ``advertised.listeners``."""
+        brokers = self.describe_cluster()["brokers"]
+        names = [name for _, info in sorted(brokers.items()) for name in info.get("listeners", {})]
+        return self.listener_addresses("PLAINTEXT" if "PLAINTEXT" in names or not names else names[0])
 
     def _listeners_known_everywhere(self) -> bool:
         names = {name for info in self.describe_cluster()["brokers"].values() for name in info.get("listeners", {})}
@@ -153,6 +159,8 @@ class AdminClient(TopicAdmin):
         return True
 
     def listener_addresses(self, listener_name: str, *, timeout_ms: int | None = None) -> str:
+        """"host:port,..." of every registered broker's listener ``listener_name`` (``EXTERNAL``,
+        say, when ``listeners`` names an internal and an external one)."""
         brokers = self.describe_cluster(timeout_ms=timeout_ms)["brokers"]
         return ",".join(info["listeners"][listener_name] for _, info in sorted(brokers.items())
                         if listener_name in info.get("listeners", {}))

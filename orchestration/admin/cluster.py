@@ -32,6 +32,7 @@ from actors.core.log.log import Log
 from actors.core.log.log_config import LogConfig
 from actors.core.replica.replica_manager import partition_directory
 from actors.core.topic_configs import check_broker_config
+from actors.wire.listeners import check_listener_config
 from actors.file_storage import FileStorage
 from actors.group_coordinator import GroupCoordinatorRemote
 from actors.ray_metadata_store import RayKeyValueStore
@@ -99,6 +100,7 @@ class Cluster(AdminClient):
         config = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in (config or {}).items()}
         try:
             check_broker_config(config)  # before anything starts: a broker would refuse it at every restart
+            check_listener_config(config)
         except KafkaProtocolError as exc:
             raise KafkaError(exc.error_code, exc.message) from None
         owns_ray = not ray.is_initialized()

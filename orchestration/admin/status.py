@@ -8,8 +8,8 @@ node. Placement: the placement group's strategy in force and why
 (``orchestration.admin.placement``). The controller: its actor and controller epoch. Partitions,
 as the controller knows them: how many, how many under-replicated (ISR smaller than the replicas)
 and offline (no leader), Kafka's UnderReplicatedPartitions and OfflinePartitionsCount.
-``bootstrap_servers``: the registered brokers' PLAINTEXT listeners, what a stock Kafka client is
-given.
+``bootstrap_servers``: the registered brokers' client listeners, what a stock Kafka client is
+given: PLAINTEXT when the brokers have one, else the first advertised (``Cluster.bootstrap_servers``).
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ import ray
 from actors.ray_metadata_store import active_controller
 
 PING_TIMEOUT_S = 5
-# The listener stock clients are given (Cluster.bootstrap_servers uses the same one).
+# The listener stock clients are given when the brokers have it, else the first advertised one
+# (Cluster.bootstrap_servers chooses the same way).
 BOOTSTRAP_LISTENER = "PLAINTEXT"
 
 
@@ -53,7 +54,9 @@ def cluster_status(cluster) -> dict:
             if len(p["isr"]) < len(p["replicas"]):
                 partitions["under_replicated"].append(name)
     placement = cluster.placement.describe() if cluster.placement is not None else None
-    bootstrap = ",".join(b["listeners"][BOOTSTRAP_LISTENER] for b in brokers if BOOTSTRAP_LISTENER in b["listeners"])
+    names = [name for b in brokers for name in b["listeners"]]
+    client_listener = BOOTSTRAP_LISTENER if BOOTSTRAP_LISTENER in names or not names else names[0]
+    bootstrap = ",".join(b["listeners"][client_listener] for b in brokers if client_listener in b["listeners"])
     return {"namespace": cluster.namespace, "log_dir": cluster.log_dir, "brokers": brokers, "placement": placement,
             "bootstrap_servers": bootstrap,
             "controller": {"actor_name": controller.get("actor_name"), "controller_epoch": described["controller_epoch"],

@@ -14,6 +14,7 @@ import argparse
 
 from actors.core.errors import KafkaProtocolError
 from actors.core.topic_configs import check_broker_config
+from actors.wire.listeners import check_listener_config
 from orchestration.admin.detached import (
     forget_cluster, raykafka_home, remember_cluster, remembered_cluster, start_local_head, stop_local_head,
 )
@@ -38,6 +39,7 @@ def _start(args: argparse.Namespace) -> int:
     config = parse_config(args.config)
     try:
         check_broker_config(config)  # an unknown key or bad value is refused before a Ray head starts
+        check_listener_config(config)
     except KafkaProtocolError as exc:
         return fail(args, KafkaError(exc.error_code, exc.message))
     head = start_local_head(num_cpus=args.num_cpus) if args.local else {}
@@ -83,7 +85,7 @@ def _status(args: argparse.Namespace) -> int:
             placement_line(a.get("placement")),
             f"controller: {a['controller']['actor_name']} epoch {a['controller']['controller_epoch']}",
             f"partitions: {p['count']}, under-replicated {len(p['under_replicated'])}, offline {len(p['offline'])}",
-            f"bootstrap.servers={a['bootstrap_servers'] or '(no broker registered a PLAINTEXT listener)'}",
+            f"bootstrap.servers={a['bootstrap_servers'] or '(no broker registered a Kafka listener)'}",
             f"broker logs: {a['log_dir']}"])
     emit(args, answer, text)
     return 0
