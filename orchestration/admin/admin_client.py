@@ -38,6 +38,7 @@ from actors.ray_metadata_store import active_controller
 from orchestration.admin.groups import (
     GroupDescription, commit_offsets, delete_group, describe_group, list_groups, list_offset,
 )
+from orchestration.admin.status import client_listener
 from orchestration.admin.topic_admin import TopicAdmin
 from orchestration.admin.wait import wait_until
 from orchestration.clients.broker_directory import BrokerDirectory, call_with_retries
@@ -145,8 +146,8 @@ class AdminClient(TopicAdmin):
         (confluent-kafka, kafka-python, aiokafka, kcat) needs to connect. The client listener is
         PLAINTEXT when the brokers have one, else the first of ``advertised.listeners``."""
         brokers = self.describe_cluster()["brokers"]
-        names = [name for _, info in sorted(brokers.items()) for name in info.get("listeners", {})]
-        return self.listener_addresses("PLAINTEXT" if "PLAINTEXT" in names or not names else names[0])
+        return self.listener_addresses(client_listener(
+            name for _, info in sorted(brokers.items()) for name in info.get("listeners", {})))
 
     def _listeners_known_everywhere(self) -> bool:
         names = {name for info in self.describe_cluster()["brokers"].values() for name in info.get("listeners", {})}

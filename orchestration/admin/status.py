@@ -23,6 +23,12 @@ PING_TIMEOUT_S = 5
 BOOTSTRAP_LISTENER = "PLAINTEXT"
 
 
+def client_listener(names) -> str:
+    """The listener stock clients are given, among the brokers' listener ``names`` (in order)."""
+    names = list(names)
+    return BOOTSTRAP_LISTENER if BOOTSTRAP_LISTENER in names or not names else names[0]
+
+
 def cluster_status(cluster) -> dict:
     described = cluster.describe_cluster()
     brokers = []
@@ -54,9 +60,8 @@ def cluster_status(cluster) -> dict:
             if len(p["isr"]) < len(p["replicas"]):
                 partitions["under_replicated"].append(name)
     placement = cluster.placement.describe() if cluster.placement is not None else None
-    names = [name for b in brokers for name in b["listeners"]]
-    client_listener = BOOTSTRAP_LISTENER if BOOTSTRAP_LISTENER in names or not names else names[0]
-    bootstrap = ",".join(b["listeners"][client_listener] for b in brokers if client_listener in b["listeners"])
+    name = client_listener(name for b in brokers for name in b["listeners"])
+    bootstrap = ",".join(b["listeners"][name] for b in brokers if name in b["listeners"])
     return {"namespace": cluster.namespace, "log_dir": cluster.log_dir, "brokers": brokers, "placement": placement,
             "bootstrap_servers": bootstrap,
             "controller": {"actor_name": controller.get("actor_name"), "controller_epoch": described["controller_epoch"],
