@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
+# pytest with Python's fault handler on: a native crash prints every thread's stack (tests/conftest.py).
+PYTEST := $(VPY) -X faulthandler -m pytest
 STAMP := $(VENV)/.installed
 
 .PHONY: demo demo-no-spark test unit integration chaos bench venv clean
@@ -22,16 +24,16 @@ demo-no-spark: $(STAMP)
 	$(VENV)/bin/raykafka demo
 
 test: $(STAMP)
-	$(VPY) -m pytest tests
+	$(PYTEST) tests --durations=25
 
 unit: $(STAMP)
-	$(VPY) -m pytest tests/unit tests/scenarios
+	$(PYTEST) tests/unit tests/scenarios
 
 integration: $(STAMP)
-	$(VPY) -m pytest tests/integration
+	$(PYTEST) tests/integration
 
 chaos: $(STAMP)
-	$(VPY) -m pytest tests -m chaos
+	$(PYTEST) tests -m chaos
 
 bench: $(STAMP)
 	$(VPY) -m pip install --quiet -e ".[test,bench]"
