@@ -68,6 +68,16 @@ def resolve_log_dir(log_dir: str, *, node_id: str, node_ip: str) -> str:
     return log_dir.replace("{node_id}", node_id).replace("{node_ip}", node_ip)
 
 
+def _node_locations() -> dict:
+    """Where this node keeps what an operator looks for: Ray's log directory (the actors' log
+    files) and the port of its Prometheus endpoint (the brokers' metrics, per node)."""
+    node = ray._private.worker.global_worker.node
+    try:
+        return {"ray_logs_dir": node.get_logs_dir_path(), "metrics_export_port": node.metrics_export_port}
+    except Exception:  # a worker that cannot tell (an older Ray): the status leaves them out
+        return {}
+
+
 async def _get_object(ref):
     """The object a follower's append names; None for anything that is no object ref (bad input:
     that partition is then answered CORRUPT_MESSAGE)."""
@@ -306,7 +316,7 @@ class BrokerActor:
     async def ping(self) -> dict:
         return {"broker_id": self.broker_id, "incarnation_id": self.incarnation_id, "pid": os.getpid(),
                 "node_id": ray.get_runtime_context().get_node_id(), "node_ip": ray.util.get_node_ip_address(),
-                "log_dir": self.log_dir, "directory_id": self._driver.core.directory_id}
+                "log_dir": self.log_dir, "directory_id": self._driver.core.directory_id, **_node_locations()}
 
     async def controlled_shutdown(self) -> str:
         """Ask the controller to move this broker's leaderships away; returns the outcome's name."""

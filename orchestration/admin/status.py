@@ -3,8 +3,9 @@
 Brokers: each configured broker id, whether its actor answers, its broker epoch as the controller
 registered it, its Kafka listeners as it registered them (``listeners``: name -> host:port;
 ``listener``: the PLAINTEXT one, else the first), the Ray node (id and IP) and process it runs in,
-its actor id (``ray logs actor --id ID`` reads its log) and its log directory as resolved on its
-node. Placement: the placement group's strategy in force and why
+its actor id (``ray logs actor --id ID`` reads its log), its log directory as resolved on its
+node, that node's Ray log directory (``ray_logs_dir``, where the actor's log files are) and its
+Prometheus endpoint (``metrics``), each per node. Placement: the placement group's strategy in force and why
 (``orchestration.admin.placement``). The controller: its actor and controller epoch. Partitions,
 as the controller knows them: how many, how many under-replicated (ISR smaller than the replicas)
 and offline (no leader), Kafka's UnderReplicatedPartitions and OfflinePartitionsCount.
@@ -38,14 +39,16 @@ def cluster_status(cluster) -> dict:
         entry = {"broker_id": broker_id, "up": False, "registered": registered is not None,
                  "broker_epoch": registered["broker_epoch"] if registered else None, "listeners": listeners,
                  "listener": listeners.get(BOOTSTRAP_LISTENER) or next(iter(listeners.values()), None),
-                 "node_id": None, "node_ip": None, "pid": None, "actor_id": None,
+                 "node_id": None, "node_ip": None, "pid": None, "actor_id": None, "ray_logs_dir": None, "metrics": None,
                  "log_dir": cluster.broker_log_dir(broker_id)}
         try:
             handle = cluster.broker(broker_id)
             entry["actor_id"] = handle._actor_id.hex()
             ping = ray.get(handle.ping.remote(), timeout=PING_TIMEOUT_S)
             entry.update(up=True, node_id=ping.get("node_id"), node_ip=ping.get("node_ip"), pid=ping.get("pid"),
-                         log_dir=ping.get("log_dir", entry["log_dir"]))
+                         log_dir=ping.get("log_dir", entry["log_dir"]), ray_logs_dir=ping.get("ray_logs_dir"),
+                         metrics=(f"http://{ping['node_ip']}:{ping['metrics_export_port']}/metrics"
+                                  if ping.get("metrics_export_port") and ping.get("node_ip") else None))
         except Exception:
             pass  # down, or restarting: reported as not up
         brokers.append(entry)

@@ -76,12 +76,18 @@ def _status(args: argparse.Namespace) -> int:
     def text(a: dict) -> str:
         rows = [[b["broker_id"], "up" if b["up"] else "DOWN", b["broker_epoch"], b["pid"], (b["node_id"] or "")[:12],
                  b.get("node_ip") or "", b["actor_id"] or "",
-                 " ".join(f"{name}://{address}" for name, address in b["listeners"].items()) or "-"]
+                 " ".join(f"{name}://{address}" for name, address in b["listeners"].items()) or "-",
+                 b.get("log_dir") or "-"]
                 for b in a["brokers"]]
+        nodes = {}
+        for b in a["brokers"]:
+            if b.get("node_ip") and (b.get("ray_logs_dir") or b.get("metrics")):
+                nodes.setdefault((b["node_ip"], b.get("node_id")), (b.get("ray_logs_dir") or "-", b.get("metrics") or "-"))
         p = a["partitions"]
         return "\n".join([
-            table(["broker", "state", "epoch", "pid", "node", "node ip", "actor id (ray logs actor --id)", "listener"],
-                  rows),
+            table(["broker", "state", "epoch", "pid", "node", "node ip", "actor id (ray logs actor --id)", "listener",
+                   "data dir"], rows),
+            *(f"node {ip}: ray logs {logs}, metrics {metrics}" for (ip, _), (logs, metrics) in nodes.items()),
             placement_line(a.get("placement")),
             f"controller: {a['controller']['actor_name']} epoch {a['controller']['controller_epoch']}",
             f"partitions: {p['count']}, under-replicated {len(p['under_replicated'])}, offline {len(p['offline'])}",

@@ -119,6 +119,24 @@ def test_cluster_status_names_each_brokers_listener_and_the_bootstrap_servers(rk
     assert all(f"PLAINTEXT://{address}" in text for address in listeners), text
 
 
+def test_cluster_status_says_where_each_node_keeps_data_logs_and_metrics(rk):
+    status = rk.json("cluster", "status")
+    text = rk.run("cluster", "status", json_output=False).stdout
+    for broker in status["brokers"]:
+        # The broker's own data directory, as resolved on its node.
+        assert Path(broker["log_dir"]).is_dir() and broker["log_dir"] in text, (broker, text)
+        # Ray's log directory on its node holds the log files of the process the broker runs in.
+        logs = Path(broker["ray_logs_dir"])
+        assert any(f"-{broker['pid']}." in p.name for p in logs.glob("worker-*")), (broker, sorted(logs.iterdir()))
+        assert f"ray logs {broker['ray_logs_dir']}" in text, text
+    # The node's Prometheus endpoint, which has the brokers' metrics.
+    endpoints = {b["metrics"] for b in status["brokers"]}
+    assert all(e and e.endswith("/metrics") for e in endpoints), status["brokers"]
+    for endpoint in endpoints:
+        wait_for(f"raykafka's metrics on {endpoint}", lambda: "ray_raykafka_" in urllib.request.urlopen(
+            endpoint, timeout=10).read().decode())
+
+
 def test_cluster_stop_waits_for_every_process_of_the_ray_head_and_says_what_it_stopped(tmp_path):
     """A cluster of its own (one broker), so that stopping it leaves the module's cluster alone."""
     import psutil
