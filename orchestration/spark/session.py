@@ -50,6 +50,8 @@ DEFAULT_TASK_SLOTS = 4
 DEFAULT_EXECUTOR_MEMORY = "1g"
 JAVA_VERSION_TIMEOUT_S = 30
 PLACEMENT_TIMEOUT_S = 60
+EXECUTORS_REGISTER_TIMEOUT_S = 120
+EXECUTORS_POLL_S = 0.2
 
 
 class JavaNotFoundError(RuntimeError):
@@ -241,11 +243,29 @@ class SparkOnRay:
                 ray.util.remove_placement_group(group)
             raise
         spark.sparkContext.setLogLevel("ERROR")
-        startup_s = time.monotonic() - started
+        session = cls(spark, sizing, 0.0, settings, group)
+        try:
+            session._wait_for_executors()
+        except BaseException:
+            session.stop()
+            raise
+        startup_s = session.startup_s = time.monotonic() - started
         logger.info("Spark on Ray up in {:.1f}s: {} executor(s), {} task slots each, {}{}", startup_s,
                     sizing.num_executors, sizing.task_slots, sizing.executor_memory,
                     f", placed {sizing.placement_strategy}" if group is not None else "")
-        return cls(spark, sizing, startup_s, settings, group)
+        return session
+
+    def _wait_for_executors(self) -> None:
+        """Wait (bounded) until every executor has registered: a job submitted sooner runs all its
+        tasks on the executors already there, all on one host perhaps. Spark goes on with fewer
+        when the time is up (a busy machine starts JVMs slowly), and says so."""
+        deadline = time.monotonic() + EXECUTORS_REGISTER_TIMEOUT_S
+        while len(self.executor_hosts()) < self.sizing.num_executors:
+            if time.monotonic() > deadline:
+                logger.warning("{} of {} Spark executors registered within {}s; going on with them",
+                               len(self.executor_hosts()), self.sizing.num_executors, EXECUTORS_REGISTER_TIMEOUT_S)
+                return
+            time.sleep(EXECUTORS_POLL_S)
 
     def executor_hosts(self) -> dict[str, str]:
         """Executor id -> the host it serves from (its Ray node's IP), for the executors alive now,
