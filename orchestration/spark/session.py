@@ -156,7 +156,8 @@ class SparkSizing:
     ``placement_strategy``, when set, places the executors through a Ray placement group of one
     bundle per executor with that strategy (``SPREAD``: over the nodes where they fit;
     ``STRICT_SPREAD``: each on a node of its own, or Spark does not start); ``None`` leaves it to
-    Ray's default scheduling, which fills the driver's node first."""
+    Ray's default scheduling, which keeps actors on the node that asks for them (the app master's)
+    until half of its CPUs are taken, so on large nodes every executor lands on one host."""
     num_executors: int = 1
     executor_cpus: float = 1.0
     task_slots: int = DEFAULT_TASK_SLOTS

@@ -30,3 +30,50 @@ def test_the_run_says_which_hosts_its_executors_and_clients_ran_on():
     assert _where_line(where) == ("Spark executors on 198.18.0.11 (2), 198.18.0.12 (1); "
                                   "clients on 198.18.0.11 (1), 198.18.0.12 (2)")
     assert _where_line({"executors": {}, "clients": {}}) == "Spark executors on none; clients on none"
+
+
+class _Message:
+    def __init__(self, offset, value, error=None):
+        self._offset, self._value, self._error = offset, value, error
+
+    def error(self): return self._error
+    def topic(self): return "t"
+    def partition(self): return 1
+    def offset(self): return self._offset
+    def timestamp(self): return (1, 1700000000000 + self._offset)
+    def key(self): return None
+    def value(self): return self._value
+
+
+class _Librdkafka:
+    """What ConfluentLoadConsumer asks of confluent_kafka.Consumer: one owned partition at position 7."""
+
+    def __init__(self, config):
+        from confluent_kafka import TopicPartition
+        self.config, self.batches = config, [[_Message(7, b"p:7|xx"), _Message(8, b"p:8|xx")], []]
+        self.owned = [TopicPartition("t", 1)]
+
+    def assignment(self): return self.owned
+
+    def position(self, partitions):
+        from confluent_kafka import TopicPartition
+        return [TopicPartition("t", 1, 7), TopicPartition("t", 2, -1001)]  # -1001: no position yet
+
+    def consume(self, count, timeout): return self.batches.pop(0)
+
+
+def test_a_librdkafka_consumer_records_its_polls_with_the_positions_before_them(monkeypatch):
+    import confluent_kafka
+
+    from orchestration.spark.confluent_consumer import ConfluentLoadConsumer
+    from orchestration.spark.jobs import TaskHistory
+    monkeypatch.setattr(confluent_kafka, "Consumer", _Librdkafka)
+    history = TaskHistory()
+    consumer = ConfluentLoadConsumer("198.18.0.10:9092", {"group.id": "g"}, history=history, process="c")
+    assert consumer._consumer.config == {"group.id": "g", "bootstrap.servers": "198.18.0.10:9092"}
+    records = consumer.poll(timeout_ms=200)
+    assert [(r.topic, r.partition, r.offset, r.value) for r in records] == [("t", 1, 7, b"p:7|xx"), ("t", 1, 8, b"p:8|xx")]
+    assert consumer.poll(timeout_ms=200) == []
+    [(_, process, type_, f, value)] = history.events  # an empty poll is not recorded
+    assert (process, type_, f) == ("c", "ok", "poll")
+    assert value == {"records": [["t", 1, 7, "p:7"], ["t", 1, 8, "p:8"]], "positions_before": {"t-1": 7}}
