@@ -22,6 +22,12 @@ Values are unique across a run: ``<producer>:<sequence>``, then ``|`` and paddin
 While the jobs run, tasks report their counts to a ``JobProgress`` actor every
 ``PROGRESS_INTERVAL_S`` (one Ray call per interval, not per record); the driver's progress
 display, the fault schedule's ``after_acks`` triggers and the consumers' stop condition read it.
+Each task also reports once where it runs (its Ray node's IP), so a run shows which hosts its load
+came from.
+
+Consumers are raykafka's (its Python API, through Ray) or, with ``client="confluent-kafka"``,
+librdkafka's over Kafka's wire protocol to the brokers' advertised listeners
+(``orchestration.spark.confluent_consumer``), as producers are.
 """
 from __future__ import annotations
 
@@ -89,17 +95,22 @@ class TaskHistory:
 @ray.remote(num_cpus=0)
 class JobProgress:
     """Counts the tasks report: records sent, acknowledged, failed, read; per subscription the
-    highest offset read + 1 per partition. One per run, named in the cluster's namespace."""
+    highest offset read + 1 per partition; per client (process), the IP of the Ray node its task
+    ran on. One per run, named in the cluster's namespace."""
 
     def __init__(self) -> None:
         self.counts: dict[str, int] = {"sent": 0, "acknowledged": 0, "failed": 0, "read": 0}
         self.read_ends: dict[str, dict[str, int]] = {}
+        self.hosts: dict[str, str] = {}
         self.load_started_at: float | None = None
         self.targets: dict[str, int] | None = None  # set when the load is over
         self.deadline = float("inf")
 
     def report(self, counts: dict[str, int], read_ends: dict[str, dict[str, int]] | None = None,
-               started_at: float | None = None) -> None:
+               started_at: float | None = None, host: tuple[str, str] | None = None) -> None:
+        if host is not None:
+            process, node_ip = host
+            self.hosts[str(process)] = str(node_ip)
         for key, value in counts.items():
             self.counts[key] = self.counts.get(key, 0) + int(value)
         for subscription, ends in (read_ends or {}).items():
@@ -127,7 +138,7 @@ class JobProgress:
 
     def snapshot(self) -> dict:
         return {"counts": dict(self.counts), "load_started_at": self.load_started_at,
-                "read_ends": {s: dict(e) for s, e in self.read_ends.items()}}
+                "read_ends": {s: dict(e) for s, e in self.read_ends.items()}, "hosts": dict(self.hosts)}
 
 
 def progress_actor_name(run_id: str) -> str:
@@ -156,6 +167,7 @@ class ConsumerTask:
     topic: str
     config: dict = field(default_factory=dict)
     timeout_s: float = 3600.0  # a safety net only: the driver's deadline (JobProgress) ends a consumer
+    client: str = "raykafka"  # or "confluent-kafka": librdkafka over Kafka's wire protocol
 
 
 class _Reporter:
@@ -206,7 +218,7 @@ def run_producer(target: RayTarget, task: ProducerTask, progress_name: str) -> I
     reporter = _Reporter(progress)
     rng = random.Random(task.seed)
     started = time.time()
-    reporter.flush(started_at=started)
+    reporter.flush(started_at=started, host=(task.process, ray.util.get_node_ip_address()))
     interval_s = 1.0 / task.rate_per_s if task.rate_per_s > 0 else 0.0
     sizes: dict[str, int] = {}
     sequence, next_at = 0, time.monotonic()
@@ -267,15 +279,21 @@ def _load_rows(task: ProducerTask, events: list[tuple], sizes: dict[str, int]) -
 def run_consumer(target: RayTarget, task: ConsumerTask, progress_name: str) -> Iterator[tuple]:
     """One member of a subscription's group; reads until the whole group has read every partition
     up to the acknowledged ends (``JobProgress.targets``) or ``timeout_s`` passes."""
-    from orchestration.clients.consumer import Consumer
     from orchestration.history import topic_partition_key
     directory = target.directory()
     progress = ray.get_actor(progress_name, namespace=target.namespace)
     history = TaskHistory()
-    settings = {"auto.offset.reset": "earliest", "enable.auto.commit": "false", "max.poll.records": "5000",
-                **task.config, "group.id": task.subscription}
-    consumer = Consumer(directory, settings, history=history, process=task.process)
+    settings = {"auto.offset.reset": "earliest", "enable.auto.commit": "false", **task.config,
+                "group.id": task.subscription}
+    if task.client == "confluent-kafka":
+        from orchestration.spark.confluent_consumer import ConfluentLoadConsumer
+        consumer = ConfluentLoadConsumer(target.bootstrap_servers, settings, history=history, process=task.process)
+    else:
+        from orchestration.clients.consumer import Consumer
+        consumer = Consumer(directory, {"max.poll.records": "5000", **settings}, history=history,
+                            process=task.process)
     reporter = _Reporter(progress)
+    reporter.flush(force=True, host=(task.process, ray.util.get_node_ip_address()))
     rows, ends = [], {}
     deadline = time.monotonic() + task.timeout_s
     started = time.time()

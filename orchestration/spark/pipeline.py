@@ -9,12 +9,19 @@ results become DataFrames (saved as Parquet) and their clients' histories go, wi
 the invariant sampler's samples, into ``history.jsonl``, which ``orchestration.chaos.checker`` judges.
 The summary is computed with Spark, printed as Kafka's perf-test tools print theirs, saved as
 ``summary.json`` and drawn as ``throughput.png``; ``verdict.txt`` holds the checker's report.
+
+On a Ray cluster of several hosts (``address`` given, or more than one node) the brokers listen on
+their own node's IP (``listeners=PLAINTEXT://{node_ip}:0`` unless the workload sets listeners), so
+librdkafka clients in Spark tasks on other hosts reach them at what they advertise, and Spark's
+executors spread over the nodes (``SparkSizing.for_ray``). The summary says where the load ran: the
+executors' hosts as Spark reports them and each client's Ray node.
 """
 from __future__ import annotations
 
 import threading
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +34,9 @@ from orchestration.spark.workload import Workload
 LOAD_PRODUCER_DEFAULTS = {"linger.ms": "5", "retries": "0", "retry.backoff.ms": "100", "request.timeout.ms": "5000",
                           "delivery.timeout.ms": "30000", "max.in.flight.requests.per.connection": "1"}
 DISPLAY_INTERVAL_S = 1.0
+# The brokers' listeners on a Ray cluster of several hosts: each broker on its own node's IP, which
+# clients on the other hosts can reach (the default, 127.0.0.1, reaches only the broker's own host).
+NODE_LISTENERS = "PLAINTEXT://{node_ip}:0"
 # A consumer task also stops by itself this long after its deadline should have come (a driver
 # that died cannot tell it to).
 CONSUMER_SAFETY_NET_S = 600
@@ -100,6 +110,15 @@ class _Display:
             self._bar = self._task = None
 
 
+def broker_config(workload: Workload, *, several_hosts: bool) -> dict[str, str]:
+    """The brokers' configuration for ``workload``: fast failover, the node's IP as the listener
+    host when the cluster may span hosts and the workload names no listener, then the workload's."""
+    from orchestration.chaos.runner import FAST_FAILOVER_CONFIG
+    names_listeners = {"listeners", "advertised.listeners"} & set(workload.broker_config)
+    node_listeners = {"listeners": NODE_LISTENERS} if several_hosts and not names_listeners else {}
+    return {**FAST_FAILOVER_CONFIG, **node_listeners, **workload.broker_config}
+
+
 def _producer_tasks(workload: Workload, topics: list[str], config: dict):
     from orchestration.spark.jobs import ProducerTask
     shares = workload.records_per_producer()
@@ -119,7 +138,8 @@ def _consumer_tasks(workload: Workload, topics: list[str]):
     from orchestration.spark.jobs import ConsumerTask
     safety_net_s = (workload.duration_s or 0) + workload.consume_timeout_seconds + CONSUMER_SAFETY_NET_S
     return [ConsumerTask(process=f"consumer-{topic}-sub{s}-{c}", subscription=f"{topic}-sub{s}", topic=topic,
-                         config=dict(workload.consumer_config), timeout_s=safety_net_s)
+                         config=dict(workload.consumer_config), timeout_s=safety_net_s,
+                         client=workload.consumer_client)
             for topic in topics for s in range(workload.subscriptions_per_topic)
             for c in range(workload.consumer_per_subscription)]
 
@@ -204,26 +224,27 @@ def run_workload(workload: Workload, *, address: str | None = None, output_dir: 
             from orchestration.admin.ray_runtime import start_local_ray
             start_local_ray(num_cpus=num_cpus, namespace=namespace)
     try:
-        return _run_on_ray(workload, output, show_progress, log_dir, spark_sizing, out)
+        several_hosts = bool(address) or sum(1 for node in ray.nodes() if node.get("Alive")) > 1
+        return _run_on_ray(workload, output, show_progress, log_dir, spark_sizing, out, several_hosts)
     finally:
         if owns_ray:
             ray.shutdown()
 
 
-def _run_on_ray(workload, output, show_progress, log_dir, spark_sizing, out) -> PipelineResult:
-    from orchestration.chaos.runner import FAST_FAILOVER_CONFIG
+def _run_on_ray(workload, output, show_progress, log_dir, spark_sizing, out, several_hosts) -> PipelineResult:
     from orchestration.admin.cluster import Cluster
     from orchestration.spark.session import SparkOnRay
     started = time.monotonic()
     cluster = Cluster.start(brokers=workload.brokers, log_dir=log_dir,
-                            config={**FAST_FAILOVER_CONFIG, **workload.broker_config})
+                            config=broker_config(workload, several_hosts=several_hosts))
     spark = None
     try:
         out(f"raykafka cluster: {workload.brokers} brokers up in {time.monotonic() - started:.1f}s "
-            f"(Ray namespace {cluster.namespace})")
+            f"(Ray namespace {cluster.namespace}; bootstrap servers {cluster.bootstrap_servers})")
         spark = SparkOnRay.start("raykafka-load", spark_sizing)
+        placed = f", placed {spark.sizing.placement_strategy}" if spark.sizing.placement_strategy else ""
         out(f"Spark on Ray started in {spark.startup_s:.1f}s ({spark.sizing.num_executors} executor(s), "
-            f"{spark.sizing.task_slots} task slots each)")
+            f"{spark.sizing.task_slots} task slots each{placed})")
         return run_on(cluster, spark, workload, output, show_progress=show_progress, out=out)
     finally:
         if spark is not None:
@@ -339,16 +360,18 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
                     since=consume_started)
             consume_rows, consume_events = jobs.split_results(_result(thread, outcome))
             jobs.write_events(history, consume_events, wall_zero)
+            where = {"bootstrap_servers": target.bootstrap_servers, "executors": spark.executor_hosts(),
+                     "clients": jobs.snapshot(progress)["hosts"]}
         finally:
             sampler.stop()
             ray.kill(progress)
     report = check(read_history(history_path), unseen_is_anomaly=True)
     return _summarize(workload, spark, output, load_rows, consume_rows, report, schedule, run, wall_zero,
-                      history_path, topics, out)
+                      history_path, topics, out, where)
 
 
 def _summarize(workload, spark, output, load_rows, consume_rows, report, schedule, run, wall_zero,
-               history_path, topics, out) -> PipelineResult:
+               history_path, topics, out, where) -> PipelineResult:
     from orchestration.spark import plot
     from orchestration.spark.summary import (
         consume_schema, consumer_lines, load_schema, producer_line, save_summary, summarize,
@@ -364,7 +387,7 @@ def _summarize(workload, spark, output, load_rows, consume_rows, report, schedul
     lost = report.counts.get("lost-write", 0) + report.counts.get("unseen", 0)
     recovery_s = _recovery_s(load_rows, topics[0], schedule.kills)
     summary.update({"workload": workload.name, "spark_startup_s": round(spark.startup_s, 2),
-                    "recovery_s": recovery_s, "checker": report.summary(), "notes": run.notes})
+                    "recovery_s": recovery_s, "checker": report.summary(), "notes": run.notes, **where})
     save_summary(summary, output / "summary.json")
     (output / "verdict.txt").write_text(report.table() + "\n")
     faults = [(f["time"] - (zero - wall_zero), f["name"],
@@ -374,6 +397,7 @@ def _summarize(workload, spark, output, load_rows, consume_rows, report, schedul
     png = plot.draw(output / "throughput.png", summary["produce"]["windows"], summary["consume"]["windows"],
                     plot.fault_bands(faults, end_s), f"{workload.name}: Spark-driven load on raykafka")
     out("")
+    out(_where_line(where))
     out(producer_line(summary))
     for line in consumer_lines(summary):
         out(line)
@@ -391,3 +415,10 @@ def _summarize(workload, spark, output, load_rows, consume_rows, report, schedul
     out(f"history, summary.json, verdict.txt and the picture in {output}; PNG: {png}")
     return PipelineResult(workload.name, str(output), spark.startup_s, summary, report, acknowledged, consumed,
                           lost, recovery_s, png, list(run.notes))
+
+
+def _where_line(where: dict) -> str:
+    """Where the load ran: executors per host (Spark's view), clients per Ray node."""
+    def per_host(hosts: dict[str, str]) -> str:
+        return ", ".join(f"{host} ({count})" for host, count in sorted(Counter(hosts.values()).items())) or "none"
+    return f"Spark executors on {per_host(where['executors'])}; clients on {per_host(where['clients'])}"

@@ -11,6 +11,13 @@ workers run this interpreter (``spark.pyspark.python``) with this project on the
 the brokers through ``RayTarget``: the exact Ray address (a shared machine may run several Rays,
 so ``"auto"`` could find the wrong one) and the cluster's namespace.
 
+On a Ray cluster of several hosts nothing here names loopback: RayDP binds and advertises the
+driver (``spark.driver.host`` and ``bindAddress``), the app master and each executor at its Ray
+node's IP; a Python worker joins Ray as a driver on its own host's node (``RayTarget.directory``,
+from the address its host has toward the GCS, as ``ray start --address`` chooses a worker node's);
+and ``SparkSizing.placement_strategy`` spreads the executors over the nodes with a Ray placement
+group (``for_ray`` picks ``SPREAD`` when the cluster has more than one node).
+
 ``check_java`` looks for Java 17 first (fast, no Spark start) and names the fix when it is missing.
 """
 from __future__ import annotations
@@ -42,6 +49,9 @@ DEFAULT_APP_NAME = "raykafka"
 DEFAULT_TASK_SLOTS = 4
 DEFAULT_EXECUTOR_MEMORY = "1g"
 JAVA_VERSION_TIMEOUT_S = 30
+PLACEMENT_TIMEOUT_S = 60
+EXECUTORS_REGISTER_TIMEOUT_S = 120
+EXECUTORS_POLL_S = 0.2
 
 
 class JavaNotFoundError(RuntimeError):
@@ -120,25 +130,59 @@ class RayTarget:
         from orchestration.clients.broker_directory import BrokerDirectory
         if not ray.is_initialized():
             ray.init(address=self.address, namespace=self.namespace, log_to_driver=False,
-                     logging_level="WARNING", configure_logging=False)
+                     logging_level="WARNING", configure_logging=False,
+                     _node_ip_address=node_ip_toward(self.address))
         return BrokerDirectory(namespace=self.namespace, bootstrap_broker_ids=list(self.bootstrap_broker_ids))
+
+
+def node_ip_toward(address: str) -> str:
+    """The IP this host has toward ``address`` (Ray's GCS, ``host:port``): the IP ``ray start
+    --address`` registers a worker node under by default, so a process joining Ray with it attaches
+    to its own host's node. Without it Ray attaches the process to any node it finds running on this
+    machine, preferring the head: right on one host, wrong where several Ray nodes share a machine
+    (containers, or network namespaces as in raykafka's multi-host tests) and the head's IP is not
+    this process's."""
+    from ray._private.services import get_node_ip_address  # what `ray start --address` calls
+    return get_node_ip_address(address)
+
+
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")  # Ray's placement group strategies
 
 
 @dataclass
 class SparkSizing:
     """What the session asks RayDP for. ``executor_cpus`` is what Ray reserves per executor;
-    ``task_slots`` is Spark's ``spark.executor.cores`` (tasks running at once per executor)."""
+    ``task_slots`` is Spark's ``spark.executor.cores`` (tasks running at once per executor).
+    ``placement_strategy``, when set, places the executors through a Ray placement group of one
+    bundle per executor with that strategy (``SPREAD``: over the nodes where they fit;
+    ``STRICT_SPREAD``: each on a node of its own, or Spark does not start); ``None`` leaves it to
+    Ray's default scheduling, which keeps actors on the node that asks for them (the app master's)
+    until half of its CPUs are taken, so on large nodes every executor lands on one host."""
     num_executors: int = 1
     executor_cpus: float = 1.0
     task_slots: int = DEFAULT_TASK_SLOTS
     executor_memory: str = DEFAULT_EXECUTOR_MEMORY
+    placement_strategy: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.placement_strategy is not None and self.placement_strategy not in PLACEMENT_STRATEGIES:
+            raise ValueError(f"placement_strategy must be one of {', '.join(PLACEMENT_STRATEGIES)} or None, "
+                             f"not {self.placement_strategy!r}")
 
     @classmethod
-    def for_ray(cls, available_cpus: float, *, task_slots: int = DEFAULT_TASK_SLOTS) -> "SparkSizing":
+    def for_ray(cls, available_cpus: float, *, task_slots: int = DEFAULT_TASK_SLOTS, nodes: int = 1) -> "SparkSizing":
         """One executor per two free CPUs (brokers and the load's own Ray calls need the rest),
-        at least one; on a 2-core machine that is one executor, one CPU, 1 GB."""
+        at least one; on a 2-core machine that is one executor, one CPU, 1 GB. On a cluster of
+        ``nodes`` > 1 Ray nodes the executors spread over them, so the load comes from several hosts."""
         return cls(num_executors=max(1, int(available_cpus // 2)), executor_cpus=1.0 if available_cpus >= 1 else 0.0,
-                   task_slots=task_slots)
+                   task_slots=task_slots, placement_strategy="SPREAD" if nodes > 1 else None)
+
+    def bundles(self) -> list[dict[str, float]]:
+        """The placement group's bundles: what each executor actor asks Ray for (its CPUs and
+        ``spark.executor.memory`` as Ray's ``memory`` resource, as RayDP's executor requests them)."""
+        from raydp.utils import parse_memory_size  # how RayDP reads it for its own placement groups
+        bundle = {"CPU": float(self.executor_cpus), "memory": float(parse_memory_size(self.executor_memory))}
+        return [{name: amount for name, amount in bundle.items() if amount > 0} for _ in range(self.num_executors)]
 
 
 def spark_configs(sizing: SparkSizing, extra: dict | None = None) -> dict[str, str]:
@@ -168,11 +212,12 @@ def spark_configs(sizing: SparkSizing, extra: dict | None = None) -> dict[str, s
 
 @dataclass
 class SparkOnRay:
-    """A running RayDP session; ``stop`` ends Spark (not Ray)."""
+    """A running RayDP session; ``stop`` ends Spark (not Ray) and frees the executors' placement group."""
     spark: object
     sizing: SparkSizing
     startup_s: float
     configs: dict = field(default_factory=dict)
+    placement_group: object = None
 
     @classmethod
     def start(cls, app_name: str = DEFAULT_APP_NAME, sizing: SparkSizing | None = None,
@@ -183,19 +228,52 @@ class SparkOnRay:
         if not ray.is_initialized():
             raise RuntimeError("connect to Ray (or start a Cluster) before starting Spark on it")
         if sizing is None:
-            sizing = SparkSizing.for_ray(ray.available_resources().get("CPU", 0.0))
+            nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
+            sizing = SparkSizing.for_ray(ray.available_resources().get("CPU", 0.0), nodes=nodes)
         os.environ["PYSPARK_PYTHON"] = sys.executable
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
         import raydp
         settings = spark_configs(sizing, configs)
         started = time.monotonic()
-        spark = raydp.init_spark(app_name, sizing.num_executors, sizing.task_slots, sizing.executor_memory,
-                                 configs=dict(settings))
+        group = _executor_placement_group(sizing)
+        try:
+            spark = raydp.init_spark(app_name, sizing.num_executors, sizing.task_slots, sizing.executor_memory,
+                                     configs=dict(settings), placement_group=group)
+        except BaseException:
+            if group is not None:
+                ray.util.remove_placement_group(group)
+            raise
         spark.sparkContext.setLogLevel("ERROR")
-        startup_s = time.monotonic() - started
-        logger.info("Spark on Ray up in {:.1f}s: {} executor(s), {} task slots each, {}", startup_s,
-                    sizing.num_executors, sizing.task_slots, sizing.executor_memory)
-        return cls(spark, sizing, startup_s, settings)
+        session = cls(spark, sizing, 0.0, settings, group)
+        try:
+            session._wait_for_executors()
+        except BaseException:
+            session.stop()
+            raise
+        startup_s = session.startup_s = time.monotonic() - started
+        logger.info("Spark on Ray up in {:.1f}s: {} executor(s), {} task slots each, {}{}", startup_s,
+                    sizing.num_executors, sizing.task_slots, sizing.executor_memory,
+                    f", placed {sizing.placement_strategy}" if group is not None else "")
+        return session
+
+    def _wait_for_executors(self) -> None:
+        """Wait (bounded) until every executor has registered: a job submitted sooner runs all its
+        tasks on the executors already there, all on one host perhaps. Spark goes on with fewer
+        when the time is up (a busy machine starts JVMs slowly), and says so."""
+        deadline = time.monotonic() + EXECUTORS_REGISTER_TIMEOUT_S
+        while len(self.executor_hosts()) < self.sizing.num_executors:
+            if time.monotonic() > deadline:
+                logger.warning("{} of {} Spark executors registered within {}s; going on with them",
+                               len(self.executor_hosts()), self.sizing.num_executors, EXECUTORS_REGISTER_TIMEOUT_S)
+                return
+            time.sleep(EXECUTORS_POLL_S)
+
+    def executor_hosts(self) -> dict[str, str]:
+        """Executor id -> the host it serves from (its Ray node's IP), for the executors alive now,
+        from Spark's own status store (what its UI's Executors page shows), the driver left out."""
+        executors = self.spark.sparkContext._jsc.sc().statusStore().executorList(True)
+        summaries = [executors.apply(i) for i in range(executors.size())]
+        return {summary.id(): summary.hostPort().rsplit(":", 1)[0] for summary in summaries if summary.id() != "driver"}
 
     def stop(self) -> None:
         import raydp
@@ -203,9 +281,31 @@ class SparkOnRay:
             raydp.stop_spark()
         except Exception as exc:  # Ray already gone: nothing left to stop
             logger.warning("stopping Spark: {!r}", exc)
+        if self.placement_group is not None:
+            import ray
+            try:
+                ray.util.remove_placement_group(self.placement_group)
+            except Exception as exc:  # Ray already gone: the group went with it
+                logger.warning("removing the executors' placement group: {!r}", exc)
+            self.placement_group = None
 
     def __enter__(self) -> "SparkOnRay":
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _executor_placement_group(sizing: SparkSizing):
+    """A ready placement group for the executors when ``sizing`` places them, else ``None``."""
+    if sizing.placement_strategy is None:
+        return None
+    import ray
+    group = ray.util.placement_group(sizing.bundles(), strategy=sizing.placement_strategy)
+    ready, _ = ray.wait([group.ready()], timeout=PLACEMENT_TIMEOUT_S)
+    if not ready:
+        ray.util.remove_placement_group(group)
+        raise RuntimeError(f"Ray could not place {sizing.num_executors} Spark executor(s) ({sizing.bundles()[0]} "
+                           f"each, {sizing.placement_strategy}) within {PLACEMENT_TIMEOUT_S}s: the cluster has too "
+                           f"few nodes or free resources for that (ray status shows them)")
+    return group

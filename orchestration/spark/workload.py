@@ -17,12 +17,13 @@ raykafka's own: ``recordCount`` (records for the whole workload; give it or
 ``min.insync.replicas``, ``brokerConfig``, ``topicConfig``, ``producerConfig`` and
 ``consumerConfig`` (Kafka's keys, checked as the brokers and raykafka's clients check them: an
 unknown key is an error naming it; ``producerConfig`` is librdkafka's to check when ``client`` is
-``confluent-kafka``), ``consumeTimeoutSeconds`` (how long the consume job may take to
+``confluent-kafka``, ``consumerConfig`` when ``consumerClient`` is), ``consumeTimeoutSeconds`` (how long the consume job may take to
 read every acknowledged record), and ``faults``: a list of steps in the chaos schedule format
 (``orchestration.chaos.schedule``: ``at`` seconds since the load started or ``after_acks``, ``do``,
 ``target``, ``role``, ``restart``, ``wait_for``, ...), aimed at partition 0 of the first topic;
 ``client``: the load job's producers, ``raykafka`` (its Python API, the default) or
-``confluent-kafka`` (librdkafka over Kafka's wire protocol, to the brokers' listeners).
+``confluent-kafka`` (librdkafka over Kafka's wire protocol, to the brokers' listeners);
+``consumerClient``: the consume job's consumers, the same two (default ``raykafka``).
 """
 from __future__ import annotations
 
@@ -75,6 +76,7 @@ class Workload:
     consume_timeout_seconds: float = 120.0
     faults: tuple[dict, ...] = ()
     client: str = "raykafka"
+    consumer_client: str = "raykafka"
 
     @property
     def producers(self) -> int:
@@ -116,7 +118,8 @@ _NUMBERS = {
 }
 _MAPPINGS = {"brokerConfig": "broker_config", "topicConfig": "topic_config", "producerConfig": "producer_config",
              "consumerConfig": "consumer_config"}
-ALLOWED_KEYS = ("name", "keyDistributor", "acks", "faults", "client", *_NUMBERS, *_MAPPINGS, *OMB_IGNORED)
+ALLOWED_KEYS = ("name", "keyDistributor", "acks", "faults", "client", "consumerClient", *_NUMBERS, *_MAPPINGS,
+                *OMB_IGNORED)
 
 
 def load_workload(path: str | Path) -> Workload:
@@ -191,10 +194,11 @@ def parse_workload(spec: Any, where: str = "workload") -> Workload:
         values["acks"] = "all" if acks == "-1" else acks
     if "faults" in spec:
         values["faults"] = _faults(where, spec["faults"])
-    if "client" in spec:
-        if spec["client"] not in CLIENTS:
-            raise WorkloadError(f"{where}: 'client' must be one of {', '.join(CLIENTS)}, not {spec['client']!r}")
-        values["client"] = spec["client"]
+    for key, name in (("client", "client"), ("consumerClient", "consumer_client")):
+        if key in spec:
+            if spec[key] not in CLIENTS:
+                raise WorkloadError(f"{where}: '{key}' must be one of {', '.join(CLIENTS)}, not {spec[key]!r}")
+            values[name] = spec[key]
     workload = Workload(**values)
     _check_together(where, workload)
     return workload
@@ -225,8 +229,9 @@ def _check_together(where: str, workload: Workload) -> None:
 def _check_kafka_configs(where: str, workload: Workload) -> None:
     """Each Kafka config mapping against the keys its reader knows, as a cluster or client would."""
     checks = [("brokerConfig", check_broker_config, workload.broker_config),
-              ("topicConfig", validate_topic_config, workload.topic_config),
-              ("consumerConfig", CONSUMER_KEYS.settings, workload.consumer_config)]
+              ("topicConfig", validate_topic_config, workload.topic_config)]
+    if workload.consumer_client == "raykafka":
+        checks.append(("consumerConfig", CONSUMER_KEYS.settings, workload.consumer_config))
     if workload.client == "raykafka":
         checks.append(("producerConfig", PRODUCER_KEYS.settings, workload.producer_config))
     for key, check, config in checks:

@@ -60,3 +60,33 @@ def test_sizing_fits_the_ray_cluster(cpus, executors):
     sizing = SparkSizing.for_ray(cpus)
     assert sizing.num_executors == executors
     assert sizing.executor_cpus <= cpus
+
+
+def test_on_several_nodes_the_executors_spread_and_each_bundle_is_what_an_executor_asks_for():
+    assert SparkSizing.for_ray(8).placement_strategy is None
+    sizing = SparkSizing.for_ray(8, nodes=3)
+    assert sizing.placement_strategy == "SPREAD"
+    # RayDP's executor actor asks for its CPUs and spark.executor.memory as Ray's memory resource.
+    assert sizing.bundles() == [{"CPU": 1.0, "memory": float(1 << 30)}] * sizing.num_executors
+    assert SparkSizing(num_executors=2, executor_cpus=0.0, executor_memory="512m").bundles() == \
+        [{"memory": float(512 << 20)}] * 2
+    with pytest.raises(ValueError, match="placement_strategy must be one of PACK, SPREAD"):
+        SparkSizing(placement_strategy="EVERYWHERE")
+
+
+def test_a_python_worker_joins_ray_on_its_own_hosts_node(monkeypatch):
+    import ray
+
+    from orchestration.spark import session
+    joined = {}
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kwargs: joined.update(kwargs))
+    monkeypatch.setattr(session, "node_ip_toward", lambda address: {"198.18.0.10:6379": "198.18.0.11"}[address])
+    session.RayTarget("198.18.0.10:6379", "ns").directory()
+    assert joined["address"] == "198.18.0.10:6379"
+    assert joined["_node_ip_address"] == "198.18.0.11", "Ray would attach the worker to the head's node"
+
+
+def test_the_node_ip_is_the_one_this_host_has_toward_the_gcs():
+    from orchestration.spark.session import node_ip_toward
+    assert node_ip_toward("127.0.0.1:6379") == "127.0.0.1"

@@ -84,3 +84,13 @@ def test_load_run_refuses_a_bad_workload_before_starting_anything(tmp_path, caps
     path.write_text("name: bad\nrecordCount: 10\nkeyDistributor: ROUND\n")
     assert main(["load", "run", str(path)]) == 2
     assert "'keyDistributor' must be one of NO_KEY, KEY_ROUND_ROBIN, RANDOM_NANO" in capsys.readouterr().err
+
+
+def test_the_consume_job_may_read_through_librdkafka_with_librdkafkas_own_settings():
+    assert parse_workload(GOOD).consumer_client == "raykafka"
+    workload = parse_workload({**GOOD, "consumerClient": "confluent-kafka", "consumerConfig": {"queued.min.messages": 1000}})
+    assert workload.consumer_client == "confluent-kafka" and workload.client == "raykafka"
+    with pytest.raises(WorkloadError, match=r"'consumerConfig'"):
+        parse_workload({**GOOD, "consumerConfig": {"queued.min.messages": 1000}}, where="w.yaml")
+    with pytest.raises(WorkloadError, match=r"'consumerClient' must be one of raykafka, confluent-kafka, not 'kcat'"):
+        parse_workload({**GOOD, "consumerClient": "kcat"})
