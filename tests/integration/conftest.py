@@ -33,3 +33,18 @@ def ray_session():
 def cluster(ray_session, tmp_path_factory):
     with running_cluster(tmp_path_factory) as started:
         yield started
+
+
+@pytest.fixture(scope="module")
+def netns_hosts(request):
+    """Hosts made of network namespaces with a Ray node each (``tests.support.netns_hosts``), shared by
+    a module and always torn down. A module sets ``NETNS_HOST_COUNT`` (3), ``NETNS_NUM_CPUS`` (1) and
+    ``NETNS_RAY_ENV`` ({}) to change them. Skips where network namespaces cannot be made."""
+    from tests.support.netns_hosts import NetnsHosts, netns_unavailable_reason
+    reason = netns_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with NetnsHosts(getattr(request.module, "NETNS_HOST_COUNT", 3),
+                    num_cpus=getattr(request.module, "NETNS_NUM_CPUS", 1),
+                    ray_env=getattr(request.module, "NETNS_RAY_ENV", None)) as hosts:
+        yield hosts
