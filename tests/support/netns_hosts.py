@@ -372,11 +372,7 @@ class NetnsHosts:
 
     def _exec(self, index: int, args: list[str], *, timeout_s: float, env: dict | None = None,
               ) -> subprocess.CompletedProcess:
-        full_env = self._env()
-        full_env.update(env or {})
-        process = subprocess.Popen(["ip", "netns", "exec", self.hosts[index].namespace, *args], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, env=full_env, cwd=str(REPO_ROOT),
-                                   start_new_session=True)
+        process = self._spawn(index, args, env=env, stdout=subprocess.PIPE)
         try:
             stdout, stderr = process.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -386,27 +382,53 @@ class NetnsHosts:
                                f"stderr tail: {stderr[-3000:]}") from None
         return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
 
+    def _spawn(self, index: int, args: list[str], *, env: dict | None, stdout) -> subprocess.Popen:
+        full_env = self._env()
+        full_env.update(env or {})
+        return subprocess.Popen(["ip", "netns", "exec", self.hosts[index].namespace, *args], stdout=stdout,
+                                stderr=subprocess.PIPE, text=True, env=full_env, cwd=str(REPO_ROOT),
+                                start_new_session=True)
+
+    @staticmethod
+    def _python_command(script: str | Path, args) -> list[str]:
+        if isinstance(script, Path):
+            return [PYTHON, str(script), *map(str, args)]
+        return [PYTHON, "-c", str(script), *map(str, args)]
+
     def run_python(self, index: int, script: str | Path, args: list[str] = (), *, timeout_s: float = 120,
                    env: dict[str, str] | None = None):
-        """Run a Python script (a ``Path`` to a file, or a ``str`` of source) inside host ``index`` with ``RAY_ADDRESS`` set
-        to the head and this repo on ``PYTHONPATH``; return the JSON value on its last stdout line that is JSON.
-        A non-zero exit or a timeout raises with the script's stderr."""
-        if isinstance(script, Path):
-            command = [PYTHON, str(script), *map(str, args)]
-        else:
-            command = [PYTHON, "-c", str(script), *map(str, args)]
-        done = self._exec(index, command, timeout_s=timeout_s, env=env)
-        if done.returncode != 0:
-            raise RuntimeError(f"script in host {index} exited {done.returncode}; stderr tail:\n{done.stderr[-4000:]}")
-        # Ray may print its own lines (a dead node's worker logs, say) after the script's: the
-        # result is the last line that is JSON.
-        for line in reversed(done.stdout.splitlines()):
-            try:
-                return json.loads(line)
-            except ValueError:
-                continue
-        raise RuntimeError(f"script in host {index} printed no JSON line; stdout tail:\n{done.stdout[-2000:]}\n"
-                           f"stderr tail:\n{done.stderr[-4000:]}")
+        """Run a Python script (a ``Path`` to a file, or a ``str`` of source) inside host ``index`` with
+        ``RAY_ADDRESS`` set to the head and this repo on ``PYTHONPATH``; return the JSON value on its
+        last stdout line that is JSON. A non-zero exit or a timeout raises with the script's stderr."""
+        done = self._exec(index, self._python_command(script, args), timeout_s=timeout_s, env=env)
+        return _json_result(index, done.returncode, done.stdout, done.stderr)
+
+    def spawn_python(self, index: int, script: str | Path, args: list[str] = (), *,
+                     env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start a Python script inside host ``index`` as ``run_python`` does, without waiting: a test
+        injects faults while it runs, then collects its JSON with ``python_result``. Its stdout goes
+        to a file (so a chatty script never blocks on a full pipe); it is killed at ``shutdown``
+        with everything else in the host."""
+        out = tempfile.TemporaryFile(mode="w+", dir=self.temp_dir)
+        process = self._spawn(index, self._python_command(script, args), env=env, stdout=out)
+        process.stdout_file = out
+        process.host_index = index
+        return process
+
+    def python_result(self, process: subprocess.Popen, *, timeout_s: float):
+        """Wait up to ``timeout_s`` for a ``spawn_python`` script and return its JSON (as
+        ``run_python``); on timeout it is killed and its stderr tail raised."""
+        try:
+            _, stderr = process.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            _, stderr = process.communicate()
+            raise TimeoutError(f"script in host {process.host_index} did not finish in {timeout_s}s; "
+                               f"stderr tail:\n{stderr[-4000:]}") from None
+        process.stdout_file.seek(0)
+        stdout = process.stdout_file.read()
+        process.stdout_file.close()
+        return _json_result(process.host_index, process.returncode, stdout, stderr)
 
     def kill_host(self, index: int) -> list[int]:
         """Kill every process in host ``index`` at once, as a machine losing power; returns their pids."""
@@ -425,3 +447,17 @@ class NetnsHosts:
             self._wait_for_head()
         if wait:
             self.wait_for_ray_nodes(alive=[index])
+
+
+def _json_result(index: int, returncode: int, stdout: str, stderr: str):
+    if returncode != 0:
+        raise RuntimeError(f"script in host {index} exited {returncode}; stderr tail:\n{stderr[-4000:]}")
+    # Ray may print its own lines (a dead node's worker logs, say) after the script's: the result is
+    # the last line that is JSON.
+    for line in reversed(stdout.splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    raise RuntimeError(f"script in host {index} printed no JSON line; stdout tail:\n{stdout[-2000:]}\n"
+                       f"stderr tail:\n{stderr[-4000:]}")
