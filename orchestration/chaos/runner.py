@@ -72,7 +72,7 @@ class Scenario:
     # Anomaly kinds tolerated but not required (e.g. the record an unclean election loses).
     tolerated_anomalies: tuple[str, ...] = ()
     unseen_is_anomaly: bool = True
-    slow: bool = False  # run by the 'chaos' marker, not by `make test`
+    slow: bool = False  # run by the 'chaos' marker (`make chaos`, which CI runs too), not by `make test`
     nodes: tuple[int, ...] = ()  # brokers that get a Ray node of their own (node faults)
     # The producer modes the matrix runs this row in (keys of PRODUCER_MODES), the first being the
     # default of ``run_scenario``. Rows whose producers write under faults run IDEMPOTENT; one row
