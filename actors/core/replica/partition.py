@@ -292,3 +292,14 @@ class Partition:
         assert not self.is_leader
         self.high_watermark = max(self.log.log_start_offset,
                                   min(leader_high_watermark, self.log.log_end_offset))
+
+    def update_follower_log_start_offset(self, leader_log_start_offset: int) -> bool:
+        """Kafka's follower raises its log start offset to the leader's from each fetch answer
+        (segments wholly below it are deleted at once); never past its own high watermark, which
+        an answer carrying fewer records than the leader holds below its start may leave lower:
+        the next fetch then falls below the leader's start and the follower restarts its log
+        there. True when the start moved."""
+        assert not self.is_leader
+        if leader_log_start_offset < 0:
+            return False  # a leader that sent none
+        return self.log.maybe_increment_log_start_offset(min(leader_log_start_offset, self.high_watermark))

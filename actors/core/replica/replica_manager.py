@@ -127,6 +127,9 @@ class ReplicaManager:
         self.replica_lag_time_max_ms = config.get_int("replica.lag.time.max.ms", 1)
         self._next_metrics_ms = now_ms  # when the broker's gauges are set next
         self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
+        # Kafka's LogManager "kafka-log-retention" task.
+        self.retention_check_interval_ms = config.get_int("log.retention.check.interval.ms", 1)
+        self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
         # The log directory's state; a storage error takes it offline (log_dir_failure_handler.py).
         self.log_dir_failure_channel = LogDirFailureChannel()
         self.log_flusher = LogFlusher(
@@ -460,10 +463,26 @@ class ReplicaManager:
             effects.extend(self.replication.maybe_shrink_isrs(now_ms))
         if self.replication.unanswered_isr_proposals:
             effects.extend(self.replication.resend_unanswered_isr_proposals(now_ms))
-        effects.extend(self.log_flusher.tick(now_ms))  # the fsyncs run off this thread
+        if now_ms >= self._next_retention_check_ms:
+            self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
+            effects.extend(self.cleanup_logs(now_ms))
+        effects.extend(self.log_flusher.tick(now_ms))  # the fsyncs run off this thread (and the deletions)
         next_deadline_ms = self.delayed.next_deadline_ms()
         if next_deadline_ms is not None:
             effects.append(ArmTimer(deadline_ms=next_deadline_ms))
+        return effects
+
+    def cleanup_logs(self, now_ms: int) -> list[Effect]:
+        """Kafka's ``LogManager.cleanupLogs``: every log deletes the old segments its retention
+        settings and log start offset allow, below its high watermark (actors/core/log/retention.py);
+        the files go by the next ``collect``'s work. A moved log start may complete a DeleteRecords."""
+        effects: list[Effect] = []
+        for topic_partition, partition in list(self.partitions.items()):
+            before = partition.log_start_offset
+            for reason in partition.log.delete_old_segments(now_ms, partition.high_watermark):
+                effects.append(LogEvent(level="info", message=f"broker {self.broker_id} {reason}"))
+            if partition.log_start_offset != before:
+                effects.extend(self.delayed.try_complete(topic_partition, now_ms))
         return effects
 
     # ---------------------------------------------------------------------------- checkpoints

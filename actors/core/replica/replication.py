@@ -9,7 +9,8 @@ Theory of operation.
   bugs) the log is truncated to the high watermark right here and fetching starts there.
 - ``handle_follower_truncate`` / ``handle_follower_append``: the fetcher's requests on this
   broker's log; each names the leader epoch it works under and is refused if the partition has
-  moved on. An append sets the follower's high watermark to min(leader HW, log end offset).
+  moved on. An append sets the follower's high watermark to min(leader HW, log end offset) and
+  raises its log start offset to the leader's (no higher than that high watermark).
 - ``handle_offset_for_leader_epoch``: a leader's answer to a follower's (or consumer's) question.
 - ISR: every follower fetch may add that follower to the ISR; the expiration check (every half
   ``replica.lag.time.max.ms``) drops followers not caught up within ``replica.lag.time.max.ms``.
@@ -155,6 +156,7 @@ class Replication:
                 if len(records):
                     partition.log.append_as_follower(records)
                 partition.update_follower_high_watermark(asked.leader_high_watermark)
+                partition.update_follower_log_start_offset(asked.leader_log_start_offset)
             except KafkaProtocolError as exc:
                 results.append(FollowerPartitionState(topic=asked.topic, partition=asked.partition,
                                                       error_code=exc.error_code))
