@@ -1,7 +1,7 @@
 """A broker's replica manager: every partition replica it hosts, and the data requests they serve.
 
 Theory of operation. The replica manager owns this broker's logs (recovered from its storage at
-construction), a ``Partition`` per hosted replica, and two purgatories. Inputs
+construction), a ``Partition`` per hosted replica, and three purgatories. Inputs
 are requests, each with a ``request_id`` the shell uses to route the answer back, and the passage
 of time (``tick``). Outputs are effects: ``Respond`` now or later, ``ArmTimer`` for the next
 deadline, ``LogEvent`` for a human.
@@ -21,6 +21,12 @@ deadline, ``LogEvent`` for a human.
 - Fetch reads whole batches: consumers up to the high watermark, followers (``replica_id >= 0``) up
   to the log end offset. A fetch that found fewer than ``min_bytes`` waits in the fetch purgatory
   as a ``DelayedFetch`` until more arrives or ``max_wait_ms`` passes. fetch.py's ``FetchPath``.
+- DeleteRecords moves a leader's log start offset and waits in the delete-records purgatory
+  until every in-sync follower's fetch reports it (delete_records.py's ``DeleteRecordsPath``).
+- Retention (Kafka's LogManager cleanup, every ``log.retention.check.interval.ms`` from ``tick``):
+  each log deletes the whole segments its retention.ms / retention.bytes and log start offset
+  allow below its high watermark (``cleanup_logs``; actors/core/log/retention.py); the files go
+  by the flusher's work, and the log start offsets by its checkpoint.
 - The follower's requests, OffsetForLeaderEpoch and the ISR: replication.py's ``Replication``.
   The paths are objects this manager owns, each given the parts of it that it needs.
 - Any progress on a partition (an append, a high-watermark move, a role change) retries the
@@ -73,6 +79,7 @@ from actors.core.fetcher.fetcher_manager import FetcherManager
 from actors.core.replica.log_dir_failure_handler import storage_step
 from actors.core.replica.log_flusher import LogFlusher
 from actors.core.replica.partition import Partition
+from actors.core.replica.delete_records import DeleteRecordsPath
 from actors.core.replica.fetch import FetchPath
 from actors.core.replica.produce import ProducePath
 from actors.core.replica.purgatory import DelayedOperations
@@ -147,6 +154,8 @@ class ReplicaManager:
         self.fetch_path = FetchPath(broker_id=broker_id, partitions=self.partitions,
                                     leader_partition=self.leader_partition, fetch_sessions=self.fetch_sessions,
                                     delayed=self.delayed, replication=self.replication)
+        self.delete_records_path = DeleteRecordsPath(broker_id=broker_id, partitions=self.partitions,
+                                                     leader_partition=self.leader_partition, delayed=self.delayed)
 
     @property
     def partitions(self) -> dict[TopicPartition, Partition]:
@@ -157,7 +166,7 @@ class ReplicaManager:
     def partitions(self, partitions: dict[TopicPartition, Partition]) -> None:
         """Put another map in its place (the simulator's watched map), in every path that holds it."""
         self._partitions = partitions
-        for path in (self.replication, self.produce_path, self.fetch_path):
+        for path in (self.replication, self.produce_path, self.fetch_path, self.delete_records_path):
             path.partitions = partitions
 
     # ---------------------------------------------------------------------------------- startup
@@ -381,6 +390,10 @@ class ReplicaManager:
     @storage_step
     def handle_fetch(self, request_id: int, request: FetchRequest, now_ms: int) -> list[Effect]:
         return self.fetch_path.handle_fetch(request_id, request, now_ms)
+
+    @storage_step
+    def handle_delete_records(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self.delete_records_path.handle_delete_records(request_id, request, now_ms) + self.log_flusher.collect()
 
     @storage_step
     def handle_offset_for_leader_epoch(self, request_id: int, request, now_ms: int) -> list[Effect]:

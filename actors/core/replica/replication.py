@@ -61,7 +61,8 @@ def _state(partition: Partition, **extra) -> FollowerPartitionState:
     return FollowerPartitionState(topic=partition.topic, partition=partition.partition,
                                   log_end_offset=partition.log_end_offset,
                                   latest_epoch=partition.log.latest_epoch,
-                                  high_watermark=partition.high_watermark, **extra)
+                                  high_watermark=partition.high_watermark,
+                                  log_start_offset=partition.log_start_offset, **extra)
 
 
 # The controller's refusals that say this leader is stale (deposed, or its topic gone). Kafka's
@@ -110,7 +111,8 @@ class Replication:
         return InitialFetchState(
             topic=partition.topic, partition=partition.partition, current_leader_epoch=partition.leader_epoch,
             fetch_offset=partition.log.log_end_offset, latest_epoch=partition.log.latest_epoch,
-            needs_truncation=self.truncation_policy == LEADER_EPOCH_POLICY)
+            needs_truncation=self.truncation_policy == LEADER_EPOCH_POLICY,
+            log_start_offset=partition.log_start_offset)
 
     def _follower_partition(self, topic: str, index: int, current_leader_epoch: int) -> Partition:
         partition = self.partitions.get((topic, index))
