@@ -172,3 +172,16 @@ def test_a_follower_raises_its_log_start_to_the_leaders_no_higher_than_its_high_
     assert bases(partition.log) == [4, 6], "segments wholly below the start are deleted"
     answer = append(b"", high_watermark=7, log_start_offset=2)
     assert answer.partitions[0].error_code == ErrorCode.NONE and partition.log_start_offset == 5, "never lowered"
+
+
+def test_retention_ms_compares_record_timestamps_with_the_wall_clock_not_the_monotonic_one():
+    driver = CoreDriver(now_ms=5_000, config={"log.retention.check.interval.ms": "1000"})  # a monotonic clock
+    driver.become("t", 0, leader=0, config=TOPIC)
+    for _ in range(7):
+        driver.produce("t", 0, make_batch([b"v"], timestamp_ms=NOW_MS - 10_000))
+    partition = driver.manager.partitions[("t", 0)]
+    driver.advance(1000)
+    assert partition.log_start_offset == 0, "against the monotonic clock the records lie in the future"
+    driver.manager.wall_clock_offset_ms = NOW_MS - driver.now_ms  # what the broker's shell passes
+    driver.advance(1000)
+    assert partition.log_start_offset == 6

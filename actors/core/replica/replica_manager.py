@@ -105,12 +105,16 @@ def parse_partition_directory(name: str) -> TopicPartition | None:
 class ReplicaManager:
     def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, now_ms: int,
                  fetch_session_seed: int = 0, codecs: CompressionCodecs | None = None,
-                 partition_leader: Callable[[str, int], tuple[int, int]] | None = None) -> None:
+                 partition_leader: Callable[[str, int], tuple[int, int]] | None = None,
+                 wall_clock_offset_ms: int = 0) -> None:
         """``codecs`` rebuild a produced batch in a topic's ``compression.type`` (without
         them such a produce is UNSUPPORTED_COMPRESSION_TYPE). ``partition_leader`` is the broker's
         metadata cache's answer to who leads a partition: (live leader, leader epoch), or
         (NO_LEADER, NO_EPOCH) for a partition unknown or without a live leader; without it no
-        partition is known beyond those hosted here."""
+        partition is known beyond those hosted here. ``wall_clock_offset_ms`` turns ``now_ms`` (the
+        host's monotonic clock) into the wall clock that records' timestamps are on, which
+        retention.ms compares them with (the host's offset at start; 0 where the clock is the wall
+        clock already, as in the simulator and tests)."""
         self.broker_id = broker_id
         self.codecs = codecs
         self.storage = storage
@@ -136,6 +140,7 @@ class ReplicaManager:
         self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
         # Kafka's LogManager "kafka-log-retention" task.
         self.retention_check_interval_ms = config.get_int("log.retention.check.interval.ms", 1)
+        self.wall_clock_offset_ms = wall_clock_offset_ms
         self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
         # The log directory's state; a storage error takes it offline (log_dir_failure_handler.py).
         self.log_dir_failure_channel = LogDirFailureChannel()
@@ -492,7 +497,8 @@ class ReplicaManager:
         effects: list[Effect] = []
         for topic_partition, partition in list(self.partitions.items()):
             before = partition.log_start_offset
-            for reason in partition.log.delete_old_segments(now_ms, partition.high_watermark):
+            for reason in partition.log.delete_old_segments(now_ms + self.wall_clock_offset_ms,
+                                                            partition.high_watermark):
                 effects.append(LogEvent(level="info", message=f"broker {self.broker_id} {reason}"))
             if partition.log_start_offset != before:
                 effects.extend(self.delayed.try_complete(topic_partition, now_ms))
