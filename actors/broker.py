@@ -182,7 +182,9 @@ class BrokerActor:
         core = BrokerCore(broker_id=broker_id, storage=self._storage, config=KafkaConfig(self.config),
                           host=broker_actor_name(broker_id), incarnation_id=self.incarnation_id,
                           cluster_id=namespace, now_ms=monotonic_ms(), coordinator_host=group_coordinator_actor_name,
-                          listeners=self._kafka_listener.bind(), codecs=KafkaCompressionCodecs())
+                          listeners=self._kafka_listener.bind(), codecs=KafkaCompressionCodecs(),
+                          # Records' timestamps are on the wall clock; the core's now_ms is monotonic.
+                          wall_clock_offset_ms=int(time.time() * 1000) - monotonic_ms())
         self._messenger = _Messenger(self)
         self._clock = RayClock(self._wakeup, f"broker {broker_id}")
         self._event_log = RayEventLog()

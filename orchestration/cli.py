@@ -9,8 +9,8 @@ acks=all, kills a partition leader and watches the failover, produces more, read
 through a consumer group at the offset it was acknowledged with, and prints what happened.
 
 ``raykafka cluster start|status|stop``, ``topics``, ``produce``, ``consume``, ``groups``, ``kill``,
-``restart-broker`` and ``elect-leaders`` run and steer a cluster of detached actors that outlives
-the command (``orchestration.commands``), each with ``--json``.
+``restart-broker``, ``elect-leaders`` and ``delete-records`` run and steer a cluster of detached
+actors that outlives the command (``orchestration.commands``), each with ``--json``.
 
 ``raykafka chaos list`` prints the failover matrix; ``raykafka chaos run SCENARIO [--seed N]``
 runs one row on a local Ray, prints its verdict table and writes the history and the checker's
@@ -31,6 +31,7 @@ from orchestration.commands import data as data_commands
 from orchestration.commands import groups as group_commands
 from orchestration.commands import operations as operation_commands
 from orchestration.commands import reassign as reassign_commands
+from orchestration.commands import records as record_commands
 from orchestration.commands import topics as topic_commands
 
 
@@ -257,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     add_sim_arguments(sim)
     sim.set_defaults(run=_sim)
     for family in (cluster_commands, topic_commands, data_commands, group_commands, operation_commands,
-                   reassign_commands):
+                   reassign_commands, record_commands):
         family.add_parsers(commands)
     parser.add_argument("--log-level", default="WARNING",
                         help="loguru level of raykafka's own log lines on stderr (default: WARNING)")

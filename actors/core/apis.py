@@ -42,6 +42,7 @@ from actors.core.messages.broker_heartbeat import BrokerHeartbeatRequest
 from actors.core.messages.broker_registration import BrokerRegistrationRequest
 from actors.core.messages.controlled_shutdown import ControlledShutdownRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
+from actors.core.messages.delete_records import DeleteRecordsRequest
 from actors.core.messages.delete_topics import DeleteTopicsRequest
 from actors.core.messages.describe_groups import DescribeGroupsRequest
 from actors.core.messages.elect_leaders import ElectLeadersRequest
@@ -125,6 +126,8 @@ APIS: tuple[Api, ...] = (
     _api("produce", ProduceRequest, (3, 8), broker=_replica(ReplicaManager.handle_produce)),
     _api("fetch", FetchRequest, (4, 11), broker=_replica(ReplicaManager.handle_fetch)),
     _api("list_offsets", ListOffsetsRequest, (1, 5), broker=_replica(ReplicaManager.handle_list_offsets)),
+    # Kafka 2.4 serves 0-1 (v1 only adds throttling semantics); the leader of each partition answers.
+    _api("delete_records", DeleteRecordsRequest, (0, 1), broker=_replica(ReplicaManager.handle_delete_records)),
     _api("metadata", MetadataRequest, (0, 8), broker=BrokerCore.handle_metadata),
     _api("find_coordinator", FindCoordinatorRequest, (0, 2),
          broker=lambda core, *step: core.coordinator_finder.handle_find_coordinator(*step)),

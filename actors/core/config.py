@@ -42,12 +42,13 @@ TOPIC_CONFIG_SYNONYMS: dict[str, TopicConfigSynonym] = {
     "retention.ms": TopicConfigSynonym(("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
                                        str(168 * 3_600_000)),
     "retention.bytes": TopicConfigSynonym(("log.retention.bytes",), "-1"),
+    "segment.ms": TopicConfigSynonym(("log.roll.ms", "log.roll.hours"), str(168 * 3_600_000)),
     "cleanup.policy": TopicConfigSynonym(("log.cleanup.policy",), "delete"),
     "compression.type": TopicConfigSynonym(("compression.type",), "producer"),
 }
 
 # A broker key in another unit than its topic key: the factor to the topic key's unit.
-_SYNONYM_SCALE = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000}
+_SYNONYM_SCALE = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000, "log.roll.hours": 3_600_000}
 
 # Keys a topic may override at creation (Kafka's topic-level names).
 TOPIC_CONFIG_KEYS = frozenset(TOPIC_CONFIG_SYNONYMS)
@@ -61,6 +62,9 @@ BROKER_DEFAULTS: dict[str, str] = {
     "message.max.bytes": "1048588",
     "log.retention.hours": "168",
     "log.retention.bytes": "-1",
+    # How often every log is checked against its retention.ms, retention.bytes and log start offset.
+    "log.retention.check.interval.ms": "300000",
+    "log.roll.hours": "168",
     "log.cleanup.policy": "delete",
     # Kafka's default: a batch is stored with the codec its producer chose (no recompression).
     "compression.type": "producer",
@@ -95,7 +99,7 @@ BROKER_DEFAULTS: dict[str, str] = {
 # LIFECYCLE_DEFAULTS, group_config.py's GROUP_COORDINATOR_DEFAULTS (test_broker_config_keys checks
 # that each of those is listed here), and the listener keys the Ray shells read (wire/listeners.py).
 BROKER_KEYS_WITHOUT_DEFAULT = frozenset({
-    "log.retention.ms", "log.retention.minutes",
+    "log.retention.ms", "log.retention.minutes", "log.roll.ms",
     "broker.session.timeout.ms", "broker.heartbeat.interval.ms", "leader.imbalance.check.interval.seconds",
     "leader.imbalance.per.broker.percentage", "raykafka.controller.queue.size.max",
     "controlled.shutdown.max.retries", "controlled.shutdown.retry.backoff.ms",

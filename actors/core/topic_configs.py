@@ -22,7 +22,8 @@ from actors.core.messages.incremental_alter_configs import OP_DELETE, OP_SET, Al
 # Kafka's lower bounds for the integer keys (LogConfig's validators); -1 means "no limit" for the
 # retention keys.
 _INT_MINIMUMS = {"segment.bytes": 1, "max.message.bytes": 0, "index.interval.bytes": 0,
-                 "min.insync.replicas": 1, "retention.ms": -1, "retention.bytes": None}
+                 "min.insync.replicas": 1, "retention.ms": -1, "retention.bytes": None,
+                 "segment.ms": 1}
 _CLEANUP_POLICIES = frozenset({"delete", "compact"})
 
 

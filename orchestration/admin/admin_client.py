@@ -38,6 +38,7 @@ from actors.ray_metadata_store import active_controller
 from orchestration.admin.groups import (
     GroupDescription, commit_offsets, delete_group, describe_group, list_groups, list_offset,
 )
+from orchestration.admin.records import delete_records_once
 from orchestration.admin.status import client_listener
 from orchestration.admin.topic_admin import TopicAdmin
 from orchestration.admin.wait import wait_until
@@ -54,6 +55,9 @@ ADMIN_ATTEMPT_TIMEOUT_MIN_S = 1.0  # the shortest wait for one attempt's answer,
 # Kafka's NotControllerException is a RetriableException too; the core's ErrorCode.retriable leaves
 # it out because only an admin client retries it.
 ADMIN_RETRIABLE = frozenset({ErrorCode.NOT_CONTROLLER})
+# Answers after which the metadata a call used is probably stale: it is refreshed before the retry.
+_STALE_METADATA = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
+                             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 
 
 @dataclass(frozen=True)
@@ -358,6 +362,29 @@ class AdminClient(TopicAdmin):
         response = self._admin_call("ElectLeaders", attempt, _remaining_ms(deadline))
         return {(r.topic, p.partition_id): ErrorCode(p.error_code).name
                 for r in response.replica_election_results for p in r.partition_result}
+
+    def delete_records(self, offsets: dict[tuple[str, int], int], *,
+                       timeout_ms: int | None = None) -> dict[tuple[str, int], int]:
+        """DeleteRecords: each partition's records below its offset (-1: below the high watermark)
+        go, as Kafka's ``AdminClient.deleteRecords``; returns each partition's low watermark once
+        every in-sync replica has moved its log start offset there. Retried within ``timeout_ms``
+        while leadership moves; OFFSET_OUT_OF_RANGE (above the high watermark), POLICY_VIOLATION (a
+        compacted topic) and the like are raised at once."""
+        directory = self._new_directory()
+        done: dict[tuple[str, int], int] = {}
+        request_timeout_ms = DEFAULT_API_TIMEOUT_MS // 2 if timeout_ms is None else timeout_ms
+
+        def attempt(deadline: float) -> None:
+            try:
+                delete_records_once(directory, offsets, done,
+                                    timeout_ms=max(1, min(request_timeout_ms, _remaining_ms(deadline))))
+            except KafkaError as exc:
+                if exc.retriable or exc.error_code in _STALE_METADATA:
+                    directory.refresh_metadata()
+                raise
+
+        self._admin_call("DeleteRecords", attempt, timeout_ms)
+        return done
 
     def _new_directory(self) -> BrokerDirectory:
         return BrokerDirectory(namespace=self.namespace, bootstrap_broker_ids=self.broker_ids)

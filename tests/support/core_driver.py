@@ -171,12 +171,12 @@ def produce_request(topic: str, partition: int, records: bytes, acks: int = 1, t
 
 def fetch_request(topic: str, partition: int, offset: int, *, replica_id: int = -1, max_wait_ms: int = 0,
                   min_bytes: int = 1, max_bytes: int = 1 << 20, partition_max_bytes: int = 1 << 20,
-                  current_leader_epoch: int = -1) -> FetchRequest:
+                  current_leader_epoch: int = -1, log_start_offset: int = -1) -> FetchRequest:
     return FetchRequest(
         replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
         topics=(FetchTopic(topic=topic, partitions=(FetchPartition(
             partition=partition, fetch_offset=offset, partition_max_bytes=partition_max_bytes,
-            current_leader_epoch=current_leader_epoch),)),))
+            current_leader_epoch=current_leader_epoch, log_start_offset=log_start_offset),)),))
 
 
 def produce_result(response):

@@ -201,7 +201,8 @@ class Harness:
         log = self.follower[asked.partition]
         return FollowerPartitionState(topic=asked.topic, partition=asked.partition, error_code=error,
                                       log_end_offset=log.log_end_offset, latest_epoch=log.latest_epoch,
-                                      high_watermark=self.follower_hw[asked.partition])
+                                      high_watermark=self.follower_hw[asked.partition],
+                                      log_start_offset=log.log_start_offset)
 
     def _truncate(self, asked) -> FollowerPartitionState:
         if asked.current_leader_epoch != self.follower_epoch[asked.partition]:
@@ -221,6 +222,8 @@ class Harness:
         if len(asked.records):
             log.append_as_follower(asked.records)
         self.follower_hw[p] = min(asked.leader_high_watermark, log.log_end_offset)
+        if asked.leader_log_start_offset >= 0:  # as the broker's Replication does
+            log.maybe_increment_log_start_offset(min(asked.leader_log_start_offset, self.follower_hw[p]))
         return self._local_state(asked)
 
 
@@ -365,6 +368,18 @@ def test_out_of_range_below_the_leaders_log_start_restarts_the_follower_log_ther
     (truncation,) = [r for r in harness.requests(FollowerTruncateRequest)
                      if r.partitions[0].mode.value == "fully-and-start-at"]
     assert truncation.partitions[0].offset == 15
+
+
+def test_the_leaders_log_start_reaches_the_follower_and_the_followers_reaches_the_leader():
+    harness = Harness()
+    append(harness.leader[0], 0, [f"m{i}".encode() for i in range(20)])
+    harness.add(0)
+    harness.run()
+    harness.leader[0].maybe_increment_log_start_offset(15)  # DeleteRecords or retention on the leader
+    for _ in range(6):  # fetch (the new start), append (applied), fetch (telling the leader)
+        harness.step()
+    assert harness.follower[0].log_start_offset == 15
+    assert harness.requests(FetchRequest)[-1].topics[0].partitions[0].log_start_offset == 15
 
 
 def test_fenced_partition_is_removed_and_resumes_when_added_with_the_newer_epoch():

@@ -58,6 +58,7 @@ KAFKA_API_KEYS = {
     "ListGroups": 16,
     "CreateTopics": 19,
     "DeleteTopics": 20,
+    "DeleteRecords": 21,
     "InitProducerId": 22,
     "OffsetForLeaderEpoch": 23,
     "ElectLeaders": 43,

@@ -65,14 +65,16 @@ class BrokerCore:
     def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, host: str,
                  incarnation_id: str, cluster_id: str, now_ms: int,
                  coordinator_host: Callable[[int], str] = lambda broker_id: f"group-coordinator-{broker_id}",
-                 listeners: tuple = (), codecs: CompressionCodecs | None = None) -> None:
+                 listeners: tuple = (), codecs: CompressionCodecs | None = None,
+                 wall_clock_offset_ms: int = 0) -> None:
         self.broker_id = broker_id
         self.metadata_cache = MetadataCache()
         self.topic_auto_creation = TopicAutoCreation(broker_id, config)  # Metadata's auto.create.topics.enable
         # Fetch session ids differ from those of this broker's earlier processes (see fetch_session.py).
         self.replica_manager = ReplicaManager(broker_id=broker_id, storage=storage, config=config,
                                               now_ms=now_ms, fetch_session_seed=zlib.crc32(incarnation_id.encode()),
-                                              codecs=codecs, partition_leader=self.metadata_cache.partition_leader)
+                                              codecs=codecs, partition_leader=self.metadata_cache.partition_leader,
+                                              wall_clock_offset_ms=wall_clock_offset_ms)
         self.directory_id = load_or_create_directory_id(storage, broker_id, incarnation_id)
         self.lifecycle = BrokerLifecycle(broker_id=broker_id, host=host, incarnation_id=incarnation_id,
                                          cluster_id=cluster_id, config=config, now_ms=now_ms,

@@ -55,6 +55,9 @@ class PartitionFetchState:
     resume_state: FetchState = FetchState.FETCHING  # DELAYED's next state; == state otherwise
     leader_high_watermark: int = -1  # the leader HW last handed to the local broker
     leader_log_start_offset: int = -1  # the leader log start last handed to the local broker
+    # The local log's start as the local broker last reported it; each fetch tells the leader
+    # (Fetch's log_start_offset), whose DeleteRecords waits for it (-1: not known yet).
+    log_start_offset: int = -1
 
     def __post_init__(self) -> None:
         assert self.fetch_offset >= 0, f"fetch offset {self.fetch_offset} is negative"

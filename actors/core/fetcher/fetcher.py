@@ -165,7 +165,8 @@ class FetcherCore:
             self._forget(tp)
             self._states[tp] = PartitionFetchState(
                 fetch_offset=initial.fetch_offset, current_leader_epoch=epoch,
-                latest_epoch=initial.latest_epoch, state=state, resume_state=state)
+                latest_epoch=initial.latest_epoch, state=state, resume_state=state,
+                log_start_offset=initial.log_start_offset)
             self._incarnations[tp] = next(self._next_incarnation)
         return effects + self._send_next(now_ms)
 
@@ -222,7 +223,8 @@ class FetcherCore:
         truncating = truncating and self._policy == LEADER_EPOCH_POLICY and result.latest_epoch != NO_EPOCH
         state = _TRUNCATING if truncating else _FETCHING
         self._set(tp, replace(self._states[tp], fetch_offset=result.log_end_offset,
-                              latest_epoch=result.latest_epoch, state=state, resume_state=state))
+                              latest_epoch=result.latest_epoch, state=state, resume_state=state,
+                              log_start_offset=result.log_start_offset))
 
     def _truncate_step(self, tp: TopicPartition, mode: TruncationMode, **fields) -> None:
         self._pending[tp] = Step(StepKind.TRUNCATE, FollowerTruncatePartition(
@@ -296,7 +298,8 @@ class FetcherCore:
             partition=tp[1], fetch_offset=state.fetch_offset, partition_max_bytes=self._partition_max_bytes,
             current_leader_epoch=state.current_leader_epoch,
             # Without it the leader cannot see divergence: the pre-KIP-101 behaviour.
-            last_fetched_epoch=state.latest_epoch if self._policy == LEADER_EPOCH_POLICY else NO_EPOCH)
+            last_fetched_epoch=state.latest_epoch if self._policy == LEADER_EPOCH_POLICY else NO_EPOCH,
+            log_start_offset=state.log_start_offset)
             for tp in chosen for state in (self._states[tp],)}
         request = self._fetch_session.build(asked).request(
             replica_id=self.broker_id, max_wait_ms=self._max_wait_ms, min_bytes=self._min_bytes,
@@ -442,7 +445,8 @@ class FetcherCore:
             assert result.log_end_offset >= asked.fetch_offset, f"{tp}: an append shrank the log: {result}"
             self._set(tp, replace(self._states[tp], fetch_offset=result.log_end_offset,
                                   latest_epoch=result.latest_epoch, leader_high_watermark=asked.leader_high_watermark,
-                                  leader_log_start_offset=asked.leader_log_start_offset))
+                                  leader_log_start_offset=asked.leader_log_start_offset,
+                                  log_start_offset=result.log_start_offset))
         return effects
 
     def _on_local_error(self, tp: TopicPartition, result: FollowerPartitionState, now_ms: int) -> list[Effect]:

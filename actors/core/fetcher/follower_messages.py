@@ -42,6 +42,7 @@ class InitialFetchState:
     fetch_offset: int  # the follower's log end offset
     latest_epoch: int = NO_EPOCH  # the follower log's latest leader epoch (-1: none)
     needs_truncation: bool = True  # False under the high-watermark policy (already truncated)
+    log_start_offset: int = -1  # the follower log's start, which its fetches tell the leader
 
 
 @message
@@ -70,6 +71,7 @@ class FollowerPartitionState:
     latest_epoch: int = NO_EPOCH
     high_watermark: int = -1
     truncation_complete: bool = True  # False: ask the leader again with ``latest_epoch``
+    log_start_offset: int = -1  # the follower log's start now (-1: not known, as with an error)
 
 
 @message

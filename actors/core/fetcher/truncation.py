@@ -105,4 +105,5 @@ def _describe(log: Log, asked: FollowerTruncatePartition, high_watermark: int, *
     return FollowerPartitionState(
         topic=asked.topic, partition=asked.partition, error_code=error_code,
         log_end_offset=log_end_offset, latest_epoch=log.latest_epoch,
-        high_watermark=clamped_high_watermark, truncation_complete=truncation_complete)
+        high_watermark=clamped_high_watermark, truncation_complete=truncation_complete,
+        log_start_offset=log.log_start_offset)

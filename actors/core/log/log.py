@@ -13,7 +13,9 @@ Inputs and outputs:
 - ``read``: whole batches from one segment, for consumer (``max_offset`` = HW) and follower
   fetches; returns ``FetchDataInfo``.
 - ``truncate_to``, ``truncate_fully_and_start_at``, ``maybe_increment_log_start_offset``: move
-  the ends of the log; the leader-epoch cache follows.
+  the ends of the log; the leader-epoch cache follows. ``delete_old_segments`` is Kafka's
+  retention (retention.py): whole segments go, their files renamed at once to ``.deleted`` and
+  removed by a work, and the log start offset moves to the first segment left.
 - producer state (``producer_state.py``): the leader's append checks the idempotent producer's
   epoch and sequence first and answers a duplicate with the original batch's offsets, writing
   nothing; every written batch (leader, follower, replay) updates it; a roll and ``close`` write
@@ -53,6 +55,7 @@ from actors.core.log.log_config import LogConfig
 from actors.core.log.log_validator import check_client_batches
 from actors.core.log.log_work import FlushPlan, LogDurability, LogWork
 from actors.core.log.producer_state import ProducerStateManager, load_state
+from actors.core.log.retention import plan_deletions
 from actors.core.log.record_batch import BatchHeader, as_byte_view, parse_batches, stamp_batch
 from actors.core.log.segment import INT32_MAX, FetchDataInfo, LogSegment
 from actors.core.log.segment_loading import load_segments
@@ -279,7 +282,7 @@ class Log(LogDurability):
         return self._append(view, headers)
 
     def _append(self, data, headers: tuple[BatchHeader, ...]) -> LogAppendInfo:
-        self._maybe_roll(len(data), headers[-1].last_offset)
+        self._maybe_roll(len(data), headers[-1].last_offset, max(h.max_timestamp for h in headers))
         # As Kafka does, the epoch cache learns of each batch's epoch before the data is written;
         # a crash in between is undone on open (truncate_from_end at the recovered LEO). Only the
         # first batch of each run of one epoch can change it (a later one starts further on), so
@@ -300,13 +303,17 @@ class Log(LogDurability):
         self._check_invariants()
         return _append_info(headers, len(data))
 
-    def _maybe_roll(self, append_size_bytes: int, last_offset: int) -> None:
+    def _maybe_roll(self, append_size_bytes: int, last_offset: int, max_timestamp_ms: int) -> None:
+        """Kafka's ``shouldRoll``: the append would pass segment.bytes, or its offsets would not fit
+        the index, or its timestamps are segment.ms past the active segment's first batch."""
         active = self._segments[-1]
         if active.is_empty:
             return
         fits = active.size_bytes + append_size_bytes <= self._config.segment_bytes
         if fits and last_offset - active.base_offset <= INT32_MAX:
-            return
+            waited_ms = active.time_waited_for_roll(max_timestamp_ms)
+            if waited_ms is None or waited_ms <= self._config.segment_ms:
+                return
         self._roll()
 
     def _roll(self) -> None:
@@ -446,14 +453,45 @@ class Log(LogDurability):
         self._leader_epoch_cache.truncate_from_start(offset)
         if self._segments[-1].next_offset <= offset and not self._segments[-1].is_empty:
             self._roll()  # keep an (empty) active segment when every batch goes
-        while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
-            self._segments.pop(0).delete()
+        self._delete_oldest_segments(sum(1 for following in self._segments[1:] if following.base_offset <= offset))
         self._producer_state.evict_below(offset)
+        self._check_invariants()
+        return True
+
+    @storage_operation
+    def delete_old_segments(self, now_ms: int, high_watermark: int) -> list[str]:
+        """Kafka's ``deleteOldSegments``: whole segments below ``high_watermark`` that breach
+        retention.ms or retention.bytes (with cleanup.policy delete) or lie wholly below the log
+        start offset go, oldest first, never the active one; the log start offset moves up to the
+        first segment left. Returns why each deletion happened, for the broker's log."""
+        self._check_open()
+        reasons = []
+        for reason, count in plan_deletions(self, now_ms, high_watermark):
+            base_offsets = [segment.base_offset for segment in self._segments[:count]]
+            self._delete_oldest_segments(count)
+            if self._segments[0].base_offset > self._log_start_offset:
+                self._log_start_offset = self._segments[0].base_offset
+                self._leader_epoch_cache.truncate_from_start(self._log_start_offset)
+                self._producer_state.evict_below(self._log_start_offset)
+            reasons.append(f"deleted segments {base_offsets} of {self._directory} ({reason}); "
+                           f"log start offset {self._log_start_offset}")
+        self._check_invariants()
+        return reasons
+
+    def _delete_oldest_segments(self, count: int) -> None:
+        """Drops the first ``count`` segments (never the active one): their files are renamed at
+        once and deleted by a work, off the caller's thread (Kafka's asyncDelete)."""
+        assert 0 <= count < len(self._segments), (count, self)
+        if count == 0:
+            return
+        renamed: list[str] = []
+        for segment in self._segments[:count]:
+            renamed.extend(segment.rename_for_deletion())
+        del self._segments[:count]
+        self._durably(fsync_paths=(self._directory,), delete_paths=tuple(renamed))
         # A snapshot before the first segment describes batches that are gone.
         self._delete_snapshots(below=self._segments[0].base_offset)
         self._check_segment_chain()
-        self._check_invariants()
-        return True
 
     # -- durability and lifecycle ----------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """The topic-level settings a partition's log obeys: Kafka's ``LogConfig``.
 
-Built from Kafka's own topic configuration keys (``segment.bytes``, ``index.interval.bytes``,
-``max.message.bytes``, ``compression.type``) with Kafka's defaults and bounds; an out-of-range or
+Built from Kafka's own topic configuration keys (``segment.bytes``, ``segment.ms``,
+``index.interval.bytes``, ``max.message.bytes``, ``compression.type``, ``cleanup.policy``,
+``retention.ms``, ``retention.bytes``) with Kafka's defaults and bounds; an out-of-range or
 non-integer value, or a codec Kafka does not name, is refused with ``INVALID_CONFIG``, so a bad
 CreateTopics config never reaches a log.
 """
@@ -29,6 +30,9 @@ _PROPERTY_NAMES = {
     "segment.bytes": "segment_bytes",
     "index.interval.bytes": "index_interval_bytes",
     "max.message.bytes": "max_message_bytes",
+    "segment.ms": "segment_ms",
+    "retention.ms": "retention_ms",
+    "retention.bytes": "retention_bytes",
 }
 
 
@@ -45,11 +49,27 @@ class LogConfig:
     # cleanup.policy, as given ("delete", "compact" or both, comma-separated); already checked
     # by topic_configs.validate_topic_config before it reaches a log.
     cleanup_policy: str = "delete"
+    # segment.ms: the active segment rolls when an append's max timestamp is this much later than
+    # its first batch's (Kafka's time-based roll; > 0).
+    segment_ms: int = 7 * 24 * 3_600_000
+    # retention.ms / retention.bytes: whole segments older / beyond this go (retention.py);
+    # negative means no limit.
+    retention_ms: int = 7 * 24 * 3_600_000
+    retention_bytes: int = -1
 
     @property
     def compact(self) -> bool:
         """Kafka's ``LogConfig.compact``: a compacted topic refuses records without a key."""
-        return "compact" in (policy.strip() for policy in self.cleanup_policy.split(","))
+        return "compact" in self._policies
+
+    @property
+    def delete(self) -> bool:
+        """Kafka's ``LogConfig.delete``: retention.ms and retention.bytes apply (and DeleteRecords)."""
+        return "delete" in self._policies
+
+    @property
+    def _policies(self) -> tuple[str, ...]:
+        return tuple(policy.strip() for policy in self.cleanup_policy.split(","))
 
     def __post_init__(self) -> None:
         if not SEGMENT_BYTES_MIN <= self.segment_bytes <= INT32_MAX:
@@ -61,6 +81,8 @@ class LogConfig:
         if not 0 <= self.max_message_bytes <= INT32_MAX:
             raise _invalid_config(f"max.message.bytes must be in [0, {INT32_MAX}], "
                                   f"got {self.max_message_bytes}")
+        if self.segment_ms < 1:
+            raise _invalid_config(f"segment.ms must be at least 1, got {self.segment_ms}")
         check_broker_compression_type(self.compression_type)
 
     @classmethod
@@ -85,7 +107,8 @@ class LogConfig:
 
 
 # The topic keys a log obeys, read from a topic's KafkaConfig (its overrides over the broker's).
-_LOG_KEYS = ("segment.bytes", "index.interval.bytes", "max.message.bytes", "compression.type")
+_LOG_KEYS = ("segment.bytes", "index.interval.bytes", "max.message.bytes", "compression.type",
+             "segment.ms", "retention.ms", "retention.bytes")
 
 
 def log_config_for(config) -> LogConfig:

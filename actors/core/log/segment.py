@@ -31,6 +31,8 @@ from actors.core.log.time_index import NO_TIMESTAMP, TIME_INDEX_FILE_SUFFIX, Tim
 
 LOG_FILE_SUFFIX = ".log"
 INDEX_FILE_SUFFIX = ".index"
+# A segment file on its way out (Kafka's Log.DeletedFileSuffix).
+DELETED_FILE_SUFFIX = ".deleted"
 INT32_MAX = 2**31 - 1
 _INDEX_ENTRY = struct.Struct(">ii")
 # Recovery reads the segment in chunks of this size (bigger only for a bigger batch).
@@ -105,6 +107,9 @@ class LogSegment:
         # interval: see _ensure_max_timestamp).
         self._max_timestamp: int | None = None
         self._offset_of_max_timestamp = base_offset
+        # Kafka's rollingBasedTimestamp: the first batch's max timestamp, which segment.ms counts
+        # from; None until known.
+        self._first_batch_timestamp: int | None = None
         # (leader epoch, first offset) of each run of batches of one epoch a recovery kept, for the
         # log's epoch cache (which takes and empties it).
         self.recovered_epoch_starts: list[tuple[int, int]] = []
@@ -277,6 +282,8 @@ class LogSegment:
             self._bytes_since_last_index_entry = since
             self._max_timestamp, self._offset_of_max_timestamp = max_timestamp
             raise
+        if self._size_bytes == 0:
+            self._first_batch_timestamp = headers[0].max_timestamp
         self._size_bytes += len(data)
         self._next_offset = headers[-1].next_offset
 
@@ -347,6 +354,25 @@ class LogSegment:
                              batch_count=count)
 
     # -- timestamps (actors/core/log/timestamps.py searches with these) ----------------------
+
+    @property
+    def first_batch_timestamp(self) -> int:
+        """Kafka's ``rollingBasedTimestamp``: the first batch's max timestamp (-1 when empty)."""
+        if self._size_bytes == 0:
+            return NO_TIMESTAMP
+        if self._first_batch_timestamp is None:
+            self._first_batch_timestamp = next(self.headers_from(0)).max_timestamp
+        return self._first_batch_timestamp
+
+    def time_waited_for_roll(self, max_timestamp_ms: int) -> int | None:
+        """Kafka's ``timeWaitedForRoll`` for an append whose greatest timestamp is ``max_timestamp_ms``:
+        how much later it is than this segment's first batch. None when either has no timestamp
+        (Kafka then counts from the segment's creation on the broker's clock, which a log, being
+        clockless, does not have: such a segment rolls by size only)."""
+        first = self.first_batch_timestamp
+        if first < 0 or max_timestamp_ms < 0:
+            return None
+        return max_timestamp_ms - first
 
     @property
     def largest_timestamp(self) -> int:
@@ -422,6 +448,7 @@ class LogSegment:
         self.storage.truncate(self.time_index_path,
                               self._time_index.truncate_to(header.base_offset - self.base_offset))
         self._max_timestamp = None  # found again from what is left, by _ensure_max_timestamp
+        self._first_batch_timestamp = None
         self._size_bytes = header.position
         self._next_offset = header.base_offset
         last_position = self._index_positions[-1] if self._index_positions else 0
@@ -443,6 +470,18 @@ class LogSegment:
         self.storage.delete(self.index_path, sync=sync)
         self.storage.delete(self.time_index_path, sync=sync)
 
+    def rename_for_deletion(self) -> tuple[str, ...]:
+        """Kafka's asynchronous segment deletion, first half: each file renamed at once to
+        ``<name>.deleted`` (no fsync), so that a segment created later under the same base offset
+        is a new file; returns the new paths, for a work to delete (log_work.py). A ``.deleted``
+        file a crash left behind is removed when the log is opened (segment_loading.py)."""
+        renamed = []
+        for path in (self.log_path, self.index_path, self.time_index_path):
+            if self.storage.exists(path):
+                self.storage.rename(path, path + DELETED_FILE_SUFFIX, sync=False)
+                renamed.append(path + DELETED_FILE_SUFFIX)
+        return tuple(renamed)
+
     # -- recovery --------------------------------------------------------------------------
 
     def _recover(self) -> int:
@@ -463,6 +502,8 @@ class LogSegment:
             headers, consumed, why_stopped = scan_valid_prefix(
                 chunk, expected_base_offset=expected_offset)
             for header in headers:
+                if header.base_offset == self.base_offset:
+                    self._first_batch_timestamp = header.max_timestamp
                 self._index_batch(header, chunk_start + header.position, new_entries, new_time_entries)
                 epoch = header.partition_leader_epoch
                 if epoch >= 0 and (not self.recovered_epoch_starts or self.recovered_epoch_starts[-1][0] != epoch):

@@ -10,15 +10,19 @@ the injected ``Storage``.
 from __future__ import annotations
 
 from actors.core.log.log_config import LogConfig
-from actors.core.log.segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, LogSegment, parse_segment_file_name
+from actors.core.log.segment import DELETED_FILE_SUFFIX, INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, LogSegment, parse_segment_file_name
 from actors.core.log.time_index import TIME_INDEX_FILE_SUFFIX
 from actors.core.log.storage import Storage
 
 
 def _segment_base_offsets(storage: Storage, directory: str) -> list[int]:
-    """Base offsets of the .log files, ascending; index files with no .log are deleted."""
+    """Base offsets of the .log files, ascending; index files with no .log are deleted, and so are
+    the ``.deleted`` files of segments whose deletion a crash interrupted (Kafka's loadSegmentFiles)."""
     log_bases, index_files = set(), []
     for name in storage.list_dir(directory):
+        if name.endswith(DELETED_FILE_SUFFIX):
+            storage.delete(f"{directory}/{name}")
+            continue
         parsed = parse_segment_file_name(name)
         if parsed is not None:
             if parsed[1] == LOG_FILE_SUFFIX:

@@ -284,9 +284,13 @@ class FetchPath:
                 data = served.get((topic.topic, asked.partition))
                 if partition is None or not partition.is_leader or data is None:
                     continue
+                low_watermark = partition.low_watermark
                 if partition.update_follower_fetch_state(request.replica_id, asked.fetch_offset, now_ms,
-                                                         sent_high_watermark=data.high_watermark):
+                                                         sent_high_watermark=data.high_watermark,
+                                                         log_start_offset=asked.log_start_offset):
                     effects.extend(self.delayed.try_complete((topic.topic, asked.partition), now_ms))
+                if partition.low_watermark != low_watermark:  # the follower's start moved: a DeleteRecords may be done
+                    effects.extend(self.delayed.try_complete_delete_records((topic.topic, asked.partition), now_ms))
                 read.append((topic.topic, asked.partition))
         # Every expansion this fetch allows goes to the controller in one AlterPartition.
         return effects + self.replication.maybe_expand_isrs(read, request.replica_id)

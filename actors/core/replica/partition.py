@@ -40,6 +40,7 @@ from actors.core.log.compression import PRODUCER, CompressionCodecs, recompresse
 from actors.core.log.log import FetchDataInfo, Log, LogAppendInfo
 from actors.core.log.record_batch import as_byte_view
 from actors.core.messages._base import NO_EPOCH, NO_LEADER
+from actors.core.messages.delete_records import HIGH_WATERMARK
 
 
 NEVER_MS = -1  # a time that has not happened: a follower that never caught up
@@ -58,6 +59,9 @@ class RemoteReplica:
     # The high watermark in the last fetch answer sent to this follower: an upper bound on what it
     # knows (KIP-392). A parked fetch of this follower completes once the leader's is higher.
     last_sent_high_watermark: int = 0
+    # The follower's log start offset from its latest fetch (-1: not known yet); DeleteRecords
+    # waits for it (``low_watermark``).
+    log_start_offset: int = -1
 
     def caught_up_within(self, now_ms: int, lag_time_max_ms: int) -> bool:
         return self.last_caught_up_time_ms != NEVER_MS and now_ms - self.last_caught_up_time_ms <= lag_time_max_ms
@@ -186,7 +190,7 @@ class Partition:
         return self.log.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)
 
     def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, now_ms: int, *,
-                                    sent_high_watermark: int) -> bool:
+                                    sent_high_watermark: int, log_start_offset: int = -1) -> bool:
         """Record a follower's fetch offset as its log end offset, and the high watermark its answer
         carries; True when the HW moved."""
         remote = self.remote_replicas.get(replica_id)
@@ -201,6 +205,7 @@ class Partition:
             # Caught up to where the leader was at the follower's previous fetch (Kafka's rule).
             remote.last_caught_up_time_ms = max(remote.last_caught_up_time_ms, remote.last_fetch_time_ms)
         remote.log_end_offset = fetch_offset
+        remote.log_start_offset = log_start_offset
         remote.last_fetch_leader_log_end_offset = leader_end_offset
         remote.last_fetch_time_ms = now_ms
         remote.last_sent_high_watermark = sent_high_watermark
@@ -241,6 +246,39 @@ class Partition:
             assert self.high_watermark <= self.log.log_end_offset
             return True
         return False
+
+    # ---------------------------------------------------------------------------- DeleteRecords
+    @property
+    def low_watermark(self) -> int:
+        """Kafka's ``lowWatermarkIfLeader``: the smallest log start offset over this leader and the
+        followers in the (maximal) ISR, each as its latest fetch said (-1 while one has not said).
+        Kafka 2.4 takes every live replica; a replica outside the ISR would hold DeleteRecords
+        until its timeout for a deletion that replica will learn of when it catches up."""
+        low_watermark = self.log.log_start_offset
+        isr = self.maximal_isr
+        for remote in self.remote_replicas.values():
+            if remote.broker_id in isr:
+                low_watermark = min(low_watermark, remote.log_start_offset)
+        return low_watermark
+
+    def delete_records_on_leader(self, offset: int) -> int:
+        """Kafka's ``deleteRecordsOnLeader``: move the log start offset up to ``offset`` (-1: the high
+        watermark), never above the high watermark (OFFSET_OUT_OF_RANGE), on a log whose
+        cleanup.policy includes delete (POLICY_VIOLATION); returns the offset asked for."""
+        if not self.is_leader:
+            raise KafkaProtocolError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                     f"broker {self.local_broker_id} does not lead {self.topic}-{self.partition}")
+        if not self.log.config.delete:
+            raise KafkaProtocolError(ErrorCode.POLICY_VIOLATION, f"Records of partition {self.topic}-"
+                                     f"{self.partition} can not be deleted due to the configured policy")
+        requested = self.high_watermark if offset == HIGH_WATERMARK else offset
+        if requested < 0 or requested > self.high_watermark:
+            raise KafkaProtocolError(ErrorCode.OFFSET_OUT_OF_RANGE, (
+                f"Cannot increment the log start offset to {requested} of partition {self.topic}-"
+                f"{self.partition} since it is {'negative' if requested < 0 else 'larger than the high watermark'}"
+                f" {self.high_watermark}"))
+        self.log.maybe_increment_log_start_offset(requested)
+        return requested
 
     # ------------------------------------------------------------------------------- ISR changes
     def isr_expansion_candidate(self, replica_id: int) -> tuple[int, ...] | None:
@@ -292,3 +330,14 @@ class Partition:
         assert not self.is_leader
         self.high_watermark = max(self.log.log_start_offset,
                                   min(leader_high_watermark, self.log.log_end_offset))
+
+    def update_follower_log_start_offset(self, leader_log_start_offset: int) -> bool:
+        """Kafka's follower raises its log start offset to the leader's from each fetch answer
+        (segments wholly below it are deleted at once); never past its own high watermark, which
+        an answer carrying fewer records than the leader holds below its start may leave lower:
+        the next fetch then falls below the leader's start and the follower restarts its log
+        there. True when the start moved."""
+        assert not self.is_leader
+        if leader_log_start_offset < 0:
+            return False  # a leader that sent none
+        return self.log.maybe_increment_log_start_offset(min(leader_log_start_offset, self.high_watermark))

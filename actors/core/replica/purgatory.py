@@ -89,13 +89,18 @@ class Purgatory:
 
 
 class DelayedOperations:
-    """The replica manager's purgatories: acks=all produces and long-poll fetches, both keyed by
-    the partitions they watch."""
-    __slots__ = ("produce", "fetch")
+    """The replica manager's purgatories: acks=all produces, long-poll fetches and DeleteRecords
+    waiting for the followers' log start offsets, all keyed by the partitions they watch."""
+    __slots__ = ("produce", "fetch", "delete_records")
 
     def __init__(self, max_size: int) -> None:
         self.produce = Purgatory("produce", max_size)
         self.fetch = Purgatory("fetch", max_size)
+        self.delete_records = Purgatory("delete records", max_size)
+
+    @property
+    def _all(self) -> tuple[Purgatory, ...]:
+        return (self.produce, self.fetch, self.delete_records)
 
     def park(self, purgatory: Purgatory, operation: DelayedOperation) -> list[Effect]:
         """Put ``operation`` in ``purgatory`` until it completes or its deadline passes."""
@@ -103,9 +108,9 @@ class DelayedOperations:
         return [ArmTimer(deadline_ms=operation.deadline_ms)]
 
     def try_complete(self, key: Hashable, now_ms: int) -> list[Effect]:
-        """Kafka's ``checkAndComplete`` on both purgatories: every operation watching ``key``."""
+        """Kafka's ``checkAndComplete`` on every purgatory: every operation watching ``key``."""
         effects: list[Effect] = []
-        for purgatory in (self.produce, self.fetch):
+        for purgatory in self._all:
             for operation in purgatory.watching(key):
                 effects.extend(operation.try_complete(now_ms, expired=False))
         return effects
@@ -113,11 +118,18 @@ class DelayedOperations:
     def expire(self, now_ms: int) -> list[Effect]:
         """Complete every operation whose deadline has passed, answered with what it has."""
         effects: list[Effect] = []
-        for purgatory in (self.produce, self.fetch):
+        for purgatory in self._all:
             for operation in purgatory.expired(now_ms):
                 effects.extend(operation.try_complete(now_ms, expired=True))
         return effects
 
     def next_deadline_ms(self) -> int | None:
-        deadlines = [d for d in (self.produce.next_deadline_ms(), self.fetch.next_deadline_ms()) if d is not None]
+        deadlines = [d for d in (p.next_deadline_ms() for p in self._all) if d is not None]
         return min(deadlines, default=None)
+
+    def try_complete_delete_records(self, key: Hashable, now_ms: int) -> list[Effect]:
+        """A follower's log start offset moved: only a DeleteRecords can complete by that."""
+        effects: list[Effect] = []
+        for operation in self.delete_records.watching(key):
+            effects.extend(operation.try_complete(now_ms, expired=False))
+        return effects

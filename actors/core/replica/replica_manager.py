@@ -1,7 +1,7 @@
 """A broker's replica manager: every partition replica it hosts, and the data requests they serve.
 
 Theory of operation. The replica manager owns this broker's logs (recovered from its storage at
-construction), a ``Partition`` per hosted replica, and two purgatories. Inputs
+construction), a ``Partition`` per hosted replica, and three purgatories. Inputs
 are requests, each with a ``request_id`` the shell uses to route the answer back, and the passage
 of time (``tick``). Outputs are effects: ``Respond`` now or later, ``ArmTimer`` for the next
 deadline, ``LogEvent`` for a human.
@@ -21,6 +21,12 @@ deadline, ``LogEvent`` for a human.
 - Fetch reads whole batches: consumers up to the high watermark, followers (``replica_id >= 0``) up
   to the log end offset. A fetch that found fewer than ``min_bytes`` waits in the fetch purgatory
   as a ``DelayedFetch`` until more arrives or ``max_wait_ms`` passes. fetch.py's ``FetchPath``.
+- DeleteRecords moves a leader's log start offset and waits in the delete-records purgatory
+  until every in-sync follower's fetch reports it (delete_records.py's ``DeleteRecordsPath``).
+- Retention (Kafka's LogManager cleanup, every ``log.retention.check.interval.ms`` from ``tick``):
+  each log deletes the whole segments its retention.ms / retention.bytes and log start offset
+  allow below its high watermark (``cleanup_logs``; actors/core/log/retention.py); the files go
+  by the flusher's work, and the log start offsets by its checkpoint.
 - The follower's requests, OffsetForLeaderEpoch and the ISR: replication.py's ``Replication``.
   The paths are objects this manager owns, each given the parts of it that it needs.
 - Any progress on a partition (an append, a high-watermark move, a role change) retries the
@@ -73,6 +79,7 @@ from actors.core.fetcher.fetcher_manager import FetcherManager
 from actors.core.replica.log_dir_failure_handler import storage_step
 from actors.core.replica.log_flusher import LogFlusher
 from actors.core.replica.partition import Partition
+from actors.core.replica.delete_records import DeleteRecordsPath
 from actors.core.replica.fetch import FetchPath
 from actors.core.replica.produce import ProducePath
 from actors.core.replica.purgatory import DelayedOperations
@@ -98,12 +105,16 @@ def parse_partition_directory(name: str) -> TopicPartition | None:
 class ReplicaManager:
     def __init__(self, *, broker_id: int, storage: Storage, config: KafkaConfig, now_ms: int,
                  fetch_session_seed: int = 0, codecs: CompressionCodecs | None = None,
-                 partition_leader: Callable[[str, int], tuple[int, int]] | None = None) -> None:
+                 partition_leader: Callable[[str, int], tuple[int, int]] | None = None,
+                 wall_clock_offset_ms: int = 0) -> None:
         """``codecs`` rebuild a produced batch in a topic's ``compression.type`` (without
         them such a produce is UNSUPPORTED_COMPRESSION_TYPE). ``partition_leader`` is the broker's
         metadata cache's answer to who leads a partition: (live leader, leader epoch), or
         (NO_LEADER, NO_EPOCH) for a partition unknown or without a live leader; without it no
-        partition is known beyond those hosted here."""
+        partition is known beyond those hosted here. ``wall_clock_offset_ms`` turns ``now_ms`` (the
+        host's monotonic clock) into the wall clock that records' timestamps are on, which
+        retention.ms compares them with (the host's offset at start; 0 where the clock is the wall
+        clock already, as in the simulator and tests)."""
         self.broker_id = broker_id
         self.codecs = codecs
         self.storage = storage
@@ -127,6 +138,10 @@ class ReplicaManager:
         self.replica_lag_time_max_ms = config.get_int("replica.lag.time.max.ms", 1)
         self._next_metrics_ms = now_ms  # when the broker's gauges are set next
         self._next_isr_check_ms = now_ms + self.replica_lag_time_max_ms // 2
+        # Kafka's LogManager "kafka-log-retention" task.
+        self.retention_check_interval_ms = config.get_int("log.retention.check.interval.ms", 1)
+        self.wall_clock_offset_ms = wall_clock_offset_ms
+        self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
         # The log directory's state; a storage error takes it offline (log_dir_failure_handler.py).
         self.log_dir_failure_channel = LogDirFailureChannel()
         self.log_flusher = LogFlusher(
@@ -144,6 +159,8 @@ class ReplicaManager:
         self.fetch_path = FetchPath(broker_id=broker_id, partitions=self.partitions,
                                     leader_partition=self.leader_partition, fetch_sessions=self.fetch_sessions,
                                     delayed=self.delayed, replication=self.replication)
+        self.delete_records_path = DeleteRecordsPath(broker_id=broker_id, partitions=self.partitions,
+                                                     leader_partition=self.leader_partition, delayed=self.delayed)
 
     @property
     def partitions(self) -> dict[TopicPartition, Partition]:
@@ -154,7 +171,7 @@ class ReplicaManager:
     def partitions(self, partitions: dict[TopicPartition, Partition]) -> None:
         """Put another map in its place (the simulator's watched map), in every path that holds it."""
         self._partitions = partitions
-        for path in (self.replication, self.produce_path, self.fetch_path):
+        for path in (self.replication, self.produce_path, self.fetch_path, self.delete_records_path):
             path.partitions = partitions
 
     # ---------------------------------------------------------------------------------- startup
@@ -380,6 +397,10 @@ class ReplicaManager:
         return self.fetch_path.handle_fetch(request_id, request, now_ms)
 
     @storage_step
+    def handle_delete_records(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        return self.delete_records_path.handle_delete_records(request_id, request, now_ms) + self.log_flusher.collect()
+
+    @storage_step
     def handle_offset_for_leader_epoch(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self.replication.handle_offset_for_leader_epoch(request_id, request, now_ms)
 
@@ -460,10 +481,27 @@ class ReplicaManager:
             effects.extend(self.replication.maybe_shrink_isrs(now_ms))
         if self.replication.unanswered_isr_proposals:
             effects.extend(self.replication.resend_unanswered_isr_proposals(now_ms))
-        effects.extend(self.log_flusher.tick(now_ms))  # the fsyncs run off this thread
+        if now_ms >= self._next_retention_check_ms:
+            self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
+            effects.extend(self.cleanup_logs(now_ms))
+        effects.extend(self.log_flusher.tick(now_ms))  # the fsyncs run off this thread (and the deletions)
         next_deadline_ms = self.delayed.next_deadline_ms()
         if next_deadline_ms is not None:
             effects.append(ArmTimer(deadline_ms=next_deadline_ms))
+        return effects
+
+    def cleanup_logs(self, now_ms: int) -> list[Effect]:
+        """Kafka's ``LogManager.cleanupLogs``: every log deletes the old segments its retention
+        settings and log start offset allow, below its high watermark (actors/core/log/retention.py);
+        the files go by the next ``collect``'s work. A moved log start may complete a DeleteRecords."""
+        effects: list[Effect] = []
+        for topic_partition, partition in list(self.partitions.items()):
+            before = partition.log_start_offset
+            for reason in partition.log.delete_old_segments(now_ms + self.wall_clock_offset_ms,
+                                                            partition.high_watermark):
+                effects.append(LogEvent(level="info", message=f"broker {self.broker_id} {reason}"))
+            if partition.log_start_offset != before:
+                effects.extend(self.delayed.try_complete(topic_partition, now_ms))
         return effects
 
     # ---------------------------------------------------------------------------- checkpoints

@@ -9,7 +9,8 @@ Theory of operation.
   bugs) the log is truncated to the high watermark right here and fetching starts there.
 - ``handle_follower_truncate`` / ``handle_follower_append``: the fetcher's requests on this
   broker's log; each names the leader epoch it works under and is refused if the partition has
-  moved on. An append sets the follower's high watermark to min(leader HW, log end offset).
+  moved on. An append sets the follower's high watermark to min(leader HW, log end offset) and
+  raises its log start offset to the leader's (no higher than that high watermark).
 - ``handle_offset_for_leader_epoch``: a leader's answer to a follower's (or consumer's) question.
 - ISR: every follower fetch may add that follower to the ISR; the expiration check (every half
   ``replica.lag.time.max.ms``) drops followers not caught up within ``replica.lag.time.max.ms``.
@@ -60,7 +61,8 @@ def _state(partition: Partition, **extra) -> FollowerPartitionState:
     return FollowerPartitionState(topic=partition.topic, partition=partition.partition,
                                   log_end_offset=partition.log_end_offset,
                                   latest_epoch=partition.log.latest_epoch,
-                                  high_watermark=partition.high_watermark, **extra)
+                                  high_watermark=partition.high_watermark,
+                                  log_start_offset=partition.log_start_offset, **extra)
 
 
 # The controller's refusals that say this leader is stale (deposed, or its topic gone). Kafka's
@@ -109,7 +111,8 @@ class Replication:
         return InitialFetchState(
             topic=partition.topic, partition=partition.partition, current_leader_epoch=partition.leader_epoch,
             fetch_offset=partition.log.log_end_offset, latest_epoch=partition.log.latest_epoch,
-            needs_truncation=self.truncation_policy == LEADER_EPOCH_POLICY)
+            needs_truncation=self.truncation_policy == LEADER_EPOCH_POLICY,
+            log_start_offset=partition.log_start_offset)
 
     def _follower_partition(self, topic: str, index: int, current_leader_epoch: int) -> Partition:
         partition = self.partitions.get((topic, index))
@@ -155,6 +158,7 @@ class Replication:
                 if len(records):
                     partition.log.append_as_follower(records)
                 partition.update_follower_high_watermark(asked.leader_high_watermark)
+                partition.update_follower_log_start_offset(asked.leader_log_start_offset)
             except KafkaProtocolError as exc:
                 results.append(FollowerPartitionState(topic=asked.topic, partition=asked.partition,
                                                       error_code=exc.error_code))
