@@ -32,6 +32,9 @@ from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages.broker_registration import BrokerEndpoint
 
 LISTENERS_DEFAULT = "PLAINTEXT://127.0.0.1:0"
+# The default on a Ray cluster of several hosts: each broker on its own node's IP, which clients on
+# the other hosts can reach (LISTENERS_DEFAULT reaches only the broker's own host).
+NODE_LISTENERS = "PLAINTEXT://{node_ip}:0"
 # Kafka's default listener.security.protocol.map.
 SECURITY_PROTOCOL_MAP_DEFAULT = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 KAFKA_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
@@ -52,6 +55,15 @@ class Listener(NamedTuple):
 
 def _invalid(key: str, value: str, why: str) -> KafkaProtocolError:
     return KafkaProtocolError(ErrorCode.INVALID_CONFIG, f"{key}={value!r}: {why}")
+
+
+def with_listeners_for_hosts(config: dict[str, str], *, several_hosts: bool) -> dict[str, str]:
+    """``config`` with ``listeners`` defaulted to ``NODE_LISTENERS`` when the cluster may span
+    hosts and it names neither ``listeners`` nor ``advertised.listeners`` (an operator's choice
+    always wins); on one host the brokers keep ``LISTENERS_DEFAULT``, loopback only."""
+    if not several_hosts or {"listeners", "advertised.listeners"} & set(config):
+        return dict(config)
+    return {**config, "listeners": NODE_LISTENERS}
 
 
 def resolve_placeholders(value: str, *, node_ip: str, node_id: str, broker_id: int) -> str:

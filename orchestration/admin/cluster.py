@@ -32,7 +32,7 @@ from actors.core.log.log import Log
 from actors.core.log.log_config import LogConfig
 from actors.core.replica.replica_manager import partition_directory
 from actors.core.topic_configs import check_broker_config
-from actors.wire.listeners import check_listener_config
+from actors.wire.listeners import check_listener_config, with_listeners_for_hosts
 from actors.file_storage import FileStorage
 from actors.group_coordinator import GroupCoordinatorRemote
 from actors.ray_metadata_store import RayKeyValueStore
@@ -108,6 +108,11 @@ class Cluster(AdminClient):
             ray.init(address=address, namespace=namespace or f"raykafka-{uuid.uuid4().hex[:8]}",
                      num_cpus=None if address else num_cpus, include_dashboard=False, log_to_driver=False)
         namespace = ray.get_runtime_context().namespace
+        # On a Ray cluster that may span hosts (one joined by address, or with several nodes) the
+        # brokers listen on their node's IP unless the config says otherwise, so stock clients on
+        # other hosts can reach what the brokers advertise; on one machine, loopback.
+        several_hosts = address is not None or sum(1 for node in ray.nodes() if node.get("Alive")) > 1
+        config = with_listeners_for_hosts(config, several_hosts=several_hosts)
         owns_log_dir = log_dir is None
         log_dir = os.path.abspath(log_dir or tempfile.mkdtemp(prefix="raykafka-"))
         # Brokers refuse to create the offsets topic with fewer live brokers than its replication

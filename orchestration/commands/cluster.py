@@ -14,7 +14,7 @@ import argparse
 
 from actors.core.errors import KafkaProtocolError
 from actors.core.topic_configs import check_broker_config
-from actors.wire.listeners import check_listener_config
+from actors.wire.listeners import check_listener_config, with_listeners_for_hosts
 from orchestration.admin.detached import (
     forget_cluster, raykafka_home, remember_cluster, remembered_cluster, start_local_head, stop_local_head,
 )
@@ -47,6 +47,9 @@ def _start(args: argparse.Namespace) -> int:
     log_dir = args.log_dir or str(raykafka_home() / "logs" / args.namespace)
     try:
         ray.init(address=address, namespace=args.namespace, log_to_driver=False)
+        # A Ray cluster this command joins may span hosts (nodes can join it later): brokers listen
+        # on their node's IP unless --config names listeners; --local's own head keeps loopback.
+        config = with_listeners_for_hosts(config, several_hosts=not args.local)
         cluster = Cluster.start(brokers=args.brokers, log_dir=log_dir, config=config, detached=True)
         epoch = cluster.controller_epoch()
         placement = cluster.placement.describe()

@@ -34,9 +34,6 @@ from orchestration.spark.workload import Workload
 LOAD_PRODUCER_DEFAULTS = {"linger.ms": "5", "retries": "0", "retry.backoff.ms": "100", "request.timeout.ms": "5000",
                           "delivery.timeout.ms": "30000", "max.in.flight.requests.per.connection": "1"}
 DISPLAY_INTERVAL_S = 1.0
-# The brokers' listeners on a Ray cluster of several hosts: each broker on its own node's IP, which
-# clients on the other hosts can reach (the default, 127.0.0.1, reaches only the broker's own host).
-NODE_LISTENERS = "PLAINTEXT://{node_ip}:0"
 # A consumer task also stops by itself this long after its deadline should have come (a driver
 # that died cannot tell it to).
 CONSUMER_SAFETY_NET_S = 600
@@ -113,10 +110,9 @@ class _Display:
 def broker_config(workload: Workload, *, several_hosts: bool) -> dict[str, str]:
     """The brokers' configuration for ``workload``: fast failover, the node's IP as the listener
     host when the cluster may span hosts and the workload names no listener, then the workload's."""
+    from actors.wire.listeners import with_listeners_for_hosts
     from orchestration.chaos.runner import FAST_FAILOVER_CONFIG
-    names_listeners = {"listeners", "advertised.listeners"} & set(workload.broker_config)
-    node_listeners = {"listeners": NODE_LISTENERS} if several_hosts and not names_listeners else {}
-    return {**FAST_FAILOVER_CONFIG, **node_listeners, **workload.broker_config}
+    return with_listeners_for_hosts({**FAST_FAILOVER_CONFIG, **workload.broker_config}, several_hosts=several_hosts)
 
 
 def _producer_tasks(workload: Workload, topics: list[str], config: dict):

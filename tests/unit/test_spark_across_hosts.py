@@ -4,7 +4,8 @@ and clients were on."""
 from __future__ import annotations
 
 from orchestration.chaos.runner import FAST_FAILOVER_CONFIG
-from orchestration.spark.pipeline import NODE_LISTENERS, _where_line, broker_config
+from actors.wire.listeners import NODE_LISTENERS
+from orchestration.spark.pipeline import _where_line, broker_config
 from orchestration.spark.workload import parse_workload
 
 WORKLOAD = {"name": "w", "recordCount": 10}

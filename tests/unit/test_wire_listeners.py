@@ -132,3 +132,13 @@ def test_metadata_names_brokers_by_the_listener_asked_on_and_by_actor_name_other
         "a broker without that listener is left out, as Kafka does"
     by_actor = cache.handle_metadata(MetadataRequest(topics=())).brokers
     assert [(b.node_id, b.host, b.port) for b in by_actor] == [(0, "raykafka-broker-0", 0), (1, "raykafka-broker-1", 0)]
+
+
+def test_a_cluster_that_may_span_hosts_listens_on_each_nodes_ip_unless_the_operator_chose():
+    from actors.wire.listeners import LISTENERS_DEFAULT, NODE_LISTENERS, with_listeners_for_hosts
+    assert with_listeners_for_hosts({"num.partitions": "3"}, several_hosts=True) == {
+        "num.partitions": "3", "listeners": NODE_LISTENERS}
+    assert NODE_LISTENERS == "PLAINTEXT://{node_ip}:0" and LISTENERS_DEFAULT == "PLAINTEXT://127.0.0.1:0"
+    assert with_listeners_for_hosts({}, several_hosts=False) == {}  # one host: the loopback default
+    for chosen in ({"listeners": "PLAINTEXT://:9092"}, {"advertised.listeners": "PLAINTEXT://kafka.example:9092"}):
+        assert with_listeners_for_hosts(chosen, several_hosts=True) == chosen
