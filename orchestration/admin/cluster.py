@@ -38,7 +38,7 @@ from actors.group_coordinator import GroupCoordinatorRemote
 from actors.ray_metadata_store import RayKeyValueStore
 from orchestration.admin.admin_client import AdminClient
 from orchestration.admin.detached import (
-    ClusterInfo, delete_cluster_info, load_cluster_info, save_cluster_info,
+    ClusterInfo, delete_cluster_info, join_with_rays_auth, load_cluster_info, save_cluster_info,
 )
 from orchestration.admin.placement import BrokerPlacement
 from orchestration.admin.status import cluster_status
@@ -105,6 +105,8 @@ class Cluster(AdminClient):
             raise KafkaError(exc.error_code, exc.message) from None
         owns_ray = not ray.is_initialized()
         if owns_ray:
+            if address is not None:
+                join_with_rays_auth()
             ray.init(address=address, namespace=namespace or f"raykafka-{uuid.uuid4().hex[:8]}",
                      num_cpus=None if address else num_cpus, include_dashboard=False, log_to_driver=False)
         namespace = ray.get_runtime_context().namespace
@@ -160,6 +162,7 @@ class Cluster(AdminClient):
         is already connected to). ``close`` disconnects and leaves the cluster running."""
         owns_ray = not ray.is_initialized()
         if owns_ray:
+            join_with_rays_auth()
             ray.init(address=address or "auto", namespace=namespace, log_to_driver=False)
         info = load_cluster_info(namespace)
         if info is None:

@@ -161,6 +161,18 @@ def use_auth_mode(mode: str | None) -> None:
         Config.initialize("")
 
 
+def join_with_rays_auth() -> None:
+    """Before joining a running Ray cluster: authenticate as ``ray start`` decided for it. Ray 2.60's
+    ``ray start`` turns token authentication on when RAY_AUTH_MODE is unset and a token exists
+    (~/.ray/auth_token, RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH), but ``ray.init(address=...)`` does
+    not, so a driver joining such a head is refused ("Authentication token is missing or
+    incorrect"). This applies ``ray start``'s rule to this process; RAY_AUTH_MODE, when set, wins."""
+    if os.environ.get("RAY_AUTH_MODE"):
+        return
+    from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+
+
 def _accepts(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1):

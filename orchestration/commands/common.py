@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 
-from orchestration.admin.detached import DEFAULT_NAMESPACE, remembered_cluster, use_auth_mode
+from orchestration.admin.detached import DEFAULT_NAMESPACE, join_with_rays_auth, remembered_cluster, use_auth_mode
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,10 +21,12 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
 
 def ray_address(args: argparse.Namespace) -> str:
     """``--address``, else the address ``cluster start`` remembered for the namespace, else auto;
-    a Ray head that ``cluster start --local`` started is joined with its authentication mode."""
+    a Ray head that ``cluster start --local`` started is joined with its authentication mode, and
+    one that ``ray start`` started with the mode ``ray start`` chose (``join_with_rays_auth``)."""
     remembered = remembered_cluster(args.namespace) or {}
     if not args.address or args.address == remembered.get("address"):
         use_auth_mode(remembered.get("auth_mode"))
+    join_with_rays_auth()  # a head started by `ray start`: authenticate as it does
     return args.address or remembered.get("address") or "auto"
 
 

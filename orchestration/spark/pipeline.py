@@ -215,6 +215,8 @@ def run_workload(workload: Workload, *, address: str | None = None, output_dir: 
     if owns_ray:
         namespace = f"raykafka-load-{uuid.uuid4().hex[:8]}"
         if address:
+            from orchestration.admin.detached import join_with_rays_auth
+            join_with_rays_auth()
             ray.init(address=address, namespace=namespace, log_to_driver=False)
         else:
             from orchestration.admin.ray_runtime import start_local_ray
