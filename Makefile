@@ -6,7 +6,7 @@ VPY := $(VENV)/bin/python
 PYTEST := $(VPY) -X faulthandler -m pytest
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-no-spark test unit integration chaos bench venv clean
+.PHONY: demo demo-no-spark test unit integration chaos bench kafka venv clean
 
 venv: $(STAMP)
 
@@ -41,6 +41,11 @@ bench: $(STAMP)
 	$(VPY) benchmarks/failover_time.py
 	$(VPY) benchmarks/idempotent_produce.py
 	$(VPY) benchmarks/spark_produce_throughput.py
+
+# Apache Kafka's jars (ci/kafka/pom.xml pins the version) in ~/.cache/raykafka, for the conformance
+# tests and benchmarks that compare with Kafka; the tests fetch them themselves when this was not run.
+kafka:
+	ci/kafka/fetch.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info

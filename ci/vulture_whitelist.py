@@ -56,3 +56,7 @@
 
 # What tests observe (a driver's requests in flight) and a simulator step the scenario files drive.
 (_.requests_pending, _.drop_matching)
+
+# Apache Kafka as a peer to compare with (orchestration/apache_kafka.py): the conformance tests
+# (tests/integration/test_conformance_tools.py) fetch, start and drive it; the benchmarks will too.
+(_.fetch_kafka, _.run_tool, _.ApacheKafkaCluster)

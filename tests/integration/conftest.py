@@ -48,3 +48,17 @@ def netns_hosts(request):
                     num_cpus=getattr(request.module, "NETNS_NUM_CPUS", 1),
                     ray_env=getattr(request.module, "NETNS_RAY_ENV", None)) as hosts:
         yield hosts
+
+
+@pytest.fixture(scope="session")
+def kafka_libs():
+    """Apache Kafka's jars (orchestration.apache_kafka), fetched once and then reused from the cache;
+    a test that needs them skips, saying what to install, where Java or Maven is missing."""
+    from orchestration.apache_kafka import KafkaUnavailable, fetch_kafka, unavailable_reason
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    try:
+        return fetch_kafka()
+    except KafkaUnavailable as error:
+        pytest.fail(f"Java and Maven are here, yet Apache Kafka's jars could not be fetched: {error}")

@@ -25,7 +25,7 @@ CORE_ROOMS = ("actors.core.messages", "actors.core.log", "actors.core.controller
 # of them reads it; the drivers, the wire and the shells dispatch through it.
 API_TABLE = "actors.core.apis"
 ORCHESTRATION_MODULES = ("orchestration.history", "orchestration.errors", "orchestration.progress",
-                         "orchestration.cli")
+                         "orchestration.cli", "orchestration.apache_kafka")
 ROOMS = (CORE_TOP, *CORE_ROOMS, API_TABLE, "actors.codecs", "actors.wire", "actors.drivers",
          "orchestration.clients", "orchestration.admin", "orchestration.chaos", "orchestration.spark",
          "orchestration.simulation", "orchestration.commands", *ORCHESTRATION_MODULES)
@@ -56,6 +56,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "orchestration.errors": {CORE_TOP},
     "orchestration.progress": set(),
     "orchestration.history": set(),
+    # Apache Kafka as a peer to compare with stands alone: it runs Kafka's JVMs, not raykafka.
+    "orchestration.apache_kafka": set(),
     "orchestration.clients": ACTORS | COMMON,
     "orchestration.admin": ACTORS | COMMON | {"orchestration.clients"},
     "orchestration.chaos": ACTORS | COMMON | {"orchestration.clients", "orchestration.admin"},

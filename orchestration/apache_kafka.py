@@ -1,0 +1,219 @@
+"""Apache Kafka itself, as a peer to compare raykafka with: its jars fetched once into a cache
+(ci/kafka/fetch.sh, version pinned in ci/kafka/pom.xml), a real KRaft cluster of 1 or 3 combined
+broker+controller nodes on 127.0.0.1 started from them, and Kafka's own command-line tools run from
+the same jars with their real main classes. The conformance tests and the benchmarks both use it.
+
+    libs = fetch_kafka()                       # raises KafkaUnavailable saying what to install
+    with ApacheKafkaCluster(libs, workdir, nodes=1) as kafka:
+        run_tool(libs, "kafka-topics", "--bootstrap-server", kafka.bootstrap_servers, "--list")
+"""
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FETCH_SCRIPT = REPO_ROOT / "ci" / "kafka" / "fetch.sh"
+
+# Kafka 4.x's main classes behind bin/*.sh (kafka-topics was kafka.admin.TopicCommand before 4.0).
+TOOLS = {
+    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
+    "kafka-configs": "org.apache.kafka.tools.ConfigCommand",
+    "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "kafka-storage": "kafka.tools.StorageTool",
+}
+# A broker's heap on this 2-core, 24 GiB machine kind; the tools are short-lived clients and start
+# faster without the optimising compiler.
+BROKER_JVM_OPTS = ("-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true")
+TOOL_JVM_OPTS = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Djava.awt.headless=true")
+START_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 30.0
+
+
+class KafkaUnavailable(RuntimeError):
+    """Apache Kafka cannot be had on this machine; the message says what to install."""
+
+
+def unavailable_reason() -> str | None:
+    """Why Kafka cannot run here (Java or Maven missing), or None."""
+    if shutil.which("java") is None:
+        return "Apache Kafka needs Java 17+ (Debian: apt-get install openjdk-17-jre-headless)"
+    if shutil.which("mvn") is None and not _cached_libs():
+        return "fetching Apache Kafka's jars needs Maven (Debian: apt-get install maven)"
+    return None
+
+
+def kafka_version() -> str:
+    text = (REPO_ROOT / "ci" / "kafka" / "pom.xml").read_text(encoding="utf-8")
+    return text.split("<kafka.version>", 1)[1].split("</kafka.version>", 1)[0].strip()
+
+
+def _cached_libs() -> Path | None:
+    cache = os.environ.get("RAYKAFKA_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "raykafka")
+    root = Path(cache) / f"kafka-{kafka_version()}"
+    return root / "libs" if (root / "complete").exists() else None
+
+
+def fetch_kafka(timeout_s: float = 600.0) -> Path:
+    """The directory of Kafka's jars, fetched through Maven the first time and reused after."""
+    reason = unavailable_reason()
+    if reason:
+        raise KafkaUnavailable(reason)
+    done = subprocess.run(["bash", str(FETCH_SCRIPT)], capture_output=True, text=True, timeout=timeout_s)
+    if done.returncode != 0:
+        raise KafkaUnavailable(f"ci/kafka/fetch.sh failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def _java(libs: Path, jvm_opts: tuple[str, ...], main_class: str, *args: str) -> list[str]:
+    return ["java", *jvm_opts, "-cp", f"{libs}/*", main_class, *args]
+
+
+def run_tool(libs: Path, tool: str, *args: str, stdin: str | None = None,
+             timeout_s: float = 90.0) -> subprocess.CompletedProcess:
+    """Runs one of Kafka's command-line tools (a key of TOOLS) from the fetched jars, as bin/<tool>.sh would."""
+    return subprocess.run(_java(libs, TOOL_JVM_OPTS, TOOLS[tool], *args), input=stdin,
+                          capture_output=True, text=True, timeout=timeout_s)
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def _cluster_id() -> str:
+    """A cluster id as Kafka's Uuid.toString writes one: 16 random bytes, URL-safe base64, no padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+class ApacheKafkaCluster:
+    """A real Apache Kafka cluster in KRaft mode: ``nodes`` combined broker+controller JVMs on
+    127.0.0.1 with free ports and their data under ``workdir``. A context manager: leaving it stops
+    every JVM (SIGTERM, then SIGKILL after a bounded wait), whatever happened inside."""
+
+    def __init__(self, libs: Path, workdir: Path, nodes: int = 1, config: dict | None = None):
+        if nodes not in (1, 3):
+            raise ValueError("an Apache Kafka cluster here has 1 or 3 nodes")
+        self.libs, self.workdir, self.nodes = Path(libs), Path(workdir), nodes
+        self.config = dict(config or {})
+        ports = _free_ports(2 * nodes)
+        self.broker_ports, self.controller_ports = ports[:nodes], ports[nodes:]
+        self.processes: list[subprocess.Popen] = []
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{port}" for port in self.broker_ports)
+
+    def _properties(self, node: int) -> str:
+        replication = min(3, self.nodes)
+        voters = ",".join(f"{n}@127.0.0.1:{port}" for n, port in enumerate(self.controller_ports, start=1))
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": str(node),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.broker_ports[node - 1]},"
+                         f"CONTROLLER://127.0.0.1:{self.controller_ports[node - 1]}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.broker_ports[node - 1]}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(self.workdir / f"node-{node}" / "data"),
+            "offsets.topic.replication.factor": str(replication),
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.replication.factor": str(replication),
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": str(replication),
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            **self.config,
+        }
+        return "".join(f"{key}={value}\n" for key, value in props.items())
+
+    def __enter__(self) -> "ApacheKafkaCluster":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        cluster_id = _cluster_id()
+        for node in range(1, self.nodes + 1):
+            home = self.workdir / f"node-{node}"
+            home.mkdir(parents=True, exist_ok=True)
+            (home / "server.properties").write_text(self._properties(node), encoding="utf-8")
+            formatted = subprocess.run(
+                _java(self.libs, TOOL_JVM_OPTS, TOOLS["kafka-storage"], "format", "--ignore-formatted",
+                      "-t", cluster_id, "-c", str(home / "server.properties")),
+                capture_output=True, text=True, timeout=120)
+            if formatted.returncode != 0:
+                raise RuntimeError(f"kafka-storage format failed for node {node}: {formatted.stderr[-2000:]}")
+        for node in range(1, self.nodes + 1):
+            home = self.workdir / f"node-{node}"
+            with open(home / "stdout.log", "wb") as out:
+                self.processes.append(subprocess.Popen(
+                    _java(self.libs, BROKER_JVM_OPTS, "kafka.Kafka", str(home / "server.properties")),
+                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=home))
+        self._wait_serving(timeout_s)
+
+    def _wait_serving(self, timeout_s: float) -> None:
+        """Polls until every broker is in the metadata the cluster serves, bounded by timeout_s."""
+        from confluent_kafka.admin import AdminClient
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        deadline = time.monotonic() + timeout_s
+        last = "no answer yet"
+        while time.monotonic() < deadline:
+            for node, process in enumerate(self.processes, start=1):
+                if process.poll() is not None:
+                    raise RuntimeError(f"Apache Kafka node {node} exited with {process.returncode}: "
+                                       + self.log_tail(node))
+            try:
+                metadata = admin.list_topics(timeout=2)
+                last = f"brokers {sorted(metadata.brokers)}"
+                if len(metadata.brokers) == self.nodes:
+                    return
+            except Exception as error:  # not serving yet: keep polling until the deadline
+                last = repr(error)
+            time.sleep(0.5)
+        raise TimeoutError(f"waited {timeout_s:.0f}s for Apache Kafka's {self.nodes} broker(s) to serve "
+                           f"metadata; last: {last}; node 1 log: {self.log_tail(1)}")
+
+    def log_tail(self, node: int, chars: int = 3000) -> str:
+        path = self.workdir / f"node-{node}" / "stdout.log"
+        return path.read_text(errors="replace")[-chars:] if path.exists() else "(no log)"
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """SIGTERM to every node, then SIGKILL to any still running after timeout_s; waits for each."""
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        for process in self.processes:
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=30)
+        self.processes = []

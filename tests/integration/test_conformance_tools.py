@@ -1,0 +1,159 @@
+"""Kafka's own command-line tools, run from Apache Kafka's jars with their real main classes, give
+the same answers against raykafka as against Apache Kafka itself: each check runs the same tool
+invocations against a 1-node Apache Kafka (KRaft) and a 3-broker raykafka's PLAINTEXT listeners in
+the same run, compares what matters (topics with their partitions and replication factor, the exact
+key:value lines the console consumer prints, a group's offsets and lag), and the module prints a
+table of both (check | Apache Kafka | raykafka)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from orchestration.admin.wait import wait_until
+from orchestration.apache_kafka import ApacheKafkaCluster, kafka_version, run_tool
+
+pytestmark = [pytest.mark.integration, pytest.mark.conformance]
+
+APACHE, RAYKAFKA = "Apache Kafka", "raykafka"
+TOOL_TIMEOUT_S = 90.0
+
+
+@pytest.fixture(scope="module")
+def apache_kafka(kafka_libs, tmp_path_factory):
+    with ApacheKafkaCluster(kafka_libs, tmp_path_factory.mktemp("apache-kafka"), nodes=1) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def systems(apache_kafka, cluster):
+    """Each system's bootstrap servers, Apache Kafka first."""
+    return {APACHE: apache_kafka.bootstrap_servers, RAYKAFKA: cluster.bootstrap_servers}
+
+
+@pytest.fixture(scope="module")
+def table(request):
+    """check -> system -> what it showed; printed as a table when the module ends."""
+    rows: dict[str, dict[str, str]] = {}
+    yield rows
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None or not rows:
+        return
+    with capture.global_and_fixture_disabled():
+        print_table(reporter, rows)
+
+
+def print_table(reporter, rows):
+    width = max(len(check) for check in rows)
+    reporter.write_line("")
+    reporter.write_line(f"Kafka's tools against Apache Kafka {kafka_version()} and raykafka:")
+    reporter.write_line(f"{'check':<{width}} | {APACHE:<12} | {RAYKAFKA}")
+    for check, by_system in rows.items():
+        reporter.write_line(f"{check:<{width}} | {by_system.get(APACHE, 'not run'):<12} | "
+                            f"{by_system.get(RAYKAFKA, 'not run')}")
+
+
+def tool(libs, name, *args, stdin=None):
+    """Runs a tool and returns its stdout; a non-zero exit is the check's failure, with stderr."""
+    done = run_tool(libs, name, *args, stdin=stdin, timeout_s=TOOL_TIMEOUT_S)
+    assert done.returncode == 0, f"{name} {' '.join(args)} exited {done.returncode}: {done.stderr[-3000:]}"
+    return done.stdout
+
+
+def record(table, check, observed: dict, expected):
+    """Puts each system's result in the table, then fails unless both showed what Kafka's tools show."""
+    table[check] = {system: "ok" if seen == expected else f"DIFFERS: {seen!r}"[:200]
+                    for system, seen in observed.items()}
+    assert observed == {system: expected for system in observed}, f"{check}: expected {expected!r}"
+
+
+def describe_topic(text: str) -> dict:
+    """What matters in kafka-topics --describe: counts, and each partition led by one of its in-sync replicas."""
+    head = re.search(r"PartitionCount:\s*(\d+)\s+ReplicationFactor:\s*(\d+)", text)
+    partitions = {}
+    for match in re.finditer(r"Partition:\s*(\d+)\s+Leader:\s*(-?\d+)\s+Replicas:\s*([\d,]*)\s+Isr:\s*([\d,]*)", text):
+        partition, leader, replicas, isr = match.groups()
+        replicas, isr = replicas.split(","), isr.split(",")
+        partitions[int(partition)] = {"replicas": len(replicas), "leader in isr": leader in isr,
+                                      "isr is replicas": sorted(isr) == sorted(replicas)}
+    return {"partition count": int(head.group(1)) if head else None,
+            "replication factor": int(head.group(2)) if head else None, "partitions": partitions}
+
+
+def test_kafka_topics_create_describe_list_delete(kafka_libs, systems, table):
+    topic = "conformance-topics"
+    observed = {name: {} for name in systems}
+    for name, bootstrap in systems.items():
+        server = ("--bootstrap-server", bootstrap)
+        seen = observed[name]
+        seen["create"] = tool(kafka_libs, "kafka-topics", *server, "--create", "--topic", topic,
+                              "--partitions", "3", "--replication-factor", "1").strip()
+        seen["describe"] = describe_topic(tool(kafka_libs, "kafka-topics", *server, "--describe", "--topic", topic))
+        seen["listed"] = topic in tool(kafka_libs, "kafka-topics", *server, "--list").split()
+        tool(kafka_libs, "kafka-topics", *server, "--delete", "--topic", topic)
+        # Deletion finishes asynchronously in both systems; a JVM per poll is dear, so a Python
+        # admin client polls the metadata until the topic is gone.
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        wait_until(lambda: topic not in admin.list_topics(timeout=10).topics, 60,
+                   f"{name} to finish deleting {topic} after kafka-topics --delete")
+        seen["deleted"] = True
+    record(table, "kafka-topics --create", {n: s["create"] for n, s in observed.items()}, f"Created topic {topic}.")
+    row = {"partition count": 3, "replication factor": 1,
+           "partitions": {p: {"replicas": 1, "leader in isr": True, "isr is replicas": True} for p in range(3)}}
+    record(table, "kafka-topics --describe", {n: s["describe"] for n, s in observed.items()}, row)
+    record(table, "kafka-topics --list", {n: s["listed"] for n, s in observed.items()}, True)
+    record(table, "kafka-topics --delete", {n: s["deleted"] for n, s in observed.items()}, True)
+
+
+LINES = ["k1:v1", "k2:v2", "k3:v3", "k1:v4", "k2:v5", "k3:v6"]
+MORE = ["k1:v7", "k4:v8"]
+
+
+def group_offsets(text: str, topic: str) -> dict[int, tuple[int, int, int]]:
+    """partition -> (CURRENT-OFFSET, LOG-END-OFFSET, LAG) from kafka-consumer-groups --describe."""
+    rows = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == topic and fields[2].isdigit():
+            rows[int(fields[2])] = tuple(int(f) if f.lstrip("-").isdigit() else f for f in fields[3:6])
+    return rows
+
+
+def test_console_producer_consumer_with_keys_and_consumer_groups(kafka_libs, systems, table):
+    topic, group = "conformance-console", "conformance-group"
+    # Kafka 4.x spells --property as --reader-property (producer) and --formatter-property (consumer).
+    keyed = ("--reader-property", "parse.key=true", "--reader-property", "key.separator=:")
+    observed = {name: {} for name in systems}
+    for name, bootstrap in systems.items():
+        server = ("--bootstrap-server", bootstrap)
+        seen = observed[name]
+        tool(kafka_libs, "kafka-topics", *server, "--create", "--topic", topic, "--partitions", "3",
+             "--replication-factor", "1")
+        tool(kafka_libs, "kafka-console-producer", *server, "--topic", topic, *keyed,
+             stdin="".join(line + "\n" for line in LINES))
+        printed = tool(kafka_libs, "kafka-console-consumer", *server, "--topic", topic, "--group", group,
+                       "--from-beginning", "--max-messages", str(len(LINES)), "--timeout-ms", "60000",
+                       "--formatter-property", "print.key=true", "--formatter-property", "key.separator=:").splitlines()
+        seen["consumed"] = sorted(printed)
+        # Each key lands in one partition, so its values come back in the order they were produced.
+        seen["per-key order"] = {key: [line for line in printed if line.startswith(key + ":")]
+                                 for key in ("k1", "k2", "k3")}
+        tool(kafka_libs, "kafka-console-producer", *server, "--topic", topic, *keyed,
+             stdin="".join(line + "\n" for line in MORE))
+        seen["listed"] = group in tool(kafka_libs, "kafka-consumer-groups", *server, "--list").split()
+        seen["describe"] = group_offsets(
+            tool(kafka_libs, "kafka-consumer-groups", *server, "--describe", "--group", group), topic)
+    record(table, "console producer then consumer (keys)",
+           {n: s["consumed"] for n, s in observed.items()}, sorted(LINES))
+    record(table, "console consumer: per-key order", {n: s["per-key order"] for n, s in observed.items()},
+           {key: [line for line in LINES if line.startswith(key + ":")] for key in ("k1", "k2", "k3")})
+    record(table, "kafka-consumer-groups --list", {n: s["listed"] for n, s in observed.items()}, True)
+    # The Java producer's partitioner is the same against both systems, so each partition's offsets
+    # are too: Apache Kafka's answer is the expectation, and the lag is the two records produced after
+    # the group committed.
+    apache = observed[APACHE]["describe"]
+    assert sum(lag for _, _, lag in apache.values()) == len(MORE), apache
+    record(table, "kafka-consumer-groups --describe (LAG)",
+           {n: s["describe"] for n, s in observed.items()}, apache)
