@@ -161,7 +161,8 @@ APIS: tuple[Api, ...] = (
     _api("describe_groups", DescribeGroupsRequest, (0, 4),
          group_coordinator=GroupCoordinatorCore.handle_describe_groups),
     _api("list_groups", ListGroupsRequest, (0, 2), group_coordinator=GroupCoordinatorCore.handle_list_groups),
-    _api("delete_groups", DeleteGroupsRequest, group_coordinator=GroupCoordinatorCore.handle_delete_groups),
+    # Each group's coordinator answers for it (NOT_COORDINATOR for a group it does not own); v2 is flexible.
+    _api("delete_groups", DeleteGroupsRequest, (0, 1), group_coordinator=GroupCoordinatorCore.handle_delete_groups),
     # ------------------------------------------------------------- the controller's requests
     # Parked until the broker has registered (``BrokerCore._control``).
     _api("leader_and_isr", LeaderAndIsrRequest, broker=BrokerCore.handle_leader_and_isr),

@@ -16,6 +16,7 @@ from typing import Any
 
 from actors.core.apis import BY_KEY, GROUP_COORDINATOR, Api
 from actors.core.errors import ErrorCode
+from actors.core.group.messages import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
 from actors.core.messages._base import CONSUMER_REPLICA_ID
 from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.delete_topics import DeleteTopicsRequest
@@ -168,6 +169,11 @@ def _describe_groups_error(request: DescribeGroupsRequest, code: ErrorCode) -> D
     return DescribeGroupsResponse(groups=tuple(DescribedGroup(group_id=g, error_code=code) for g in request.groups))
 
 
+def _delete_groups_error(request: DeleteGroupsRequest, code: ErrorCode) -> DeleteGroupsResponse:
+    return DeleteGroupsResponse(results=tuple(DeletableGroupResult(group_id=g, error_code=code)
+                                              for g in request.groups_names))
+
+
 # ----------------------------------------------------------------------------- local APIs
 def _api_versions_to_kio(response: Any, version: int, body: Any) -> Any:
     """``response`` is the error code: NONE, or UNSUPPORTED_VERSION for a version we lack."""
@@ -236,6 +242,7 @@ _DIFFERENCES: dict[int, dict[str, Callable]] = {
     22: {"to_core": _init_producer_id_to_core},
     23: {"to_core": _consumer_only(OffsetForLeaderEpochRequest)},
     36: {"to_kio": _sasl_authenticate_to_kio},
+    42: {"error_response": _delete_groups_error},
 }
 
 
