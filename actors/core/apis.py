@@ -37,6 +37,7 @@ from actors.core.fetcher.follower_messages import FollowerAppendRequest, Followe
 from actors.core.group.coordinator import GroupCoordinatorCore
 from actors.core.group.messages import DeleteGroupsRequest, InternalProduceRequest
 from actors.core.messages.allocate_producer_ids import AllocateProducerIdsRequest
+from actors.core.messages.alter_configs import AlterConfigsRequest
 from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.broker_heartbeat import BrokerHeartbeatRequest
 from actors.core.messages.broker_registration import BrokerRegistrationRequest
@@ -143,9 +144,13 @@ APIS: tuple[Api, ...] = (
     _api("delete_topics", DeleteTopicsRequest, (1, 3),
          broker=lambda core, *step: core.topic_operations.handle_delete_topics(*step),
          controller=ControllerCore.handle_delete_topics),
-    _api("incremental_alter_configs", IncrementalAlterConfigsRequest,
+    # Topic resources; a broker resource is INVALID_REQUEST (no dynamic broker config). v1 is flexible.
+    _api("incremental_alter_configs", IncrementalAlterConfigsRequest, (0, 0),
          broker=BrokerCore.handle_incremental_alter_configs,
          controller=ControllerCore.handle_incremental_alter_configs),
+    # The whole-set form: the request's configs replace the topic's overrides.
+    _api("alter_configs", AlterConfigsRequest, (0, 1), broker=BrokerCore.handle_alter_configs,
+         controller=ControllerCore.handle_alter_configs),
     _api("elect_leaders", ElectLeadersRequest, controller=ControllerCore.handle_elect_leaders),
     _api("alter_partition_reassignments", AlterPartitionReassignmentsRequest,
          controller=ControllerCore.handle_alter_partition_reassignments),

@@ -71,3 +71,36 @@ def test_delete_consumer_groups(cluster, admin):
     finally:
         member.close()
     assert _committed(servers, idle, "grouped") < 0, "the deleted group's offsets went with it"
+
+
+def _described(admin, topic: str) -> dict[str, str]:
+    from confluent_kafka.admin import ConfigResource
+    (future,) = admin.describe_configs([ConfigResource("topic", topic)], request_timeout=30).values()
+    return {name: entry.value for name, entry in future.result(30).items()}
+
+
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
+def test_incremental_alter_configs_and_alter_configs(cluster, admin):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    cluster.create_topic("configured", partitions=1, replication_factor=3)
+    incremental = ConfigResource("topic", "configured", incremental_configs=[
+        ConfigEntry("retention.ms", "123456", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("min.insync.replicas", "2", incremental_operation=AlterConfigOpType.SET)])
+    next(iter(admin.incremental_alter_configs([incremental], request_timeout=30).values())).result(30)
+    wait_until(lambda: _described(admin, "configured")["retention.ms"] == "123456", WAIT_S,
+               "describe_configs to show the incremental change")
+    assert _described(admin, "configured")["min.insync.replicas"] == "2"
+
+    checked = ConfigResource("topic", "configured", set_config={"segment.bytes": "1048576"})
+    next(iter(admin.alter_configs([checked], request_timeout=30, validate_only=True).values())).result(30)
+    assert _described(admin, "configured")["segment.bytes"] != "1048576", "validate_only changes nothing"
+    bad = ConfigResource("topic", "configured", set_config={"no.such.key": "1"})
+    assert _error_name(next(iter(admin.alter_configs([bad], request_timeout=30).values()))) == "INVALID_CONFIG"
+
+    # AlterConfigs replaces the whole override set: retention.ms and min.insync.replicas go back.
+    whole = ConfigResource("topic", "configured", set_config={"segment.bytes": "1048576"})
+    next(iter(admin.alter_configs([whole], request_timeout=30).values())).result(30)
+    wait_until(lambda: _described(admin, "configured")["segment.bytes"] == "1048576", WAIT_S,
+               "describe_configs to show the replaced overrides")
+    described = _described(admin, "configured")
+    assert described["retention.ms"] == "604800000" and described["min.insync.replicas"] == "1"

@@ -7,6 +7,11 @@ import pytest
 from kio.index import load_request_schema
 
 from actors.core.errors import ErrorCode
+from actors.core.broker.config_forwarding import ConfigForwarder
+from actors.core.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from actors.core.messages.incremental_alter_configs import (
+    AlterableConfig, AlterConfigsResource, AlterConfigsResourceResponse, IncrementalAlterConfigsRequest,
+)
 from actors.core.group.messages import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
 from actors.wire.apis import CODECS
 from actors.wire.frames import decode_request, encode_response
@@ -53,3 +58,89 @@ def test_delete_groups_answers_not_coordinator_for_a_group_it_does_not_own_and_k
     (result,) = owner.ask("handle_delete_groups", DeleteGroupsRequest(groups_names=("g",))).results
     assert result.error_code == ErrorCode.NONE
     assert owner.fetch("g", [("t", 0)])[1] == {("t", 0): -1}
+
+
+# ------------------------------------------------------ IncrementalAlterConfigs (44) and AlterConfigs (33)
+@pytest.fixture
+def controller():
+    from tests.support.controller_driver import ControllerDriver
+    driver = ControllerDriver()
+    driver.register_brokers(1, 2, 3)
+    assert driver.create_topic("orders", assignment={0: [1, 2]}).error_code == ErrorCode.NONE
+    driver.clear_sends()
+    return driver
+
+
+def _alter_configs_body(version: int, topic: str, configs: dict, validate_only: bool = False, resource_type: int = 2):
+    schema, module = _schema_module(33, version)
+    return schema(validate_only=validate_only, resources=(module.AlterConfigsResource(
+        resource_type=resource_type, resource_name=topic,
+        configs=tuple(module.AlterableConfig(name=n, value=v) for n, v in configs.items())),))
+
+
+def _codes(response) -> dict:
+    return {r.resource_name: r.error_code for r in response.responses}
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_alter_configs_replaces_the_whole_override_set(controller, version):
+    assert SUPPORTED_VERSIONS[33] == (0, 1)
+    first = _through_the_wire(33, version, _alter_configs_body(version, "orders", {"retention.ms": "1000",
+                                                                                    "min.insync.replicas": "2"}))
+    assert isinstance(first, AlterConfigsRequest)
+    assert _codes(controller.ask("handle_alter_configs", first)) == {"orders": ErrorCode.NONE}
+    second = _through_the_wire(33, version, _alter_configs_body(version, "orders", {"segment.bytes": "4096"}))
+    response = controller.ask("handle_alter_configs", second)
+    assert isinstance(response, AlterConfigsResponse)
+    assert controller.stored().topics()["orders"]["config"] == {"segment.bytes": "4096"}, "unnamed overrides go"
+    answer = _answer(33, version, response)
+    assert [(r.resource_name, r.error_code) for r in answer.responses] == [("orders", 0)]
+
+
+@pytest.mark.parametrize("configs, code", [
+    ({"no.such.key": "1"}, ErrorCode.INVALID_CONFIG),
+    ({"min.insync.replicas": "0"}, ErrorCode.INVALID_CONFIG),
+    ({"cleanup.policy": "shred"}, ErrorCode.INVALID_CONFIG),
+])
+def test_alter_configs_bad_input_gets_kafkas_code_and_changes_nothing(controller, configs, code):
+    controller.ask("handle_alter_configs", _through_the_wire(33, 1, _alter_configs_body(1, "orders", {"retention.ms": "7"})))
+    forwarder = ConfigForwarder(broker_id=1)
+    bad = _through_the_wire(33, 1, _alter_configs_body(1, "orders", configs))
+    (answer,) = forwarder.handle_incremental_alter_configs(5, bad, known_topics={"orders"})
+    assert isinstance(answer.response, AlterConfigsResponse) and _codes(answer.response) == {"orders": code}
+    assert _codes(controller.ask("handle_alter_configs", bad)) == {"orders": code}
+    assert controller.stored().topics()["orders"]["config"] == {"retention.ms": "7"}
+
+
+def test_alter_configs_validate_only_and_a_broker_resource_change_nothing(controller):
+    check = _through_the_wire(33, 1, _alter_configs_body(1, "orders", {"retention.ms": "9"}, validate_only=True))
+    assert check.validate_only
+    assert _codes(controller.ask("handle_alter_configs", check)) == {"orders": ErrorCode.NONE}
+    broker = _through_the_wire(33, 1, _alter_configs_body(1, "1", {"log.retention.ms": "9"}, resource_type=4))
+    (answer,) = ConfigForwarder(broker_id=1).handle_incremental_alter_configs(5, broker, known_topics={"orders"})
+    assert _codes(answer.response) == {"1": ErrorCode.INVALID_REQUEST}
+    assert controller.stored().topics()["orders"].get("config", {}) == {}
+
+
+def test_the_broker_answers_a_forwarded_alter_configs_with_alter_configs_response():
+    forwarder = ConfigForwarder(broker_id=1)
+    request = _through_the_wire(33, 0, _alter_configs_body(0, "orders", {"retention.ms": "5"}))
+    (send,) = forwarder.handle_incremental_alter_configs(3, request, known_topics={"orders"})
+    assert isinstance(send.message, AlterConfigsRequest) and send.message.forward_id > 0
+    (answer,) = forwarder.on_controller_response(send.message, AlterConfigsResponse(responses=(
+        AlterConfigsResourceResponse(resource_type=2, resource_name="orders"),)))
+    assert isinstance(answer.response, AlterConfigsResponse) and _codes(answer.response) == {"orders": ErrorCode.NONE}
+
+
+def test_incremental_alter_configs_v0_is_served_on_the_wire(controller):
+    assert SUPPORTED_VERSIONS[44] == (0, 0)  # v1 is flexible
+    schema, module = _schema_module(44, 0)
+    body = schema(validate_only=False, resources=(module.AlterConfigsResource(
+        resource_type=2, resource_name="orders", configs=(
+            module.AlterableConfig(name="retention.ms", config_operation=0, value="1234"),)),))
+    request = _through_the_wire(44, 0, body)
+    assert request == IncrementalAlterConfigsRequest(resources=(AlterConfigsResource(
+        resource_type=2, resource_name="orders", configs=(AlterableConfig(name="retention.ms", value="1234"),)),))
+    response = controller.ask("handle_incremental_alter_configs", request)
+    assert controller.stored().topics()["orders"]["config"] == {"retention.ms": "1234"}
+    assert [(r.resource_name, r.error_code) for r in _answer(44, 0, response).responses] == [("orders", 0)]

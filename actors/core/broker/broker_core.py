@@ -43,6 +43,7 @@ from actors.core.messages.allocate_producer_ids import AllocateProducerIdsReques
 from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.delete_topics import DeleteTopicsRequest
+from actors.core.messages.alter_configs import AlterConfigsRequest
 from actors.core.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from actors.core.messages.metadata import MetadataRequest
 from actors.core.messages.update_metadata import UpdateMetadataRequest
@@ -106,7 +107,7 @@ class BrokerCore:
             return []
         if isinstance(request, AllocateProducerIdsRequest):
             return self.producer_ids.on_allocate_response(response)
-        if isinstance(request, IncrementalAlterConfigsRequest):
+        if isinstance(request, (IncrementalAlterConfigsRequest, AlterConfigsRequest)):
             return self.config_forwarder.on_controller_response(request, response)
         effects = self.lifecycle.on_controller_response(request, response, now_ms)
         self.replica_manager.broker_epoch = self.lifecycle.broker_epoch
@@ -158,6 +159,10 @@ class BrokerCore:
     def handle_incremental_alter_configs(self, request_id: int, request, now_ms: int) -> list[Effect]:
         """Checked here, forwarded to the controller, which stores it and tells every broker."""
         return self.config_forwarder.handle_incremental_alter_configs(request_id, request, self.cached_topics())
+
+    def handle_alter_configs(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        """The whole-set form, checked and forwarded as IncrementalAlterConfigs is."""
+        return self.handle_incremental_alter_configs(request_id, request, now_ms)
 
     def handle_metadata(self, request_id: int, request: MetadataRequest, now_ms: int) -> list[Effect]:
         """Kafka's ``KafkaApis.handleTopicMetadataRequest``: the metadata cache's answer, with topics
