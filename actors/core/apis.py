@@ -151,7 +151,9 @@ APIS: tuple[Api, ...] = (
     # The whole-set form: the request's configs replace the topic's overrides.
     _api("alter_configs", AlterConfigsRequest, (0, 1), broker=BrokerCore.handle_alter_configs,
          controller=ControllerCore.handle_alter_configs),
-    _api("elect_leaders", ElectLeadersRequest, controller=ControllerCore.handle_elect_leaders),
+    # Preferred and unclean (v1's election_type; v0 is preferred only); v2 is flexible.
+    _api("elect_leaders", ElectLeadersRequest, (0, 1), broker=BrokerCore.handle_elect_leaders,
+         controller=ControllerCore.handle_elect_leaders),
     _api("alter_partition_reassignments", AlterPartitionReassignmentsRequest,
          controller=ControllerCore.handle_alter_partition_reassignments),
     _api("list_partition_reassignments", ListPartitionReassignmentsRequest,

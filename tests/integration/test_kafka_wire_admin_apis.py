@@ -12,12 +12,14 @@ from orchestration.admin.wait import wait_until
 pytestmark = pytest.mark.integration
 
 WAIT_S = 60
+# No automatic preferred-leader rebalance: ElectLeaders alone moves a leadership back here.
+BROKER_CONFIG = {"auto.leader.rebalance.enable": "false"}
 
 
 @pytest.fixture(scope="module")
 def cluster(ray_session, tmp_path_factory):
     from tests.support.clusters import running_cluster
-    with running_cluster(tmp_path_factory) as started:
+    with running_cluster(tmp_path_factory, config=BROKER_CONFIG) as started:
         yield started
 
 
@@ -104,3 +106,31 @@ def test_incremental_alter_configs_and_alter_configs(cluster, admin):
                "describe_configs to show the replaced overrides")
     described = _described(admin, "configured")
     assert described["retention.ms"] == "604800000" and described["min.insync.replicas"] == "1"
+
+
+def _leader(servers: str, topic: str) -> int:
+    from confluent_kafka.admin import AdminClient
+    metadata = AdminClient({"bootstrap.servers": servers}).list_topics(topic, timeout=30)
+    return metadata.topics[topic].partitions[0].leader
+
+
+def test_elect_leaders_preferred_and_unclean(cluster, admin):
+    from confluent_kafka import TopicPartition
+    from confluent_kafka import ElectionType
+    servers = cluster.bootstrap_servers
+    cluster.create_topic("elected", partitions=1, replication_factor=3, assignment=[[2, 0, 1]])
+    wait_until(lambda: _leader(servers, "elected") == 2, WAIT_S, "the preferred replica 2 to lead elected-0")
+    partition = TopicPartition("elected", 0)
+    results = admin.elect_leaders(ElectionType.PREFERRED, [partition]).result(30)
+    assert results[partition].name() == "ELECTION_NOT_NEEDED"
+
+    cluster.kill("broker", 2)  # Ray restarts it from its log directory; leadership moves away
+    wait_until(lambda: _leader(servers, "elected") in (0, 1), WAIT_S, "elected-0 to get a leader other than 2")
+    wait_until(lambda: 2 in cluster.describe_topic("elected")[0].isr, WAIT_S, "broker 2 to rejoin the ISR")
+    assert _leader(servers, "elected") != 2, "nothing but ElectLeaders moves it back"
+    results = admin.elect_leaders(ElectionType.PREFERRED, [partition]).result(30)
+    assert results[partition] is None
+    wait_until(lambda: _leader(servers, "elected") == 2, WAIT_S, "metadata to show the preferred leader 2")
+    results = admin.elect_leaders(ElectionType.UNCLEAN, [partition, TopicPartition("nowhere", 0)]).result(30)
+    assert results[partition].name() == "ELECTION_NOT_NEEDED"
+    assert results[TopicPartition("nowhere", 0)].name() == "UNKNOWN_TOPIC_OR_PART"

@@ -3,11 +3,16 @@ request kio writes becomes the core's request, the core answers with Kafka's err
 changes nothing), and the answer reads back as Kafka's response of that version."""
 from __future__ import annotations
 
+import datetime
+
 import pytest
 from kio.index import load_request_schema
 
 from actors.core.errors import ErrorCode
 from actors.core.broker.config_forwarding import ConfigForwarder
+from actors.core.messages.elect_leaders import (
+    UNCLEAN_ELECTION, ElectLeadersRequest, ElectLeadersResponse, TopicPartitions,
+)
 from actors.core.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from actors.core.messages.incremental_alter_configs import (
     AlterableConfig, AlterConfigsResource, AlterConfigsResourceResponse, IncrementalAlterConfigsRequest,
@@ -144,3 +149,57 @@ def test_incremental_alter_configs_v0_is_served_on_the_wire(controller):
     response = controller.ask("handle_incremental_alter_configs", request)
     assert controller.stored().topics()["orders"]["config"] == {"retention.ms": "1234"}
     assert [(r.resource_name, r.error_code) for r in _answer(44, 0, response).responses] == [("orders", 0)]
+
+
+# ----------------------------------------------------------------------------- ElectLeaders (43)
+def _elect_body(version: int, election_type: int, partitions: dict[str, list[int]]):
+    schema, module = _schema_module(43, version)
+    fields = {"election_type": election_type} if version >= 1 else {}
+    return schema(timeout=datetime.timedelta(milliseconds=500), **fields, topic_partitions=tuple(
+        module.TopicPartitions(topic=t, partitions=tuple(ps)) for t, ps in partitions.items()))
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_elect_leaders_preferred_on_the_wire_answers_kafkas_per_partition_codes(version):
+    from tests.unit.test_controller import cluster, create
+    assert SUPPORTED_VERSIONS[43] == (0, 1)  # v2 is flexible
+    driver = cluster(1, 2, 3)
+    create(driver, "t", {0: [2, 1], 1: [1, 2], 2: [3, 1]})
+    driver.register(2, new_incarnation=True)  # t-0 moves to 1, away from its preferred replica 2
+    assert driver.alter_partition("t", 0, [1, 2]).error_code == ErrorCode.NONE  # 2 caught up again
+    driver.broker_unreachable(3)  # t-2's preferred replica is gone
+    request = _through_the_wire(43, version, _elect_body(version, 0, {"t": [0, 1, 2], "nope": [0]}))
+    assert request == ElectLeadersRequest(timeout_ms=500, topic_partitions=(
+        TopicPartitions(topic="t", partitions=(0, 1, 2)), TopicPartitions(topic="nope", partitions=(0,))))
+    answer = _answer(43, version, driver.ask("handle_elect_leaders", request))
+    assert {(r.topic, p.partition_id): p.error_code for r in answer.replica_election_results
+            for p in r.partition_result} == {
+        ("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.ELECTION_NOT_NEEDED,
+        ("t", 2): ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert driver.leader("t") == 2
+
+
+def test_elect_leaders_unclean_with_no_live_replica_is_eligible_leaders_not_available():
+    from tests.unit.test_controller import cluster, create
+    driver = cluster(1, 2)
+    create(driver, "t", {0: [1]})
+    driver.broker_unreachable(1)
+    request = _through_the_wire(43, 1, _elect_body(1, UNCLEAN_ELECTION, {"t": [0]}))
+    answer = _answer(43, 1, driver.ask("handle_elect_leaders", request))
+    assert [p.error_code for r in answer.replica_election_results for p in r.partition_result] == [
+        ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE]
+
+
+def test_a_broker_forwards_elect_leaders_and_answers_not_controller_when_it_cannot_reach_it():
+    from tests.unit.test_metadata_cache import registered_broker
+    core = registered_broker(broker_epoch=3)
+    request = ElectLeadersRequest(topic_partitions=(TopicPartitions(topic="t", partitions=(0,)),))
+    (send,) = core.handle_elect_leaders(4, request, 0)
+    assert send.destination == "controller" and send.message.forward_id > 0
+    (answer,) = core.on_controller_response(send.message, ErrorCode.NETWORK_EXCEPTION, 0)
+    assert (answer.request_id, answer.response.error_code) == (4, ErrorCode.NOT_CONTROLLER)
+    assert core.on_controller_response(send.message, ErrorCode.NETWORK_EXCEPTION, 0) == []  # answered once
+    (send,) = core.handle_elect_leaders(5, request, 0)
+    elected = ElectLeadersResponse(replica_election_results=())
+    (answer,) = core.on_controller_response(send.message, elected, 0)
+    assert (answer.request_id, answer.response) == (5, elected)
