@@ -108,7 +108,8 @@ def test_alter_configs_replaces_the_whole_override_set(controller, version):
     ({"cleanup.policy": "shred"}, ErrorCode.INVALID_CONFIG),
 ])
 def test_alter_configs_bad_input_gets_kafkas_code_and_changes_nothing(controller, configs, code):
-    controller.ask("handle_alter_configs", _through_the_wire(33, 1, _alter_configs_body(1, "orders", {"retention.ms": "7"})))
+    first = _through_the_wire(33, 1, _alter_configs_body(1, "orders", {"retention.ms": "7"}))
+    controller.ask("handle_alter_configs", first)
     forwarder = ConfigForwarder(broker_id=1)
     bad = _through_the_wire(33, 1, _alter_configs_body(1, "orders", configs))
     (answer,) = forwarder.handle_incremental_alter_configs(5, bad, known_topics={"orders"})

@@ -1,5 +1,5 @@
-"""The broker's side of IncrementalAlterConfigs and AlterConfigs: check each resource, forward the good ones to the
-controller, answer the client when the controller has answered.
+"""The broker's side of IncrementalAlterConfigs and AlterConfigs: check each resource, forward the
+good ones to the controller, answer the client when the controller has answered.
 
 Theory of operation. A client may send IncrementalAlterConfigs to any broker (Kafka's
 ``AdminClient`` picks the least loaded one). The broker checks every resource against what it

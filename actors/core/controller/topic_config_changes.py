@@ -32,8 +32,8 @@ from actors.core.topic_configs import merge_alter_ops
 
 
 def handle_incremental_alter_configs(requests: BrokerRequests, request_id: int,
-                                     request: IncrementalAlterConfigsRequest | AlterConfigsRequest, *, controller_epoch: int,
-                                     unclean_default: bool,
+                                     request: IncrementalAlterConfigsRequest | AlterConfigsRequest, *,
+                                     controller_epoch: int, unclean_default: bool,
                                      elect_offline_partitions: Callable[[], list[Effect]]) -> list[Effect]:
     context = requests.context
     answers = []
