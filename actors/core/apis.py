@@ -37,6 +37,7 @@ from actors.core.fetcher.follower_messages import FollowerAppendRequest, Followe
 from actors.core.group.coordinator import GroupCoordinatorCore
 from actors.core.group.messages import DeleteGroupsRequest, InternalProduceRequest
 from actors.core.messages.allocate_producer_ids import AllocateProducerIdsRequest
+from actors.core.messages.alter_configs import AlterConfigsRequest
 from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.broker_heartbeat import BrokerHeartbeatRequest
 from actors.core.messages.broker_registration import BrokerRegistrationRequest
@@ -143,10 +144,16 @@ APIS: tuple[Api, ...] = (
     _api("delete_topics", DeleteTopicsRequest, (1, 3),
          broker=lambda core, *step: core.topic_operations.handle_delete_topics(*step),
          controller=ControllerCore.handle_delete_topics),
-    _api("incremental_alter_configs", IncrementalAlterConfigsRequest,
+    # Topic resources; a broker resource is INVALID_REQUEST (no dynamic broker config). v1 is flexible.
+    _api("incremental_alter_configs", IncrementalAlterConfigsRequest, (0, 0),
          broker=BrokerCore.handle_incremental_alter_configs,
          controller=ControllerCore.handle_incremental_alter_configs),
-    _api("elect_leaders", ElectLeadersRequest, controller=ControllerCore.handle_elect_leaders),
+    # The whole-set form: the request's configs replace the topic's overrides.
+    _api("alter_configs", AlterConfigsRequest, (0, 1), broker=BrokerCore.handle_alter_configs,
+         controller=ControllerCore.handle_alter_configs),
+    # Preferred and unclean (v1's election_type; v0 is preferred only); v2 is flexible.
+    _api("elect_leaders", ElectLeadersRequest, (0, 1), broker=BrokerCore.handle_elect_leaders,
+         controller=ControllerCore.handle_elect_leaders),
     _api("alter_partition_reassignments", AlterPartitionReassignmentsRequest,
          controller=ControllerCore.handle_alter_partition_reassignments),
     _api("list_partition_reassignments", ListPartitionReassignmentsRequest,
@@ -161,7 +168,8 @@ APIS: tuple[Api, ...] = (
     _api("describe_groups", DescribeGroupsRequest, (0, 4),
          group_coordinator=GroupCoordinatorCore.handle_describe_groups),
     _api("list_groups", ListGroupsRequest, (0, 2), group_coordinator=GroupCoordinatorCore.handle_list_groups),
-    _api("delete_groups", DeleteGroupsRequest, group_coordinator=GroupCoordinatorCore.handle_delete_groups),
+    # Each group's coordinator answers for it (NOT_COORDINATOR for a group it does not own); v2 is flexible.
+    _api("delete_groups", DeleteGroupsRequest, (0, 1), group_coordinator=GroupCoordinatorCore.handle_delete_groups),
     # ------------------------------------------------------------- the controller's requests
     # Parked until the broker has registered (``BrokerCore._control``).
     _api("leader_and_isr", LeaderAndIsrRequest, broker=BrokerCore.handle_leader_and_isr),

@@ -16,8 +16,11 @@ from typing import Any
 
 from actors.core.apis import BY_KEY, GROUP_COORDINATOR, Api
 from actors.core.errors import ErrorCode
+from actors.core.group.messages import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
 from actors.core.messages._base import CONSUMER_REPLICA_ID
+from actors.core.messages.alter_configs import AlterConfigsRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
+from actors.core.messages.incremental_alter_configs import OP_SET, AlterableConfig, AlterConfigsResource
 from actors.core.messages.delete_topics import DeleteTopicsRequest
 from actors.core.messages.describe_groups import DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse
 from actors.core.messages.fetch import FetchRequest
@@ -168,6 +171,20 @@ def _describe_groups_error(request: DescribeGroupsRequest, code: ErrorCode) -> D
     return DescribeGroupsResponse(groups=tuple(DescribedGroup(group_id=g, error_code=code) for g in request.groups))
 
 
+def _delete_groups_error(request: DeleteGroupsRequest, code: ErrorCode) -> DeleteGroupsResponse:
+    return DeleteGroupsResponse(results=tuple(DeletableGroupResult(group_id=g, error_code=code)
+                                              for g in request.groups_names))
+
+
+# ----------------------------------------------------------------------------- admin APIs
+def _alter_configs_to_core(body: Any, version: int, context: WireContext) -> AlterConfigsRequest:
+    """AlterConfigs' configs as SET operations; the controller replaces the overrides with them."""
+    return AlterConfigsRequest(validate_only=bool(body.validate_only), resources=tuple(AlterConfigsResource(
+        resource_type=int(resource.resource_type), resource_name=str(resource.resource_name),
+        configs=tuple(AlterableConfig(name=str(config.name), config_operation=OP_SET, value=config.value)
+                      for config in resource.configs)) for resource in body.resources))
+
+
 # ----------------------------------------------------------------------------- local APIs
 def _api_versions_to_kio(response: Any, version: int, body: Any) -> Any:
     """``response`` is the error code: NONE, or UNSUPPORTED_VERSION for a version we lack."""
@@ -235,7 +252,9 @@ _DIFFERENCES: dict[int, dict[str, Callable]] = {
     20: {"to_core": _generic_to_core(DeleteTopicsRequest, forward_id=0)},
     22: {"to_core": _init_producer_id_to_core},
     23: {"to_core": _consumer_only(OffsetForLeaderEpochRequest)},
+    33: {"to_core": _alter_configs_to_core},
     36: {"to_kio": _sasl_authenticate_to_kio},
+    42: {"error_response": _delete_groups_error},
 }
 
 

@@ -62,6 +62,7 @@ KAFKA_API_KEYS = {
     "InitProducerId": 22,
     "OffsetForLeaderEpoch": 23,
     "ElectLeaders": 43,
+    "AlterConfigs": 33,
     "IncrementalAlterConfigs": 44,
     "AlterPartitionReassignments": 45,
     "ListPartitionReassignments": 46,

@@ -43,12 +43,15 @@ from actors.core.messages.allocate_producer_ids import AllocateProducerIdsReques
 from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.delete_topics import DeleteTopicsRequest
+from actors.core.messages.alter_configs import AlterConfigsRequest
+from actors.core.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from actors.core.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from actors.core.messages.metadata import MetadataRequest
 from actors.core.messages.update_metadata import UpdateMetadataRequest
 from actors.core.broker.auto_create import TopicAutoCreation
 from actors.core.broker.broker_lifecycle import BrokerLifecycle
 from actors.core.broker.config_forwarding import ConfigForwarder
+from actors.core.broker.controller_forwarding import ControllerForwarder
 from actors.core.broker.find_coordinator import CoordinatorFinder
 from actors.core.broker.metadata_cache import LEADER_DURING_DELETE, MetadataCache
 from actors.core.replica.log_reads import BatchDigest, read_log, replica_digest
@@ -83,6 +86,7 @@ class BrokerCore:
         self.coordinator_finder = CoordinatorFinder(broker_id, config, self.metadata_cache, coordinator_host)
         self.producer_ids = ProducerIdManager(broker_id)
         self.config_forwarder = ConfigForwarder(broker_id)
+        self.controller_forwarder = ControllerForwarder()
         self.topic_operations = TopicOperations(broker_id, self.metadata_cache)
         # The version of the coordinator's view last handed out: (broker epoch, cache partitions
         # version) at the time the set of partitions last changed.
@@ -106,8 +110,10 @@ class BrokerCore:
             return []
         if isinstance(request, AllocateProducerIdsRequest):
             return self.producer_ids.on_allocate_response(response)
-        if isinstance(request, IncrementalAlterConfigsRequest):
+        if isinstance(request, (IncrementalAlterConfigsRequest, AlterConfigsRequest)):
             return self.config_forwarder.on_controller_response(request, response)
+        if isinstance(request, ElectLeadersRequest):
+            return self.controller_forwarder.on_controller_response(request, response)
         effects = self.lifecycle.on_controller_response(request, response, now_ms)
         self.replica_manager.broker_epoch = self.lifecycle.broker_epoch
         if self.lifecycle.broker_epoch >= 0 and self._parked:
@@ -158,6 +164,15 @@ class BrokerCore:
     def handle_incremental_alter_configs(self, request_id: int, request, now_ms: int) -> list[Effect]:
         """Checked here, forwarded to the controller, which stores it and tells every broker."""
         return self.config_forwarder.handle_incremental_alter_configs(request_id, request, self.cached_topics())
+
+    def handle_alter_configs(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        """The whole-set form, checked and forwarded as IncrementalAlterConfigs is."""
+        return self.handle_incremental_alter_configs(request_id, request, now_ms)
+
+    def handle_elect_leaders(self, request_id: int, request: ElectLeadersRequest, now_ms: int) -> list[Effect]:
+        """Forwarded to the controller, which elects and answers at once."""
+        return self.controller_forwarder.forward(request_id, request, lambda code: ElectLeadersResponse(
+            replica_election_results=(), error_code=code))
 
     def handle_metadata(self, request_id: int, request: MetadataRequest, now_ms: int) -> list[Effect]:
         """Kafka's ``KafkaApis.handleTopicMetadataRequest``: the metadata cache's answer, with topics

@@ -1,5 +1,5 @@
-"""The broker's side of IncrementalAlterConfigs: check each resource, forward the good ones to the
-controller, answer the client when the controller has answered.
+"""The broker's side of IncrementalAlterConfigs and AlterConfigs: check each resource, forward the
+good ones to the controller, answer the client when the controller has answered.
 
 Theory of operation. A client may send IncrementalAlterConfigs to any broker (Kafka's
 ``AdminClient`` picks the least loaded one). The broker checks every resource against what it
@@ -16,16 +16,22 @@ answered ``REQUEST_TIMED_OUT`` for every resource, at once, rather than queued w
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection
 
 from actors.core.effects import Effect, Respond, Send
 from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from actors.core.messages.incremental_alter_configs import (
     RESOURCE_TOPIC, AlterConfigsResourceResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 )
 from actors.core.topic_configs import check_alter_ops
 
 FORWARDED_MAX = 1000
+ConfigsRequest = IncrementalAlterConfigsRequest | AlterConfigsRequest
+# Each request type's answer: the two APIs differ in how the controller merges, not in the answer's shape.
+RESPONSE_TYPES = {IncrementalAlterConfigsRequest: IncrementalAlterConfigsResponse,
+                  AlterConfigsRequest: AlterConfigsResponse}
 
 
 class ConfigForwarder:
@@ -33,11 +39,13 @@ class ConfigForwarder:
         self.broker_id = broker_id
         self._next_forward_id = 1
         # forward_id -> (client request id, one answer per client resource; None where the
-        # controller's answer is awaited).
-        self._forwarded: dict[int, tuple[int, list[AlterConfigsResourceResponse | None]]] = {}
+        # controller's answer is awaited, the response type to answer with).
+        self._forwarded: dict[int, tuple[int, list[AlterConfigsResourceResponse | None], type]] = {}
 
-    def handle_incremental_alter_configs(self, request_id: int, request: IncrementalAlterConfigsRequest,
+    def handle_incremental_alter_configs(self, request_id: int, request: ConfigsRequest,
                                          known_topics: Collection[str]) -> list[Effect]:
+        """IncrementalAlterConfigs or AlterConfigs (whose configs arrive as SET operations)."""
+        response_type = RESPONSE_TYPES[type(request)]
         answers: list[AlterConfigsResourceResponse | None] = []
         names = [(r.resource_type, r.resource_name) for r in request.resources]
         for resource in request.resources:
@@ -48,16 +56,16 @@ class ConfigForwarder:
                 error_code=error.error_code, error_message=str(error)))
         forwarded = tuple(r for r, a in zip(request.resources, answers) if a is None)
         if not forwarded:
-            return [self._respond(request_id, answers)]
+            return [self._respond(request_id, answers, response_type)]
         if len(self._forwarded) >= FORWARDED_MAX:
             return [self._respond(request_id, [a or _answer(r, ErrorCode.REQUEST_TIMED_OUT, "too many config "
                                                             "changes waiting for the controller")
-                                               for r, a in zip(request.resources, answers)])]
+                                               for r, a in zip(request.resources, answers)], response_type)]
         forward_id = self._next_forward_id
         self._next_forward_id += 1
-        self._forwarded[forward_id] = (request_id, answers)
-        return [Send(destination="controller", message=IncrementalAlterConfigsRequest(
-            resources=forwarded, validate_only=request.validate_only, forward_id=forward_id))]
+        self._forwarded[forward_id] = (request_id, answers, response_type)
+        return [Send(destination="controller", message=dataclasses.replace(
+            request, resources=forwarded, forward_id=forward_id))]
 
     @staticmethod
     def _check(resource, known_topics: Collection[str], *, duplicate: bool) -> KafkaProtocolError | None:
@@ -75,13 +83,13 @@ class ConfigForwarder:
             return exc
         return None
 
-    def on_controller_response(self, request: IncrementalAlterConfigsRequest, response) -> list[Effect]:
+    def on_controller_response(self, request: ConfigsRequest, response) -> list[Effect]:
         """The controller's answer to a forwarded request, or an ``ErrorCode`` if it was unreachable."""
         found = self._forwarded.pop(request.forward_id, None)
         if found is None:
             return []  # answered already; a duplicate delivery
-        request_id, answers = found
-        if isinstance(response, IncrementalAlterConfigsResponse):
+        request_id, answers, response_type = found
+        if isinstance(response, (IncrementalAlterConfigsResponse, AlterConfigsResponse)):
             by_name = {(r.resource_type, r.resource_name): r for r in response.responses}
         else:
             by_name = {}
@@ -93,11 +101,11 @@ class ConfigForwarder:
                 answer = by_name.get((resource.resource_type, resource.resource_name)) or _answer(
                     resource, ErrorCode.NOT_CONTROLLER, "the controller did not answer; retry")
             merged.append(answer)
-        return [self._respond(request_id, merged)]
+        return [self._respond(request_id, merged, response_type)]
 
     @staticmethod
-    def _respond(request_id: int, answers) -> Respond:
-        return Respond(request_id=request_id, response=IncrementalAlterConfigsResponse(responses=tuple(answers)))
+    def _respond(request_id: int, answers, response_type: type) -> Respond:
+        return Respond(request_id=request_id, response=response_type(responses=tuple(answers)))
 
 
 def _answer(resource, code: ErrorCode, message: str) -> AlterConfigsResourceResponse:

@@ -384,6 +384,10 @@ class ControllerCore:
             unclean_default=self.config.get_bool("unclean.leader.election.enable"),
             elect_offline_partitions=self._elect_offline_partitions))
 
+    def handle_alter_configs(self, request_id: int, request, now_ms: int) -> list[Effect]:
+        """The whole-set form: the request's configs replace the topic's overrides."""
+        return self.handle_incremental_alter_configs(request_id, request, now_ms)
+
     def describe_topic_config(self, name: str) -> dict | None:
         return topic_config_changes.describe_topic_config(self.context, name, self.config)
 

@@ -1,8 +1,10 @@
-"""IncrementalAlterConfigs on the controller: store a topic's new overrides and tell every broker.
+"""IncrementalAlterConfigs and AlterConfigs on the controller: store a topic's new overrides and
+tell every broker.
 
 Theory of operation. A broker checked the request and forwarded it (see
 ``actors/core/broker/config_forwarding.py``). For each topic the controller merges the operations
-into the stored overrides and checks the result (``topic_configs.merge_alter_ops``); a topic it
+into the stored overrides (AlterConfigs: the request's configs replace them all, as Kafka's
+``AdminManager.alterConfigs``) and checks the result (``topic_configs.merge_alter_ops``); a topic it
 does not know, or one queued for deletion, is ``UNKNOWN_TOPIC_OR_PARTITION``, a bad result
 ``INVALID_CONFIG``. Unless ``validate_only``, the merged overrides are written to the metadata
 store with the topic (Kafka 2.4's ``/config/topics/<topic>``), then every live broker gets an
@@ -22,6 +24,7 @@ from actors.core.config import KafkaConfig, effective_topic_config
 from actors.core.controller.broker_requests import BrokerRequests
 from actors.core.effects import Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from actors.core.messages.incremental_alter_configs import (
     RESOURCE_TOPIC, AlterConfigsResourceResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 )
@@ -29,8 +32,8 @@ from actors.core.topic_configs import merge_alter_ops
 
 
 def handle_incremental_alter_configs(requests: BrokerRequests, request_id: int,
-                                     request: IncrementalAlterConfigsRequest, *, controller_epoch: int,
-                                     unclean_default: bool,
+                                     request: IncrementalAlterConfigsRequest | AlterConfigsRequest, *,
+                                     controller_epoch: int, unclean_default: bool,
                                      elect_offline_partitions: Callable[[], list[Effect]]) -> list[Effect]:
     context = requests.context
     answers = []
@@ -46,7 +49,7 @@ def handle_incremental_alter_configs(requests: BrokerRequests, request_id: int,
             if name not in context.topics or name in context.topics_to_delete:
                 raise KafkaProtocolError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
             before = dict(context.topics[name].config)
-            merged = merge_alter_ops(before, resource.configs)
+            merged = merge_alter_ops({} if isinstance(request, AlterConfigsRequest) else before, resource.configs)
         except KafkaProtocolError as exc:
             code, message = exc.error_code, str(exc)
         else:
@@ -63,8 +66,12 @@ def handle_incremental_alter_configs(requests: BrokerRequests, request_id: int,
     effects += requests.flush()
     if unclean_turned_on:
         effects += elect_offline_partitions()
-    effects.append(Respond(request_id=request_id, response=IncrementalAlterConfigsResponse(responses=tuple(answers))))
+    effects.append(Respond(request_id=request_id, response=_response_type(request)(responses=tuple(answers))))
     return effects
+
+
+def _response_type(request) -> type:
+    return AlterConfigsResponse if isinstance(request, AlterConfigsRequest) else IncrementalAlterConfigsResponse
 
 
 def _unclean(config: dict[str, str], default: bool) -> bool:
@@ -90,8 +97,8 @@ def describe_topic_config(context, name: str, config: KafkaConfig) -> dict | Non
     return described
 
 
-def refused(request: IncrementalAlterConfigsRequest, code: ErrorCode) -> IncrementalAlterConfigsResponse:
+def refused(request: IncrementalAlterConfigsRequest | AlterConfigsRequest, code: ErrorCode):
     """The whole request answered with one code (``NOT_CONTROLLER`` from a controller that resigned)."""
-    return IncrementalAlterConfigsResponse(responses=tuple(
+    return _response_type(request)(responses=tuple(
         AlterConfigsResourceResponse(resource_type=r.resource_type, resource_name=r.resource_name, error_code=code)
         for r in request.resources))

@@ -1,4 +1,8 @@
-"""ElectLeaders (API key 43): ask the controller to run preferred (or unclean) leader elections."""
+"""ElectLeaders (API key 43): ask the controller to run preferred (or unclean) leader elections.
+
+A client sends it to any broker, which forwards it to the controller
+(``actors/core/broker/controller_forwarding.py``); ``forward_id`` is raykafka's own field, the
+broker's number for the forwarded request (0 in a client's)."""
 from __future__ import annotations
 
 from typing import ClassVar
@@ -22,6 +26,7 @@ class ElectLeadersRequest:
     election_type: int = PREFERRED_ELECTION
     topic_partitions: tuple[TopicPartitions, ...] | None = None  # None: every partition
     timeout_ms: int = 60000
+    forward_id: int = 0
 
 
 @message
