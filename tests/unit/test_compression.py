@@ -104,7 +104,11 @@ def test_the_consumer_reads_every_codec_aiokafka_builds_as_records_batches_and_a
 @pytest.mark.parametrize("compression_type", CODECS)
 def test_the_consumer_reads_every_codec_librdkafka_builds(compression_type):
     buffer = librdkafka_batches(VALUES, compression_type)
-    assert set(codecs_of(buffer)) == {PRODUCER_CODECS[compression_type]}
+    # Every batch in the producer's codec, except that librdkafka sends a batch uncompressed when
+    # compressing would not make it smaller (a small last batch, where a busy machine's timing cut
+    # the records into batches differently): the codec must be there, and nothing but it or none.
+    codec = PRODUCER_CODECS[compression_type]
+    assert codec in codecs_of(buffer) and set(codecs_of(buffer)) <= {codec, 0}, codecs_of(buffer)
     records = read_records(TOPIC, 0, buffer, 0)
     assert [(r.offset, r.key, r.value, r.headers) for r in records] == [
         (i, b"k%d" % (i % 7), value, (("h", b"%d" % i),)) for i, value in enumerate(VALUES)]
