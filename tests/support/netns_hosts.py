@@ -373,13 +373,7 @@ class NetnsHosts:
     def _exec(self, index: int, args: list[str], *, timeout_s: float, env: dict | None = None,
               ) -> subprocess.CompletedProcess:
         process = self._spawn(index, args, env=env, stdout=subprocess.PIPE)
-        try:
-            stdout, stderr = process.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            stdout, stderr = process.communicate()
-            raise TimeoutError(f"{args[:3]} in host {index} did not finish in {timeout_s}s; "
-                               f"stderr tail: {stderr[-3000:]}") from None
+        stdout, stderr = _communicate_or_kill(process, timeout_s, f"{args[:3]} in host {index}")
         return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
 
     def _spawn(self, index: int, args: list[str], *, env: dict | None, stdout) -> subprocess.Popen:
@@ -418,13 +412,7 @@ class NetnsHosts:
     def python_result(self, process: subprocess.Popen, *, timeout_s: float):
         """Wait up to ``timeout_s`` for a ``spawn_python`` script and return its JSON (as
         ``run_python``); on timeout it is killed and its stderr tail raised."""
-        try:
-            _, stderr = process.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            _, stderr = process.communicate()
-            raise TimeoutError(f"script in host {process.host_index} did not finish in {timeout_s}s; "
-                               f"stderr tail:\n{stderr[-4000:]}") from None
+        _, stderr = _communicate_or_kill(process, timeout_s, f"script in host {process.host_index}")
         process.stdout_file.seek(0)
         stdout = process.stdout_file.read()
         process.stdout_file.close()
@@ -447,6 +435,17 @@ class NetnsHosts:
             self._wait_for_head()
         if wait:
             self.wait_for_ray_nodes(alive=[index])
+
+
+def _communicate_or_kill(process: subprocess.Popen, timeout_s: float, what: str) -> tuple[str, str]:
+    """``process``'s (stdout, stderr) once it ends; past ``timeout_s`` its process group is killed
+    and a TimeoutError names ``what`` with the tail of its stderr."""
+    try:
+        return process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        _, stderr = process.communicate()
+        raise TimeoutError(f"{what} did not finish in {timeout_s}s; stderr tail:\n{stderr[-4000:]}") from None
 
 
 def _json_result(index: int, returncode: int, stdout: str, stderr: str):

@@ -121,6 +121,24 @@ def test_the_broker_forwards_good_resources_and_merges_the_controller_answer():
     assert forwarder.on_controller_response(send.message, ErrorCode.NETWORK_EXCEPTION) == []  # answered once
 
 
+def test_past_the_forwarding_limit_the_forwarded_resources_time_out_at_once_and_the_brokers_own_answers_stay():
+    from actors.core.broker.controller_forwarding import FORWARDED_MAX
+    forwarder = ConfigForwarder(broker_id=1)
+    good = alter("orders", ("retention.ms", OP_SET, "5"))
+    waiting = [forwarder.handle_incremental_alter_configs(i, good, known_topics={"orders"}) for i in range(FORWARDED_MAX)]
+    assert all(isinstance(send, Send) for (send,) in waiting)
+    both = IncrementalAlterConfigsRequest(resources=alter("gone", ("retention.ms", OP_SET, "5")).resources + good.resources)
+    (answer,) = forwarder.handle_incremental_alter_configs(9999, both, known_topics={"orders"})
+    assert isinstance(answer, Respond) and answer.request_id == 9999
+    assert codes(answer.response) == {"gone": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "orders": ErrorCode.REQUEST_TIMED_OUT}
+    # An answer frees its place.
+    (send,) = waiting[0]
+    (first,) = forwarder.on_controller_response(send.message, IncrementalAlterConfigsResponse(responses=()))
+    assert first.request_id == 0 and codes(first.response) == {"orders": ErrorCode.NOT_CONTROLLER}
+    (again,) = forwarder.handle_incremental_alter_configs(10000, good, known_topics={"orders"})
+    assert isinstance(again, Send)
+
+
 def test_a_broker_applies_a_changed_min_insync_replicas_to_its_live_partition():
     core = CoreDriver(broker_id=0)
     core.become("orders", 0, leader=0, replicas=(0, 1), isr=(0,))

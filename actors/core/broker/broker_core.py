@@ -171,8 +171,8 @@ class BrokerCore:
 
     def handle_elect_leaders(self, request_id: int, request: ElectLeadersRequest, now_ms: int) -> list[Effect]:
         """Forwarded to the controller, which elects and answers at once."""
-        return self.controller_forwarder.forward(request_id, request, lambda code: ElectLeadersResponse(
-            replica_election_results=(), error_code=code))
+        return self.controller_forwarder.forward(request_id, request, lambda response: ElectLeadersResponse(
+            replica_election_results=(), error_code=response) if isinstance(response, ErrorCode) else response)
 
     def handle_metadata(self, request_id: int, request: MetadataRequest, now_ms: int) -> list[Effect]:
         """Kafka's ``KafkaApis.handleTopicMetadataRequest``: the metadata cache's answer, with topics
