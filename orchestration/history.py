@@ -26,6 +26,11 @@ Every line has these keys:
   {"time": 2.00, "process": "nemesis", "type": "info", "f": "fault", "value": {"name": "kill", "target": "broker-2", "detail": {"signal": "SIGKILL"}}}
   {"time": 2.10, "process": "sampler", "type": "ok", "f": "sample", "value": {"topic": "t", "partition": 1, "leader": 0, "leader_epoch": 3, "isr": [0, 1], "replicas": {"0": {"log_end_offset": 9, "high_watermark": 9}, "1": {"log_end_offset": 9, "high_watermark": 8}}, "digests_agree_below_hw": true}}
 
+A send to a compacted topic also carries its record's ``key`` in the invocation (and
+``"tombstone": true`` when the record's value is null, its ``value`` then only naming the send):
+
+  {"time": 0.12, "process": "producer-0", "type": "invoke", "f": "send", "value": {"topic": "c", "partition": 0, "value": "producer-0:17", "key": "k3"}}
+
 Send values must be unique across the run: the checker traces every record by its value, and an
 acknowledgement or failure is matched to its invocation by value. A send's ``partition`` is null
 in its invocation when the partitioner chooses it. ``positions_before`` holds the consumer's
@@ -130,11 +135,18 @@ class HistoryWriter:
             self.events_written += 1
         return event
 
-    def invoke(self, process: str, topic: str, partition: int | None, value: str, time: float | None = None) -> dict:
-        """A send is about to be called; ``partition`` is None when the partitioner chooses."""
-        return self.write(process, "invoke", "send",
-                          {"topic": topic, "partition": None if partition is None else int(partition),
-                           "value": _text(value)}, time)
+    def invoke(self, process: str, topic: str, partition: int | None, value: str, time: float | None = None, *,
+               key: str | None = None, tombstone: bool = False) -> dict:
+        """A send is about to be called; ``partition`` is None when the partitioner chooses.
+        ``key`` is the record's key, for a compacted topic's "latest value per key" rule;
+        ``tombstone`` marks a send whose record carries a null value (``value`` then only names
+        the send)."""
+        event = {"topic": topic, "partition": None if partition is None else int(partition), "value": _text(value)}
+        if key is not None:
+            event["key"] = _text(key)
+        if tombstone:
+            event["tombstone"] = True
+        return self.write(process, "invoke", "send", event, time)
 
     def ok(self, process: str, topic: str, partition: int, offset: int, value: str, time: float | None = None) -> dict:
         """A send was acknowledged at ``offset`` of ``topic``-``partition``."""

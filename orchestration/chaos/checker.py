@@ -35,6 +35,15 @@ value may legitimately be read. Anomalies, per partition, as implemented:
   committed offsets never go back, so a read that was committed at t must be below the HW of a
   later sample. Requiring no election between the two samples keeps a new leader's lagging HW
   from looking like a read above commit. Without samples on both sides nothing is claimed.
+Compacted topics (``check(..., compacted_topics=...)``): the log cleaner legitimately removes a
+value once a later record of the same key sits above it, so on those topics a value is
+"superseded" when some record of its key (from the sends' ``key``, acknowledged or polled) was
+observed at a higher offset of its partition, and a tombstone (``"tombstone": true``) may vanish
+once ``delete.retention.ms`` has passed. Superseded values and tombstones are neither lost nor
+unseen, and a poll may skip them. The rule that remains is Kafka's compaction guarantee:
+- latest-value-lost: a compacted topic's acknowledged value at offset o that nothing of its key
+  supersedes; some poll read the partition at or past o; no poll returned it. (lost-write keeps
+  its meaning for keyless values on those topics, which a compacted topic refuses anyway.)
 Invariant anomalies from the samples: multiple-leaders-in-epoch (two brokers seen leading one
 leader epoch), leader-not-in-isr, hw-above-leo (per replica), hw-moved-back (the leader's HW
 dropped within its epoch), replicas-diverge-below-hw (the sample's digest flag is false). Repeats
@@ -51,9 +60,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestration.history import read_history, topic_partition_key, validate_event
+from orchestration.history import read_history, split_topic_partition, topic_partition_key, validate_event
 
-HISTORY_KINDS = ("lost-write", "inconsistent-offsets", "duplicate", "non-monotonic-poll", "poll-skip",
+HISTORY_KINDS = ("lost-write", "latest-value-lost", "inconsistent-offsets", "duplicate", "non-monotonic-poll", "poll-skip",
                  "non-monotonic-send", "aborted-read", "unseen", "read-above-commit")
 INVARIANT_KINDS = ("multiple-leaders-in-epoch", "leader-not-in-isr", "hw-above-leo", "hw-moved-back",
                    "replicas-diverge-below-hw")
@@ -152,7 +161,10 @@ class _Poll:
 class _Checker:
     """One pass over one history; ``check`` is the public entry."""
 
-    def __init__(self, events: Iterable[dict]) -> None:
+    def __init__(self, events: Iterable[dict], compacted_topics: Iterable[str] = ()) -> None:
+        self.compacted_topics = frozenset(compacted_topics)
+        self.key_of: dict[str, str] = {}
+        self.tombstones: set[str] = set()
         ordered = sorted(enumerate(validate_event(e) for e in events), key=lambda pair: (pair[1]["time"], pair[0]))
         self.found: list[Anomaly] = []
         self.folded: dict[tuple, Anomaly] = {}
@@ -182,12 +194,23 @@ class _Checker:
                 self.read_values.add(value)
                 self.polled_offset_max[tp] = max(offset, self.polled_offset_max.get(tp, offset))
         self.offsets_with_values = {tp: sorted(at) for tp, at in self.values_at.items()}
+        # The highest offset any record of a key was observed at, per compacted partition.
+        self.key_latest: dict[tuple[str, str], int] = {}
+        for value, places in self.locations.items():
+            key = self.key_of.get(value)
+            for tp, offset in places:
+                if key is not None and self._compacted(tp):
+                    self.key_latest[(tp, key)] = max(offset, self.key_latest.get((tp, key), offset))
 
     def _collect(self, index: int, event: dict) -> None:
         value, kind, f, t = event["value"], event["type"], event["f"], float(event["time"])
         if f == "send":
             if kind == "invoke":
                 self.invokes.setdefault(value["value"], (t, index))
+                if value.get("key") is not None:
+                    self.key_of[value["value"]] = str(value["key"])
+                if value.get("tombstone"):
+                    self.tombstones.add(value["value"])
                 return
             self.outcomes.setdefault(value["value"], kind)
             if kind == "ok":
@@ -204,6 +227,19 @@ class _Checker:
             self.samples[topic_partition_key(value["topic"], value["partition"])].append({**value, "time": t})
         elif f == "fault":
             self.faults.append({"time": t, **value})
+
+    def _compacted(self, tp: str) -> bool:
+        return split_topic_partition(tp)[0] in self.compacted_topics
+
+    def _may_be_cleaned(self, tp: str, offset: int, value: str) -> bool:
+        """True when the log cleaner may legitimately have removed ``value`` at ``offset``: a
+        tombstone, or a value a later record of its key supersedes, on a compacted topic."""
+        if not self._compacted(tp):
+            return False
+        if value in self.tombstones:
+            return True
+        key = self.key_of.get(value)
+        return key is not None and self.key_latest.get((tp, key), offset) > offset
 
     def _observe(self, tp: str, offset: int, value: str) -> None:
         self.values_at[tp][offset].add(value)
@@ -234,12 +270,17 @@ class _Checker:
 
     def check_acknowledged(self) -> None:
         for ack in self.acks:
+            if self._may_be_cleaned(ack.tp, ack.offset, ack.value):
+                continue
             polled_max = self.polled_offset_max.get(ack.tp)
             read_past = polled_max is not None and polled_max >= ack.offset
             if read_past and (ack.tp, ack.offset, ack.value) not in self.read_at:
                 others = sorted(self.values_at[ack.tp][ack.offset] - {ack.value})
-                self._add("lost-write", ack.tp, ack.offset, ack.value, process=ack.process, ack_time=ack.time,
-                          polled_offset_max=polled_max, seen_there=others)
+                keyed = self._compacted(ack.tp) and ack.value in self.key_of
+                detail = {"key": self.key_of[ack.value]} if keyed else {}
+                self._add("latest-value-lost" if keyed else "lost-write", ack.tp, ack.offset, ack.value,
+                          process=ack.process, ack_time=ack.time, polled_offset_max=polled_max, seen_there=others,
+                          **detail)
             elif ack.value not in self.read_values:
                 self._add("unseen", ack.tp, ack.offset, ack.value, process=ack.process, ack_time=ack.time)
 
@@ -260,7 +301,8 @@ class _Checker:
         """[offset, value] for each offset in [start, end) known to hold a value."""
         offsets = self.offsets_with_values.get(tp, [])
         low, high = bisect.bisect_left(offsets, start), bisect.bisect_left(offsets, end)
-        return [[o, v] for o in offsets[low:high] for v in sorted(self.values_at[tp][o])]
+        return [[o, v] for o in offsets[low:high] for v in sorted(self.values_at[tp][o])
+                if not self._may_be_cleaned(tp, o, v)]
 
     def _check_step(self, poll: _Poll, tp: str, expected: int, offset: int, value: str, **context: Any) -> None:
         if offset < expected:
@@ -382,9 +424,10 @@ class _Checker:
                       stats, self.faults)
 
 
-def check(events: Iterable[dict], unseen_is_anomaly: bool = False) -> Report:
-    """Checks a history (dicts in the ``orchestration.history`` format, in any order)."""
-    return _Checker(events).report(unseen_is_anomaly)
+def check(events: Iterable[dict], unseen_is_anomaly: bool = False, compacted_topics: Iterable[str] = ()) -> Report:
+    """Checks a history (dicts in the ``orchestration.history`` format, in any order);
+    ``compacted_topics`` names the topics whose values the log cleaner may remove."""
+    return _Checker(events, compacted_topics).report(unseen_is_anomaly)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -394,8 +437,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("history")
     parser.add_argument("--json", action="store_true", help="print the report as JSON, not a table")
     parser.add_argument("--unseen-is-anomaly", action="store_true", help="unseen acknowledged writes fail the run")
+    parser.add_argument("--compacted-topic", action="append", default=[], metavar="TOPIC",
+                        help="a topic with cleanup.policy=compact: the latest value per key rule (repeatable)")
     args = parser.parse_args(argv)
-    report = check(read_history(args.history), unseen_is_anomaly=args.unseen_is_anomaly)
+    report = check(read_history(args.history), unseen_is_anomaly=args.unseen_is_anomaly,
+                   compacted_topics=args.compacted_topic)
     print(report.to_json(indent=2) if args.json else report.table())
     return 0 if report.valid else 1
 
