@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(VPY) -m pip install --quiet -e ".[test,bench]"
 	$(VPY) benchmarks/throughput.py --profile default
 	$(VPY) benchmarks/failover_time.py
+	$(VPY) benchmarks/retention_disk.py
 	$(VPY) benchmarks/idempotent_produce.py
 	$(VPY) benchmarks/spark_produce_throughput.py
 
