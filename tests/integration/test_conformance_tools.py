@@ -45,10 +45,10 @@ def table(request):
         print_table(reporter, rows)
 
 
-def print_table(reporter, rows):
+def print_table(reporter, rows, what="Kafka's tools"):
     width = max(len(check) for check in rows)
     reporter.write_line("")
-    reporter.write_line(f"Kafka's tools against Apache Kafka {kafka_version()} and raykafka:")
+    reporter.write_line(f"{what} against Apache Kafka {kafka_version()} and raykafka:")
     reporter.write_line(f"{'check':<{width}} | {APACHE:<12} | {RAYKAFKA}")
     for check, by_system in rows.items():
         reporter.write_line(f"{check:<{width}} | {by_system.get(APACHE, 'not run'):<12} | "
