@@ -30,6 +30,8 @@ TOOLS = {
     "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "kafka-storage": "kafka.tools.StorageTool",
+    "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
+    "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
 }
 # A broker's heap on this 2-core, 24 GiB machine kind; the tools are short-lived clients and start
 # faster without the optimising compiler.
@@ -77,6 +79,19 @@ def fetch_kafka(timeout_s: float = 600.0) -> Path:
 
 def _java(libs: Path, jvm_opts: tuple[str, ...], main_class: str, *args: str) -> list[str]:
     return ["java", *jvm_opts, "-cp", f"{libs}/*", main_class, *args]
+
+
+def start_tool(libs: Path, tool: str, *args: str, stderr_path: Path | None = None) -> subprocess.Popen:
+    """Starts one of Kafka's command-line tools without waiting for it: its stdout is a pipe of
+    text lines (the verifiable clients print one JSON event per line), its stderr goes to
+    ``stderr_path`` (discarded without one)."""
+    stderr = open(stderr_path, "ab") if stderr_path is not None else subprocess.DEVNULL  # noqa: SIM115
+    try:
+        return subprocess.Popen(_java(libs, TOOL_JVM_OPTS, TOOLS[tool], *args), stdout=subprocess.PIPE,
+                                stderr=stderr, stdin=subprocess.DEVNULL, text=True)
+    finally:
+        if stderr_path is not None:
+            stderr.close()  # the child holds its own descriptor
 
 
 def run_tool(libs: Path, tool: str, *args: str, stdin: str | None = None,
@@ -171,11 +186,27 @@ class ApacheKafkaCluster:
             if formatted.returncode != 0:
                 raise RuntimeError(f"kafka-storage format failed for node {node}: {formatted.stderr[-2000:]}")
         for node in range(1, self.nodes + 1):
-            home = self.workdir / f"node-{node}"
-            with open(home / "stdout.log", "wb") as out:
-                self.processes.append(subprocess.Popen(
-                    _java(self.libs, BROKER_JVM_OPTS, "kafka.Kafka", str(home / "server.properties")),
-                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=home))
+            self.processes.append(self._launch(node))
+        self._wait_serving(timeout_s)
+
+    def _launch(self, node: int) -> subprocess.Popen:
+        home = self.workdir / f"node-{node}"
+        with open(home / "stdout.log", "ab") as out:
+            return subprocess.Popen(_java(self.libs, BROKER_JVM_OPTS, "kafka.Kafka", str(home / "server.properties")),
+                                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=home)
+
+    def kill_node(self, node: int) -> None:
+        """SIGKILL to node ``node`` (1-based, Kafka's node.id), as a crash: no controlled shutdown."""
+        process = self.processes[node - 1]
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=30)
+
+    def restart_node(self, node: int, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Starts a killed node again on its data; returns once every node serves metadata."""
+        if self.processes[node - 1].poll() is None:
+            raise RuntimeError(f"Apache Kafka node {node} is still running")
+        self.processes[node - 1] = self._launch(node)
         self._wait_serving(timeout_s)
 
     def _wait_serving(self, timeout_s: float) -> None:
