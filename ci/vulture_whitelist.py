@@ -59,4 +59,4 @@
 
 # Apache Kafka as a peer to compare with (orchestration/apache_kafka.py): the conformance tests
 # (tests/integration/test_conformance_tools.py) fetch, start and drive it; the benchmarks will too.
-(_.fetch_kafka, _.run_tool, _.ApacheKafkaCluster)
+(_.fetch_kafka, _.run_tool, _.ApacheKafkaCluster, _.start_tool, _.kill_node, _.restart_node)
