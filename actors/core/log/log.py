@@ -59,6 +59,7 @@ from actors.core.log.retention import plan_deletions
 from actors.core.log.record_batch import BatchHeader, as_byte_view, parse_batches, stamp_batch
 from actors.core.log.segment import INT32_MAX, FetchDataInfo, LogSegment
 from actors.core.log.segment_loading import load_segments
+from actors.core.log.segment_swap import swap_steps, write_cleaned
 from actors.core.log.storage import Storage
 
 __all__ = ["DELETED_DIRECTORY_SUFFIX", "FetchDataInfo", "FlushPlan", "Log", "LogAppendInfo", "LogWork"]
@@ -271,12 +272,13 @@ class Log(LogDurability):
         headers = self._validate(view, from_client=False)
         expected_offset = self.log_end_offset
         for header in headers:
-            if header.base_offset != expected_offset:
+            if header.base_offset < expected_offset:
                 # Kafka's UnexpectedAppendOffsetException (first batch) / OffsetsOutOfOrderException.
+                # A batch further on is a gap a cleaning of the leader's log left: taken as it is.
                 raise KafkaProtocolError(
                     ErrorCode.UNKNOWN_SERVER_ERROR,
                     f"unexpected append offset: batch at position {header.position} starts at "
-                    f"{header.base_offset}, expected {expected_offset} (log end offset "
+                    f"{header.base_offset}, expected at least {expected_offset} (log end offset "
                     f"{self.log_end_offset})")
             expected_offset = header.next_offset
         return self._append(view, headers)
@@ -477,6 +479,32 @@ class Log(LogDurability):
                            f"log start offset {self._log_start_offset}")
         self._check_invariants()
         return reasons
+
+    @storage_operation
+    def replace_segments(self, cleaned: tuple[tuple[int, bytes], ...]) -> list[int]:
+        """Swaps cleaned segments (base offset, batches: cleaner.clean_log) in for the segments of
+        the same base offsets with segment_swap.py's protocol, skipping any segment no longer in
+        the log as it was (truncated, deleted or written to since); returns the base offsets
+        swapped. Each new segment ends where its original did (the cleaner keeps the last batch)."""
+        self._check_open()
+        by_base = {segment.base_offset: index for index, segment in enumerate(self._segments[:-1])}
+        chosen = [(by_base[base], data) for base, data in cleaned if base in by_base]
+        for index, data in chosen:
+            write_cleaned(self._storage, self._directory, self._segments[index].base_offset, data)
+        for step in swap_steps(self._storage, [self._segments[index] for index, _ in chosen], self._directory):
+            step()
+        for index, _data in chosen:
+            old = self._segments[index]
+            segment, dropped_bytes = LogSegment.recover_from_files(
+                self._storage, self._directory, old.base_offset,
+                index_interval_bytes=self._config.index_interval_bytes)
+            assert not dropped_bytes, (old.base_offset, dropped_bytes)
+            segment.recovered_epoch_starts = []
+            assert segment.next_offset == old.next_offset, (segment, old.next_offset)
+            self._segments[index] = segment
+        self._check_segment_chain()
+        self._check_invariants()
+        return [self._segments[index].base_offset for index, _ in chosen]
 
     def _delete_oldest_segments(self, count: int) -> None:
         """Drops the first ``count`` segments (never the active one): their files are renamed at
