@@ -218,7 +218,10 @@ def _swap_in_steps(log: Log, cleaned) -> list:
     return writes + swap_steps(log._storage, originals, log.directory)
 
 
-@pytest.mark.parametrize("crash_after", range(0, 17))
+SWAP_STEPS = 3 + 3 + 9 + 3 + 9  # write .cleaned, commit to .swap, originals to .deleted, .swap to .log, delete
+
+
+@pytest.mark.parametrize("crash_after", range(0, SWAP_STEPS + 1))
 def test_a_crash_at_any_step_of_the_swap_reopens_a_whole_log(crash_after):
     storage = InMemoryStorage()
     log = compacted_log(storage)  # each roll fsynced the segment before it: a crash loses nothing
@@ -227,7 +230,7 @@ def test_a_crash_at_any_step_of_the_swap_reopens_a_whole_log(crash_after):
     cleaned = clean_log(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
     assert len(cleaned.segments) == 3
     steps = _swap_in_steps(log, cleaned.segments)
-    assert len(steps) == 3 + 3 + 9 + 3 + 9  # write, commit, originals away, swap in, delete
+    assert len(steps) == SWAP_STEPS
     for step in steps[:crash_after]:
         step()
     storage.simulate_crash()
@@ -238,6 +241,37 @@ def test_a_crash_at_any_step_of_the_swap_reopens_a_whole_log(crash_after):
     assert after == (records_of_cleaned(cleaned) if committed else before)
     assert not [n for n in storage.list_dir("t-0") if n.endswith((".cleaned", ".swap", ".deleted"))]
     assert reopened.log_end_offset == 15
+
+
+def test_a_crash_during_the_roll_forward_itself_still_reopens_the_cleaned_log():
+    """Recovery's own steps (remove the original, rename the .swap) are safe to interrupt: here the
+    original is gone and its .swap is left, as a crash between them leaves it."""
+    storage = InMemoryStorage()
+    log = compacted_log(storage)
+    cleaned = clean_log(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
+    for step in _swap_in_steps(log, cleaned.segments)[:6]:  # committed: every .swap written
+        step()
+    storage.delete("t-0/00000000000000000005.log")
+    storage.simulate_crash()
+    reopened = Log.open(storage, "t-0", COMPACT)
+    assert records_of(reopened) == records_of_cleaned(cleaned)
+
+
+def test_replace_segments_on_files_and_reads_at_every_offset_find_the_batch_at_or_after_it(storage):
+    """On real files too, and with an index entry per batch: a read at any offset, removed or not,
+    starts at the first batch whose last offset is at or after it."""
+    config = LogConfig(cleanup_policy="compact", segment_bytes=10_000, index_interval_bytes=0)
+    log = compacted_log(storage, config=config)
+    cleaned = clean_log(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
+    log.replace_segments(cleaned.segments)
+    kept = [(h.base_offset, h.last_offset) for s in log.segments for h in s.headers_from(0)]
+    assert kept == [(4, 4), (9, 9), (10, 10), (11, 11), (12, 12), (13, 13), (14, 14)]
+    for offset in range(15):
+        info = log.read(offset, 1)
+        assert info.first_offset == next(base for base, last in kept if last >= offset), offset
+    assert [offset for offset, _ in log.segments[2].index_entries] == [11, 12, 13, 14]
+    reopened = Log.open(storage, "t-0", config)
+    assert [(h.base_offset, h.last_offset) for s in reopened.segments for h in s.headers_from(0)] == kept
 
 
 def records_of_cleaned(cleaned):
