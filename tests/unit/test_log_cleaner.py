@@ -327,3 +327,51 @@ def test_reads_reopens_and_followers_handle_the_gaps_cleaning_leaves():
     # Going backwards is still refused.
     with pytest.raises(KafkaProtocolError):
         follower.append_as_follower(reopened.read(10, 1 << 20).records)
+
+
+# -- item 4 through the replica manager: a consumer's fetch and a follower's append -------------------
+
+def test_a_cleaned_leader_serves_consumers_and_followers_from_offsets_it_removed():
+    from actors.core.fetcher.follower_messages import FollowerAppendPartition, FollowerAppendRequest
+    from tests.support.core_driver import CoreDriver, fetch_request, produce_request
+
+    config = {"cleanup.policy": "compact", "segment.bytes": "300"}
+    leader = CoreDriver(broker_id=0)
+    leader.become("t", 0, leader=0, replicas=(0, 1), isr=(0,), config=config)
+    for round_ in range(3):
+        for key in range(3):
+            answer = leader.ask("handle_produce", produce_request("t", 0, batch([(b"k%d" % key, b"r%d" % round_)])))
+            assert answer.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+    log = leader.manager.partitions[("t", 0)].log
+    assert log.number_of_segments > 2
+    checkpoint = OffsetCheckpointFile(leader.storage, CLEANER_OFFSET_CHECKPOINT)
+    assert clean_filthiest_log({("t", 0): log}, checkpoint, T0, {("t", 0): log.log_end_offset}) is not None
+    kept = [(h.base_offset, h.records_count) for s in log.segments for h in s.headers_from(0)]
+    assert kept[0][0] > 0  # offset 0 (k0's first value) is gone
+    # A consumer asking for offset 0 gets the first batch there is, and reads the latest value per key.
+    result = fetch_result_of(leader.ask("handle_fetch", fetch_request("t", 0, 0)))
+    assert result.error_code == ErrorCode.NONE
+    first = parse_batches(result.records)[0]
+    assert first.base_offset == kept[0][0]
+    # A follower, fetching from its log end, appends what the leader serves, gaps included.
+    follower = CoreDriver(broker_id=1)
+    follower.become("t", 0, leader=0, replicas=(0, 1), isr=(0, 1), config=config)
+    offset = 0
+    for _ in range(log.log_end_offset):  # each round appends at least one batch
+        if offset == log.log_end_offset:
+            break
+        fetched = fetch_result_of(leader.ask("handle_fetch", fetch_request("t", 0, offset, replica_id=1)))
+        assert fetched.error_code == ErrorCode.NONE and fetched.records, (offset, fetched)
+        records = fetched.records
+        answer = follower.ask("handle_follower_append", FollowerAppendRequest(partitions=(FollowerAppendPartition(
+            topic="t", partition=0, current_leader_epoch=0, fetch_offset=offset, records=records,
+            leader_high_watermark=0),)))
+        assert answer.partitions[0].error_code == ErrorCode.NONE, answer
+        offset = follower.manager.partitions[("t", 0)].log.log_end_offset
+    follower_log = follower.manager.partitions[("t", 0)].log
+    assert records_of(follower_log) == records_of(log)
+    assert {k: v for _, k, v in records_of(follower_log)} == {b"k0": b"r2", b"k1": b"r2", b"k2": b"r2"}
+
+
+def fetch_result_of(response):
+    return response.responses[0].partitions[0]
