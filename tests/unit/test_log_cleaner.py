@@ -292,8 +292,11 @@ def test_replace_segments_swaps_in_place_and_leaves_no_temporary_files():
     # A segment with nothing left keeps its last batch, empty: it still ends where it did.
     assert [(h.base_offset, h.records_count) for h in parse_batches(log.read(5, 1 << 20).records)] == [(9, 0)]
     assert not [n for n in storage.list_dir("t-0") if n.endswith((".cleaned", ".swap", ".deleted"))]
-    # A segment no longer in the log as it was is skipped.
+    # A segment no longer in the log, or not as it was when cleaned, is skipped.
     assert log.replace_segments(((99, b""),)) == []
+    stale = clean_log(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
+    log.truncate_to(12)
+    assert log.replace_segments(stale.segments) == [0, 5]
 
 
 # -- item 4: offsets with gaps ----------------------------------------------------------------------

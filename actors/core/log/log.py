@@ -16,6 +16,9 @@ Inputs and outputs:
   the ends of the log; the leader-epoch cache follows. ``delete_old_segments`` is Kafka's
   retention (retention.py): whole segments go, their files renamed at once to ``.deleted`` and
   removed by a work, and the log start offset moves to the first segment left.
+  ``replace_segments`` swaps in segments the cleaner rewrote (cleaner.py, segment_swap.py); a
+  cleaned log has offset gaps between batches, which reads skip (a read returns the batch at or
+  after the offset asked) and a follower's append takes as they come.
 - producer state (``producer_state.py``): the leader's append checks the idempotent producer's
   epoch and sequence first and answers a duplicate with the original batch's offsets, writing
   nothing; every written batch (leader, follower, replay) updates it; a roll and ``close`` write
@@ -488,7 +491,10 @@ class Log(LogDurability):
         swapped. Each new segment ends where its original did (the cleaner keeps the last batch)."""
         self._check_open()
         by_base = {segment.base_offset: index for index, segment in enumerate(self._segments[:-1])}
-        chosen = [(by_base[base], data) for base, data in cleaned if base in by_base]
+        # The cleaner keeps each segment's last batch: cleaned bytes that do not end where the segment
+        # does now were made from a segment since truncated (or replaced), and are not swapped in.
+        chosen = [(by_base[base], data) for base, data in cleaned if base in by_base and data
+                  and parse_batches(data, check_crc=False)[-1].next_offset == self._segments[by_base[base]].next_offset]
         for index, data in chosen:
             write_cleaned(self._storage, self._directory, self._segments[index].base_offset, data)
         for step in swap_steps(self._storage, [self._segments[index] for index, _ in chosen], self._directory):
