@@ -378,3 +378,16 @@ def test_a_cleaned_leader_serves_consumers_and_followers_from_offsets_it_removed
 
 def fetch_result_of(response):
     return response.responses[0].partitions[0]
+
+
+def test_the_cleaners_topic_keys_are_read_into_the_log_config():
+    config = LogConfig.from_properties({
+        "cleanup.policy": "compact,delete", "min.cleanable.dirty.ratio": "0.1", "min.compaction.lag.ms": "5",
+        "delete.retention.ms": "7"})
+    assert (config.compact, config.delete, config.min_cleanable_dirty_ratio, config.min_compaction_lag_ms,
+            config.delete_retention_ms) == (True, True, 0.1, 5, 7)
+    assert LogConfig().min_cleanable_dirty_ratio == 0.5 and LogConfig().delete_retention_ms == 86_400_000
+    for key, value in (("min.cleanable.dirty.ratio", "1.5"), ("min.cleanable.dirty.ratio", "x"),
+                       ("delete.retention.ms", "-1")):
+        with pytest.raises(KafkaProtocolError):
+            LogConfig.from_properties({key: value})

@@ -2,7 +2,8 @@
 
 Built from Kafka's own topic configuration keys (``segment.bytes``, ``segment.ms``,
 ``index.interval.bytes``, ``max.message.bytes``, ``compression.type``, ``cleanup.policy``,
-``retention.ms``, ``retention.bytes``) with Kafka's defaults and bounds; an out-of-range or
+``retention.ms``, ``retention.bytes``, and the cleaner's ``min.cleanable.dirty.ratio``,
+``min.compaction.lag.ms``, ``delete.retention.ms``) with Kafka's defaults and bounds; an out-of-range or
 non-integer value, or a codec Kafka does not name, is refused with ``INVALID_CONFIG``, so a bad
 CreateTopics config never reaches a log.
 """
@@ -139,8 +140,7 @@ _CLEANER_KEYS = ("min.cleanable.dirty.ratio", "min.compaction.lag.ms", "delete.r
 
 def log_config_for(config) -> LogConfig:
     """The ``LogConfig`` a topic's ``KafkaConfig`` gives."""
-    properties = {key: config.get_str(key) for key in _LOG_KEYS if key in _CLEANER_KEYS and key in config
-                  or key not in _CLEANER_KEYS}
+    properties = {key: config.get_str(key) for key in _LOG_KEYS if key not in _CLEANER_KEYS or key in config}
     if "cleanup.policy" in config:  # a topic override; Kafka's default is delete
         properties["cleanup.policy"] = config.get_str("cleanup.policy")
     return LogConfig.from_properties(properties)

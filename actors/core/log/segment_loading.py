@@ -6,8 +6,8 @@ files (offset and time) without a log file, loads the segments wholly below the 
 they are (their data was fsynced) and recovers the rest with CRC checks, as Kafka's ``recoverLog`` does: recovery
 stops at the first segment that lost bytes or does not continue its predecessor, and every later
 segment is deleted. (A cleaned segment has gaps between its batches, never after its last one: the
-cleaner keeps a segment's last batch, empty if need be, so that this check still finds lost data.) It is a part of ``Log.open`` (actors/core/log/log.py); all I/O goes through
-the injected ``Storage``.
+cleaner keeps a segment's last batch, empty if need be, so that this check still finds lost data.)
+It is a part of ``Log.open`` (actors/core/log/log.py); all I/O goes through the injected ``Storage``.
 """
 from __future__ import annotations
 
