@@ -13,7 +13,7 @@ from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.checkpoints import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from actors.core.log.cleaner import (
     OffsetMap, build_offset_map, clean_filthiest_log, clean_log, clean_segment, cleanable_offsets, filthiest_log,
-    log_to_clean,
+    log_to_clean, plan_cleaning,
 )
 from actors.core.log.log import Log
 from actors.core.log.log_config import LogConfig
@@ -49,6 +49,11 @@ def records_of(log: Log, start: int = 0) -> list[tuple[int, bytes | None, bytes 
             found += [(r.offset, r.key, r.value) for r in reader if r.offset >= offset]
         offset = info.last_offset + 1
     return found
+
+
+def clean(to_clean):
+    """``clean_log`` of the round ``to_clean`` plans, reading the log's own storage."""
+    return clean_log(plan_cleaning(to_clean), to_clean.log._storage)
 
 
 def latest_per_key(entries):
@@ -144,7 +149,7 @@ def test_cleaning_keeps_the_latest_value_per_key_with_producer_fields_epoch_and_
     log.append_as_leader(batch([(b"a", b"2")], producer_id=7, producer_epoch=2, base_sequence=3), 5)
     log._roll()
     to_clean = log_to_clean(("t", 0), log, None, T0, log.log_end_offset)
-    cleaned = clean_log(to_clean)
+    cleaned = clean(to_clean)
     data = cleaned.segments[0][1]
     headers = parse_batches(data)
     assert len(headers) == 2
@@ -181,7 +186,7 @@ def test_tombstones_are_kept_for_delete_retention_ms_after_the_clean_part():
     log.append_as_leader(batch([(b"a", b"1"), (b"b", b"1")], timestamp_ms=T0), 1)
     log.append_as_leader(batch([(b"a", None)], timestamp_ms=T0 + 1), 1)
     log._roll()
-    first = clean_log(log_to_clean(("t", 0), log, None, T0, log.log_end_offset))
+    first = clean(log_to_clean(("t", 0), log, None, T0, log.log_end_offset))
     log.replace_segments(first.segments)
     # First cleaning: no clean part, so the horizon is 0 and the tombstone stays.
     assert [(o, k, v) for o, k, v in records_of(log)] == [(1, b"b", b"1"), (2, b"a", None)]
@@ -189,7 +194,7 @@ def test_tombstones_are_kept_for_delete_retention_ms_after_the_clean_part():
     # 5 s) is still before the tombstone's segment, which keeps it.
     log.append_as_leader(batch([(b"c", b"1")], timestamp_ms=T0 + 3_000), 1)
     log._roll()
-    second = clean_log(log_to_clean(("t", 0), log, first.end_offset, T0, log.log_end_offset))
+    second = clean(log_to_clean(("t", 0), log, first.end_offset, T0, log.log_end_offset))
     log.replace_segments(second.segments)
     assert [(o, k, v) for o, k, v in records_of(log)] == [(1, b"b", b"1"), (2, b"a", None), (3, b"c", b"1")]
     # Once a segment 10 s newer is in the clean part (horizon T0 + 5 s), the next cleaning drops it.
@@ -197,7 +202,7 @@ def test_tombstones_are_kept_for_delete_retention_ms_after_the_clean_part():
     log._roll()
     log.append_as_leader(batch([(b"e", b"1")], timestamp_ms=T0 + 11_000), 1)
     log._roll()
-    third = clean_log(log_to_clean(("t", 0), log, 5, T0, log.log_end_offset))
+    third = clean(log_to_clean(("t", 0), log, 5, T0, log.log_end_offset))
     log.replace_segments(third.segments)
     assert [(o, k, v) for o, k, v in records_of(log)] == [(1, b"b", b"1"), (3, b"c", b"1"), (4, b"d", b"1"),
                                                            (5, b"e", b"1")]
@@ -227,7 +232,7 @@ def test_a_crash_at_any_step_of_the_swap_reopens_a_whole_log(crash_after):
     log = compacted_log(storage)  # each roll fsynced the segment before it: a crash loses nothing
     expected = latest_per_key(records_of(log))
     before = records_of(log)
-    cleaned = clean_log(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
+    cleaned = clean(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
     assert len(cleaned.segments) == 3
     steps = _swap_in_steps(log, cleaned.segments)
     assert len(steps) == SWAP_STEPS
@@ -248,7 +253,7 @@ def test_a_crash_during_the_roll_forward_itself_still_reopens_the_cleaned_log():
     original is gone and its .swap is left, as a crash between them leaves it."""
     storage = InMemoryStorage()
     log = compacted_log(storage)
-    cleaned = clean_log(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
+    cleaned = clean(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
     for step in _swap_in_steps(log, cleaned.segments)[:6]:  # committed: every .swap written
         step()
     storage.delete("t-0/00000000000000000005.log")
@@ -262,7 +267,7 @@ def test_replace_segments_on_files_and_reads_at_every_offset_find_the_batch_at_o
     starts at the first batch whose last offset is at or after it."""
     config = LogConfig(cleanup_policy="compact", segment_bytes=10_000, index_interval_bytes=0)
     log = compacted_log(storage, config=config)
-    cleaned = clean_log(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
+    cleaned = clean(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
     log.replace_segments(cleaned.segments)
     kept = [(h.base_offset, h.last_offset) for s in log.segments for h in s.headers_from(0)]
     assert kept == [(4, 4), (9, 9), (10, 10), (11, 11), (12, 12), (13, 13), (14, 14)]
@@ -286,7 +291,7 @@ def records_of_cleaned(cleaned):
 def test_replace_segments_swaps_in_place_and_leaves_no_temporary_files():
     storage = InMemoryStorage()
     log = compacted_log(storage)
-    cleaned = clean_log(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
+    cleaned = clean(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
     assert log.replace_segments(cleaned.segments) == [0, 5, 10]
     assert [(s.base_offset, s.next_offset) for s in log.segments] == [(0, 5), (5, 10), (10, 15), (15, 15)]
     # A segment with nothing left keeps its last batch, empty: it still ends where it did.
@@ -294,7 +299,7 @@ def test_replace_segments_swaps_in_place_and_leaves_no_temporary_files():
     assert not [n for n in storage.list_dir("t-0") if n.endswith((".cleaned", ".swap", ".deleted"))]
     # A segment no longer in the log, or not as it was when cleaned, is skipped.
     assert log.replace_segments(((99, b""),)) == []
-    stale = clean_log(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
+    stale = clean(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
     log.truncate_to(12)
     assert log.replace_segments(stale.segments) == [0, 5]
 
@@ -304,7 +309,7 @@ def test_replace_segments_swaps_in_place_and_leaves_no_temporary_files():
 def test_reads_reopens_and_followers_handle_the_gaps_cleaning_leaves():
     storage = InMemoryStorage()
     log = compacted_log(storage)
-    cleaned = clean_log(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
+    cleaned = clean(log_to_clean(("t", 0), log, None, T0 + 10_000, log.log_end_offset))
     log.replace_segments(cleaned.segments)
     # A fetch from a removed offset returns the next batch there is (a segment's empty last batch).
     info = log.read(3, 1 << 20)

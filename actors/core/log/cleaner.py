@@ -33,7 +33,7 @@ segments and swapping them in is segment_swap.py's (the ``.cleaned`` / ``.swap``
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from actors.core.errors import ErrorCode, KafkaProtocolError
@@ -41,13 +41,25 @@ from actors.core.log.compression import CodecError, compress_records, decompress
 from actors.core.log.log_validator import read_varint
 from actors.core.log.record_batch import (
     COMPRESSION_CODEC_MASK, CONTROL_FLAG, HEADER_SIZE_BYTES, LOG_APPEND_TIME_FLAG, BatchHeader, build_batch,
+    parse_batches,
 )
+from actors.core.log.segment_swap import write_cleaned
+from actors.core.log.segment_window import SegmentWindow
 
-__all__ = ["LogToClean", "OffsetMap", "build_offset_map", "clean_log", "clean_segment", "cleanable_offsets",
-           "filthiest_log"]
+__all__ = ["CleanedSegments", "CleaningPlan", "LogToClean", "OffsetMap", "SegmentSnapshot", "build_offset_map",
+           "clean_log", "clean_segment", "cleanable_offsets", "filthiest_log", "plan_cleaning",
+           "write_cleaned_segments"]
 
 # Kafka's log.cleaner.dedupe.buffer.size (128 MiB) at its load factor (0.9), 24 bytes an entry.
 OFFSET_MAP_ENTRIES_DEFAULT = 128 * 1024 * 1024 * 9 // 10 // 24
+# How much of a segment file one read of a cleaner brings in.
+SNAPSHOT_READ_BYTES = 1 << 20
+
+
+def offset_map_entries(dedupe_buffer_size: int) -> int:
+    """The offset map's capacity for log.cleaner.dedupe.buffer.size bytes (Kafka's SkimpyOffsetMap:
+    24 bytes an entry, a load factor of 0.9)."""
+    return max(1, dedupe_buffer_size * 9 // 10 // 24)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +283,73 @@ def filthiest_log(logs: Mapping, checkpoints: Mapping, now_ms: int, high_waterma
     return max(candidates, key=lambda c: c.cleanable_ratio, default=None)
 
 
+# -- a round, as a plan the broker makes and a cleaner carries out (actors/log_cleaner.py) -------
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentSnapshot:
+    """A non-active segment as the broker saw it when it planned a cleaning: what the cleaner
+    needs to read it through its own storage (the broker's files, read by another process)."""
+
+    base_offset: int
+    next_offset: int
+    size_bytes: int
+    largest_timestamp: int
+    log_path: str
+
+
+
+class _SnapshotReader:
+    """A ``SegmentSnapshot`` read through a storage, as ``clean_segment`` reads a segment."""
+
+    def __init__(self, snapshot: SegmentSnapshot, storage) -> None:
+        self.snapshot, self._storage = snapshot, storage
+        self.base_offset, self.next_offset = snapshot.base_offset, snapshot.next_offset
+        self.size_bytes, self.largest_timestamp = snapshot.size_bytes, snapshot.largest_timestamp
+
+    def headers_from(self, position: int):
+        """The headers of its batches up to ``size_bytes`` (reading stops at a torn or missing
+        batch: a file truncated since the plan then yields fewer, and its cleaning is refused)."""
+        window = SegmentWindow(self._storage, self.snapshot.log_path, self.size_bytes, SNAPSHOT_READ_BYTES)
+        while position < self.size_bytes:
+            header = window.header_at(position)
+            if header is None:
+                return
+            yield header
+            position = header.end_position
+
+    def read_batch(self, header: BatchHeader) -> bytes:
+        return self._storage.read(self.snapshot.log_path, header.position, header.size_in_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class CleaningPlan:
+    """One round for one log, planned where the log lives (``plan_cleaning``) and carried out
+    where the files can be read (``clean_log``): plain data, so that it can cross to a cleaner
+    actor. ``round_id`` ties the cleaner's answer to this plan (a newer plan supersedes it)."""
+
+    key: object
+    directory: str
+    round_id: int
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    cleanable_ratio: float
+    segments: tuple[SegmentSnapshot, ...]  # every non-active segment, oldest first
+    delete_retention_ms: int
+    producer_last_offsets: frozenset[int]
+
+
+def plan_cleaning(to_clean: LogToClean, round_id: int = 0) -> CleaningPlan:
+    log = to_clean.log
+    return CleaningPlan(
+        key=to_clean.key, directory=log.directory, round_id=round_id, first_dirty_offset=to_clean.first_dirty_offset,
+        first_uncleanable_offset=to_clean.first_uncleanable_offset, cleanable_ratio=to_clean.cleanable_ratio,
+        segments=tuple(SegmentSnapshot(s.base_offset, s.next_offset, s.size_bytes, s.largest_timestamp, s.log_path)
+                       for s in log.segments[:-1]),  # never the active one
+        delete_retention_ms=log.config.delete_retention_ms,
+        producer_last_offsets=frozenset(e.last_offset for e in log.producer_state.producers.values()))
+
+
 @dataclass(frozen=True, slots=True)
 class CleanedLog:
     """What ``clean_log`` made: each rewritten segment's base offset and bytes, and the new first
@@ -281,41 +360,76 @@ class CleanedLog:
     stats: CleanStats
 
 
-def clean_log(to_clean: LogToClean, *, offset_map_entries: int = OFFSET_MAP_ENTRIES_DEFAULT) -> CleanedLog:
+@dataclass(frozen=True, slots=True)
+class CleanedSegments:
+    """A round's result once its ``.cleaned`` files are written (``write_cleaned_segments``): per
+    segment, its base offset, the next offset it had when planned (the cleaned file ends there
+    too) and the cleaned file's size; what the broker swaps in (``Log.swap_cleaned``)."""
+
+    key: object
+    round_id: int
+    end_offset: int
+    segments: tuple[tuple[int, int, int], ...]
+    summary: str
+
+
+def clean_log(plan: CleaningPlan, storage, *, offset_map_entries: int = OFFSET_MAP_ENTRIES_DEFAULT,
+              on_segment_read: Callable[[int], None] | None = None) -> CleanedLog:
     """Kafka's ``Cleaner.doClean``: the offset map over the cleanable part, then every segment from
-    the log's start up to the map's end cleaned with it. Reads only; the swap writes."""
-    log = to_clean.log
-    segments = log.segments[:-1]  # never the active one
+    the log's start up to the map's end cleaned with it, read through ``storage``. Reads only; the
+    swap writes. ``on_segment_read(bytes)`` is called after each segment read (a throttle's hook:
+    Kafka's log.cleaner.io.max.bytes.per.second)."""
+    segments = [_SnapshotReader(s, storage) for s in plan.segments]
     offset_map = OffsetMap(offset_map_entries)
-    end_offset = build_offset_map(segments, to_clean.first_dirty_offset, to_clean.first_uncleanable_offset, offset_map)
-    clean_part = [s for s in segments if s.base_offset < to_clean.first_dirty_offset]
-    delete_horizon_ms = clean_part[-1].largest_timestamp - log.config.delete_retention_ms if clean_part else 0
-    producer_last_offsets = frozenset(e.last_offset for e in log.producer_state.producers.values())
+    end_offset = build_offset_map(segments, plan.first_dirty_offset, plan.first_uncleanable_offset, offset_map)
+    clean_part = [s for s in segments if s.base_offset < plan.first_dirty_offset]
+    delete_horizon_ms = clean_part[-1].largest_timestamp - plan.delete_retention_ms if clean_part else 0
     stats, cleaned = CleanStats(), []
     for segment in segments:
         if segment.base_offset >= end_offset:
             break
         data = clean_segment(segment, offset_map, retain_deletes=segment.largest_timestamp > delete_horizon_ms,
-                             producer_last_offsets=producer_last_offsets, stats=stats)
+                             producer_last_offsets=plan.producer_last_offsets, stats=stats)
+        if on_segment_read is not None:
+            on_segment_read(segment.size_bytes)
         cleaned.append((segment.base_offset, data))
     return CleanedLog(end_offset, tuple(cleaned), stats)
 
 
+def write_cleaned_segments(plan: CleaningPlan, cleaned: CleanedLog, storage) -> CleanedSegments:
+    """Step 1 of the swap (segment_swap.py) for each cleaned segment that still ends where its
+    segment did when planned (a segment truncated since is left alone)."""
+    by_base = {s.base_offset: s for s in plan.segments}
+    written = []
+    for base_offset, data in cleaned.segments:
+        headers = parse_batches(data, check_crc=False) if data else ()
+        if not headers or headers[-1].next_offset != by_base[base_offset].next_offset:
+            continue
+        write_cleaned(storage, plan.directory, base_offset, data)
+        written.append((base_offset, by_base[base_offset].next_offset, len(data)))
+    summary = (f"cleaned {plan.key} (dirty ratio {plan.cleanable_ratio:.2f}) up to offset {cleaned.end_offset}: "
+               f"{cleaned.stats.summary()}")
+    return CleanedSegments(plan.key, plan.round_id, cleaned.end_offset, tuple(written), summary)
+
+
 def clean_filthiest_log(logs: Mapping, checkpoint_file, now_ms: int, high_watermarks: Mapping, *,
                         offset_map_entries: int = OFFSET_MAP_ENTRIES_DEFAULT) -> str | None:
-    """One round of a cleaner: the dirtiest log (``filthiest_log``) is cleaned (``clean_log``), its
-    cleaned segments swapped in (``Log.replace_segments``) and its new first dirty offset written
-    to ``checkpoint_file`` (an ``OffsetCheckpointFile`` named ``cleaner-offset-checkpoint``, keyed
-    as ``logs`` is, by (topic, partition)); returns a summary line, or None when no log qualifies.
-    Checkpoint entries of logs no longer in ``logs`` are dropped."""
+    """One round of a cleaner in one place: the dirtiest log (``filthiest_log``) is cleaned
+    (``clean_log``), its cleaned segments swapped in (``Log.swap_cleaned``) and its new first
+    dirty offset written to ``checkpoint_file`` (an ``OffsetCheckpointFile`` named
+    ``cleaner-offset-checkpoint``, keyed as ``logs`` is, by (topic, partition)); returns a summary
+    line, or None when no log qualifies. Checkpoint entries of logs no longer in ``logs`` are
+    dropped. A broker runs the same steps split between itself and its cleaner actor
+    (cleaner_manager.py)."""
     checkpoints = checkpoint_file.read() if checkpoint_file.storage.exists(checkpoint_file.path) else {}
     to_clean = filthiest_log(logs, checkpoints, now_ms, high_watermarks)
     if to_clean is None:
         return None
-    cleaned = clean_log(to_clean, offset_map_entries=offset_map_entries)
-    swapped = to_clean.log.replace_segments(cleaned.segments)
+    plan = plan_cleaning(to_clean)
+    storage = checkpoint_file.storage
+    written = write_cleaned_segments(plan, clean_log(plan, storage, offset_map_entries=offset_map_entries), storage)
+    swapped = to_clean.log.swap_cleaned(written.segments)
     checkpoints = {key: offset for key, offset in checkpoints.items() if key in logs}
-    checkpoints[to_clean.key] = cleaned.end_offset
+    checkpoints[to_clean.key] = written.end_offset
     checkpoint_file.write(checkpoints)
-    return (f"cleaned {to_clean.key} (dirty ratio {to_clean.cleanable_ratio:.2f}) up to offset "
-            f"{cleaned.end_offset}, segments {swapped}: {cleaned.stats.summary()}")
+    return f"{written.summary}, segments {swapped}"

@@ -60,9 +60,9 @@ from actors.core.log.log_work import FlushPlan, LogDurability, LogWork
 from actors.core.log.producer_state import ProducerStateManager, load_state
 from actors.core.log.retention import plan_deletions
 from actors.core.log.record_batch import BatchHeader, as_byte_view, parse_batches, stamp_batch
-from actors.core.log.segment import INT32_MAX, FetchDataInfo, LogSegment
+from actors.core.log.segment import INT32_MAX, LOG_FILE_SUFFIX, FetchDataInfo, LogSegment, segment_file_name
 from actors.core.log.segment_loading import load_segments
-from actors.core.log.segment_swap import swap_steps, write_cleaned
+from actors.core.log.segment_swap import CLEANED_FILE_SUFFIX, swap_steps, write_cleaned
 from actors.core.log.storage import Storage
 
 __all__ = ["DELETED_DIRECTORY_SUFFIX", "FetchDataInfo", "FlushPlan", "Log", "LogAppendInfo", "LogWork"]
@@ -483,23 +483,44 @@ class Log(LogDurability):
         self._check_invariants()
         return reasons
 
-    @storage_operation
     def replace_segments(self, cleaned: tuple[tuple[int, bytes], ...]) -> list[int]:
-        """Swaps cleaned segments (base offset, batches: cleaner.clean_log) in for the segments of
-        the same base offsets with segment_swap.py's protocol, skipping any segment no longer in
-        the log as it was (truncated, deleted or written to since); returns the base offsets
-        swapped. Each new segment ends where its original did (the cleaner keeps the last batch)."""
+        """Writes cleaned segments (base offset, batches: cleaner.clean_log) beside the segments of
+        the same base offsets and swaps them in (``swap_cleaned``); cleaned bytes that do not end
+        where their segment does now (made from a segment since truncated or replaced) are not."""
+        self._check_open()
+        by_base = {segment.base_offset: segment for segment in self._segments[:-1]}
+        written = []
+        for base, data in cleaned:
+            segment = by_base.get(base)
+            if segment is None or not data or parse_batches(data, check_crc=False)[-1].next_offset != segment.next_offset:
+                continue
+            write_cleaned(self._storage, self._directory, base, data)
+            written.append((base, segment.next_offset, len(data)))
+        return self.swap_cleaned(tuple(written))
+
+    @storage_operation
+    def swap_cleaned(self, cleaned: tuple[tuple[int, int, int], ...]) -> list[int]:
+        """Swaps in cleaned segments whose ``.cleaned`` files are written (base offset, the next
+        offset the segment had when it was cleaned, the file's size) with segment_swap.py's
+        protocol, skipping any whose segment is no longer a non-active segment of this log ending
+        at that offset (truncated, deleted or rolled since) or whose file is not whole; returns the
+        base offsets swapped. Each new segment ends where its original did (the cleaner keeps the
+        last batch), which is checked once it is loaded."""
         self._check_open()
         by_base = {segment.base_offset: index for index, segment in enumerate(self._segments[:-1])}
-        # The cleaner keeps each segment's last batch: cleaned bytes that do not end where the segment
-        # does now were made from a segment since truncated (or replaced), and are not swapped in.
-        chosen = [(by_base[base], data) for base, data in cleaned if base in by_base and data
-                  and parse_batches(data, check_crc=False)[-1].next_offset == self._segments[by_base[base]].next_offset]
-        for index, data in chosen:
-            write_cleaned(self._storage, self._directory, self._segments[index].base_offset, data)
-        for step in swap_steps(self._storage, [self._segments[index] for index, _ in chosen], self._directory):
+        chosen, stale = [], []
+        for base, next_offset, size_bytes in cleaned:
+            path = f"{self._segments[by_base[base]].log_path}{CLEANED_FILE_SUFFIX}" if base in by_base else None
+            if (path is not None and self._segments[by_base[base]].next_offset == next_offset
+                    and self._storage.exists(path) and self._storage.file_size(path) == size_bytes):
+                chosen.append(by_base[base])
+            else:
+                stale.append(base)
+        for base in stale:  # a cleaned file nobody will swap in
+            self._storage.delete(f"{self._directory}/{segment_file_name(base, LOG_FILE_SUFFIX)}{CLEANED_FILE_SUFFIX}")
+        for step in swap_steps(self._storage, [self._segments[index] for index in chosen], self._directory):
             step()
-        for index, _data in chosen:
+        for index in chosen:
             old = self._segments[index]
             segment, dropped_bytes = LogSegment.recover_from_files(
                 self._storage, self._directory, old.base_offset,
@@ -510,7 +531,7 @@ class Log(LogDurability):
             self._segments[index] = segment
         self._check_segment_chain()
         self._check_invariants()
-        return [self._segments[index].base_offset for index, _ in chosen]
+        return [self._segments[index].base_offset for index in chosen]
 
     def _delete_oldest_segments(self, count: int) -> None:
         """Drops the first ``count`` segments (never the active one): their files are renamed at
