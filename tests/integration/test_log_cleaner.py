@@ -84,11 +84,15 @@ def _cleaner(cluster, broker_id: int) -> dict:
 
 
 def _only_latest(records, written, gone=()) -> bool:
-    """Whether ``records`` hold each written key once, with its latest value, and none of ``gone``."""
+    """True when ``records`` hold each written key once, with its latest value, and none of
+    ``gone``; else raises, saying what was read (the wait's timeout message shows the last)."""
     latest = dict(written)
-    keys = [key for _, key, _ in records if key in latest]
-    return sorted(keys) == sorted(set(latest) - set(gone)) and all(
-        value == latest[key] for _, key, value in records if key in latest)
+    keyed = [(key, value) for _, key, value in records if key in latest]
+    if sorted(key for key, _ in keyed) == sorted(set(latest) - set(gone)) and all(
+            value == latest[key] for key, value in keyed):
+        return True
+    raise AssertionError(f"{len(keyed)} records of the {len(written)} written to {len(latest)} keys read, "
+                         f"{sum(1 for key, _ in keyed if key in gone)} of them of tombstoned keys")
 
 
 def test_a_compacted_topic_keeps_the_latest_value_per_key_and_drops_tombstones(cluster):

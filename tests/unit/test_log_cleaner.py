@@ -6,20 +6,35 @@ recovers a whole log after a crash at every step; and reads, reopens and followe
 cleaning leaves. Driven on in-memory storage, records read back with aiokafka's batch reader."""
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
+from actors.codecs.record_batches import KafkaRecordCodec
+from actors.core.config import KafkaConfig
+from actors.core.effects import CoordinatorMetadataUpdate, Send
 from actors.core.errors import ErrorCode, KafkaProtocolError
+from actors.core.group import offsets_topic_records as rec
+from actors.core.group.broker_link import BrokerLink
+from actors.core.group.coordinator import GroupCoordinatorCore
+from actors.core.group.group_metadata import OffsetAndMetadata
+from actors.core.group.messages import (
+    BrokerStateResponse, OffsetsLogReadRequest, OffsetsLogReadResponse,
+)
 from actors.core.log.checkpoints import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from actors.core.log.cleaner import (
-    OffsetMap, build_offset_map, clean_filthiest_log, clean_log, clean_segment, cleanable_offsets, filthiest_log,
-    log_to_clean, plan_cleaning,
+    OFFSET_MAP_ENTRIES_DEFAULT, OffsetMap, build_offset_map, clean_filthiest_log, clean_log, clean_segment,
+    cleanable_offsets, filthiest_log, log_to_clean, offset_map_entries, plan_cleaning, write_cleaned_segments,
 )
+from actors.core.log.cleaner_manager import LogCleanerManager
 from actors.core.log.log import Log
-from actors.core.log.log_config import LogConfig
+from actors.core.log.log_config import LogConfig, log_config_for
 from actors.core.log.record_batch import parse_batches
 from actors.core.log.segment_swap import swap_steps, write_cleaned
 from actors.core.log.storage import InMemoryStorage
+from actors.core.replica.log_reads import read_log
+from actors.core.topic_configs import validate_topic_config
 
 T0 = 1_700_000_000_000
 COMPACT = LogConfig(cleanup_policy="compact", segment_bytes=10_000, min_cleanable_dirty_ratio=0.5)
@@ -396,3 +411,138 @@ def test_the_cleaners_topic_keys_are_read_into_the_log_config():
                        ("delete.retention.ms", "-1")):
         with pytest.raises(KafkaProtocolError):
             LogConfig.from_properties({key: value})
+
+
+# -- the broker and its cleaner actor (cleaner_manager.py, actors/log_cleaner.py) ----------------------
+
+def _cleaner_round(manager, logs, storage, now_ms=T0 + 10_000):
+    """What the cleaner actor does with a plan: read, clean and write the .cleaned files, after the
+    plan crossed a process boundary (pickled) and through a storage of its own view of the files."""
+    plan = manager.grab_filthiest(logs, {key: log.log_end_offset for key, log in logs.items()}, now_ms)
+    if plan is None:
+        return None
+    plan = pickle.loads(pickle.dumps(plan))
+    return pickle.loads(pickle.dumps(write_cleaned_segments(plan, clean_log(plan, storage), storage)))
+
+
+def test_a_round_split_between_broker_and_cleaner_swaps_in_and_checkpoints_while_appends_go_on():
+    storage = InMemoryStorage()
+    log = compacted_log(storage)
+    logs, manager = {("t", 0): log}, LogCleanerManager(storage)
+    before = latest_per_key(records_of(log))
+    cleaned = _cleaner_round(manager, logs, storage)
+    assert [base for base, _, _ in cleaned.segments] == [0, 5, 10]  # never the active segment (15)
+    # The broker appends while the cleaner works; the swap leaves the new records where they are.
+    log.append_as_leader(batch([(b"k0", b"late")], timestamp_ms=T0 + 5000), 1)
+    assert "segments [0, 5, 10] swapped in" in manager.done_cleaning(cleaned, logs)
+    assert OffsetCheckpointFile(storage, CLEANER_OFFSET_CHECKPOINT).read() == {("t", 0): 15}
+    assert records_of(log) == [(10 + i, b"k%d" % i, b"r2") for i in range(5)] + [(15, b"k0", b"late")]
+    assert latest_per_key(records_of(log))[b"k1"] == before[b"k1"]
+    assert not [n for n in storage.list_dir("t-0") if n.endswith((".cleaned", ".swap", ".deleted"))]
+    assert _cleaner_round(manager, logs, storage) is None  # nothing dirty left below the active segment
+
+
+def test_a_superseded_round_or_a_segment_truncated_meanwhile_is_not_swapped_in():
+    storage = InMemoryStorage()
+    log = compacted_log(storage)
+    logs, manager = {("t", 0): log}, LogCleanerManager(storage)
+    stale = _cleaner_round(manager, logs, storage)
+    fresh = _cleaner_round(manager, logs, storage)  # a new cleaner's round supersedes the old one's
+    before = records_of(log)
+    assert "stale" in manager.done_cleaning(stale, logs)
+    assert records_of(log) == before
+    # A follower's truncation between plan and swap: the offset map names offsets now gone (k3's
+    # latest was 13), so the round is aborted (Kafka's abortAndPauseCleaning), or k3 would vanish.
+    log.truncate_to(8)
+    assert "truncated" in manager.done_cleaning(fresh, logs)
+    assert records_of(log) == before[:8]
+    assert not [n for n in storage.list_dir("t-0") if n.endswith(".cleaned")]
+    reopened = Log.open(storage, "t-0", COMPACT)
+    assert records_of(reopened) == records_of(log)
+
+
+@pytest.mark.parametrize("files_written", [0, 1, 2])
+def test_a_cleaner_killed_mid_round_leaves_the_log_whole_and_the_next_round_finishes(files_written):
+    """A cleaner killed while it writes its .cleaned files (the last one torn) never reaches the
+    broker: the live log is unchanged, a reopen removes the leftovers, and the next round cleans."""
+    storage = InMemoryStorage()
+    log = compacted_log(storage)
+    logs, manager = {("t", 0): log}, LogCleanerManager(storage)
+    before = records_of(log)
+    plan = manager.grab_filthiest(logs, {("t", 0): log.log_end_offset}, T0 + 10_000)
+    cleaned = clean_log(plan, storage)
+    for base, data in cleaned.segments[:files_written]:
+        write_cleaned(storage, "t-0", base, data)
+    base, data = cleaned.segments[files_written]
+    write_cleaned(storage, "t-0", base, data[:len(data) // 2])  # killed inside this write
+    assert records_of(log) == before
+    log.close()
+    storage.simulate_crash()
+    reopened = Log.open(storage, "t-0", COMPACT)
+    assert records_of(reopened) == before
+    assert not [n for n in storage.list_dir("t-0") if n.endswith(".cleaned")]
+    logs = {("t", 0): reopened}
+    successor = _cleaner_round(manager, logs, storage)
+    manager.done_cleaning(successor, logs)
+    assert records_of(reopened) == [(10 + i, b"k%d" % i, b"r2") for i in range(5)]
+
+
+def test_the_cleaners_keys_are_topic_config_keys_with_kafkas_ranges_and_broker_synonyms():
+    for good in ({"min.cleanable.dirty.ratio": "0.01"}, {"min.cleanable.dirty.ratio": "1"},
+                 {"min.compaction.lag.ms": "0"}, {"delete.retention.ms": "1000"},
+                 {"cleanup.policy": "compact,delete"}):
+        validate_topic_config(good)
+    for bad in ({"min.cleanable.dirty.ratio": "1.5"}, {"min.cleanable.dirty.ratio": "-0.1"},
+                {"min.cleanable.dirty.ratio": "half"}, {"min.compaction.lag.ms": "-1"},
+                {"delete.retention.ms": "-5"}, {"delete.retention.ms": "soon"}):
+        with pytest.raises(KafkaProtocolError) as refused:
+            validate_topic_config(bad)
+        assert refused.value.error_code == ErrorCode.INVALID_CONFIG, bad
+    broker = KafkaConfig({"log.cleaner.min.cleanable.ratio": "0.2", "log.cleaner.delete.retention.ms": "500"})
+    config = log_config_for(broker.for_topic({}))
+    assert (config.min_cleanable_dirty_ratio, config.delete_retention_ms, config.min_compaction_lag_ms) == (0.2, 500, 0)
+    assert log_config_for(broker.for_topic({"min.cleanable.dirty.ratio": "0.7"})).min_cleanable_dirty_ratio == 0.7
+    defaults = KafkaConfig()
+    assert [defaults.get_str(key) for key in ("log.cleaner.enable", "log.cleaner.backoff.ms",
+                                              "log.cleaner.dedupe.buffer.size")] == ["true", "15000", "134217728"]
+    assert offset_map_entries(defaults.get_int("log.cleaner.dedupe.buffer.size")) == OFFSET_MAP_ENTRIES_DEFAULT
+
+
+def test_a_coordinator_loads_a_compacted_offsets_partition_with_its_gaps_and_tombstones():
+    """Item 4: many commits of three groups (one of whose offsets a tombstone deleted), cleaned, are
+    loaded by the coordinator's chunked reads (BrokerLink, Kafka's record codec) to the same
+    offsets as before cleaning, from a handful of records."""
+    storage = InMemoryStorage()
+    log = Log.open(storage, "__consumer_offsets-0", LogConfig(cleanup_policy="compact", segment_bytes=2048))
+    for round_ in range(1, 41):
+        for group in ("a", "b", "c"):
+            value = rec.offset_commit_value(OffsetAndMetadata(offset=round_ if group != "b" else 100 + round_))
+            log.append_as_leader(KafkaRecordCodec.encode([(rec.offset_commit_key(group, ("t", 0)), value)], T0), 1)
+    log.append_as_leader(KafkaRecordCodec.encode([(rec.offset_commit_key("c", ("t", 0)), None)], T0), 1)
+    log._roll()
+    written = log.log_end_offset
+    while clean_filthiest_log({("__consumer_offsets", 0): log}, OffsetCheckpointFile(storage, CLEANER_OFFSET_CHECKPOINT),
+                              T0, {("__consumer_offsets", 0): log.log_end_offset}):
+        pass
+    kept = records_of(log)
+    assert len(kept) == 3 and kept[-1][2] is None, "each key's last record; c's is its tombstone"
+    partition = type("P", (), {"log": log, "log_end_offset": log.log_end_offset, "log_start_offset": 0})()
+    link = BrokerLink(GroupCoordinatorCore(broker_id=0, now_ms=0, config={"offsets.topic.num.partitions": "1"}),
+                      KafkaRecordCodec())
+    (watch,) = [e.message for e in link.start(0) if isinstance(e, Send)]
+    (follow_up,) = [e.message for e in link.on_broker_response(watch, BrokerStateResponse(incarnation_id="i"), 0)
+                    if isinstance(e, Send)]
+    effects = link.on_broker_response(follow_up, BrokerStateResponse(
+        incarnation_id="i", metadata=CoordinatorMetadataUpdate(version=(0, 1), partitions=()),
+        offsets_partitions_led=((0, 1),)), 0)
+    reads = 0
+    while (asked := [e.message for e in effects if isinstance(e, Send)
+                     and isinstance(e.message, OffsetsLogReadRequest)]):
+        reads += 1
+        records, next_offset, end = read_log(partition, asked[0].offset, 200)  # a batch a read, gaps skipped
+        effects = link.on_broker_response(asked[0], OffsetsLogReadResponse(
+            records=records, next_offset=next_offset, log_end_offset=end), reads)
+    groups = link.core.manager.groups
+    assert {g: {tp: o.offset for tp, o in groups[g].offsets.items()} for g in groups} == {
+        "a": {("t", 0): 40}, "b": {("t", 0): 140}}
+    assert not link.core.manager.loading_partitions and reads < written // 10

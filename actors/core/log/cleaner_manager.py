@@ -41,8 +41,8 @@ class LogCleanerManager:
         self._storage = storage
         self._checkpoint = OffsetCheckpointFile(storage, CLEANER_OFFSET_CHECKPOINT)
         self._next_round_id = 1
-        # The round being carried out: (round id, key, the Log object planned), or None.
-        self._round: tuple[int, object, object] | None = None
+        # The round being carried out: (round id, key, the Log object planned, its truncations then).
+        self._round: tuple[int, object, object, int] | None = None
 
     def checkpoints(self) -> dict:
         return self._checkpoint.read() if self._storage.exists(self._checkpoint.path) else {}
@@ -53,20 +53,22 @@ class LogCleanerManager:
             self._round = None
             return None
         round_id, self._next_round_id = self._next_round_id, self._next_round_id + 1
-        self._round = (round_id, to_clean.key, to_clean.log)
+        self._round = (round_id, to_clean.key, to_clean.log, to_clean.log.truncations)
         return plan_cleaning(to_clean, round_id)
 
     def done_cleaning(self, cleaned: CleanedSegments, logs: Mapping) -> str:
         """Swaps in what the round made, if it is still current; returns a line for the log."""
         current = self._round
         log = logs.get(cleaned.key)
-        if current is None or current[0] != cleaned.round_id or current[1] != cleaned.key or log is not current[2]:
-            if log is not None and (current is None or current[1] != cleaned.key):
-                for base, _, _ in cleaned.segments:  # nobody will swap these in
-                    self._storage.delete(f"{log.directory}/{segment_file_name(base, LOG_FILE_SUFFIX)}"
-                                         f"{CLEANED_FILE_SUFFIX}")
+        if current is None or current[:3] != (cleaned.round_id, cleaned.key, log):
             return f"round {cleaned.round_id} for {cleaned.key} is stale (current: {current and current[0]}); dropped"
         self._round = None
+        if log.truncations != current[3]:
+            # Kafka aborts a cleaning when its log is truncated: the offset map may name offsets that
+            # are gone, and cleaning by it would drop the only value left of a key.
+            for base, _, _ in cleaned.segments:
+                self._storage.delete(f"{log.directory}/{segment_file_name(base, LOG_FILE_SUFFIX)}{CLEANED_FILE_SUFFIX}")
+            return f"round {cleaned.round_id} for {cleaned.key} aborted: the log was truncated meanwhile"
         swapped = log.swap_cleaned(cleaned.segments)
         checkpoints = {key: offset for key, offset in self.checkpoints().items() if key in logs}
         checkpoints[cleaned.key] = cleaned.end_offset

@@ -191,6 +191,12 @@ class Log(LogDurability):
         return self._recovery_point
 
     @property
+    def truncations(self) -> int:
+        """How many times this log was truncated since it was opened (a cleaning planned before a
+        truncation is dropped: its offset map may name offsets that are gone, cleaner_manager.py)."""
+        return self._truncations
+
+    @property
     def producer_state(self) -> ProducerStateManager:
         return self._producer_state
 
