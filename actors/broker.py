@@ -5,8 +5,10 @@ when it restarts a killed actor, so a restart is a process restart with the disk
 registers with the active controller. Here is only Ray's part: the controller looked up where it
 publishes itself and called through the network-fault seam, the fetchers as actors on this node
 (their calls numbered, since Ray may reorder an async actor's calls) and watched so that a dead
-or hung one is replaced, the group coordinator by its actor name, large payloads through Ray's
-shared memory, a periodic tick, and ``pause`` (a stop-the-world pause holds every request and timer).
+or hung one is replaced, its log cleaner as an actor on this node too (watched and replaced as a
+fetcher is; it asks for rounds and hands back cleaned segments, which the broker swaps in on a
+step of its own), the group coordinator by its actor name, large payloads through Ray's shared
+memory, a periodic tick, and ``pause`` (a stop-the-world pause holds every request and timer).
 Its storage is a ``FaultyStorage`` over its files, so a chaos row can fill its disk or fail its
 writes or fsyncs (``inject_storage_fault``); when its log directory fails the driver halts it, and
 the process exits (``os._exit``, Kafka's ``Exit.halt``) for Ray to start it again with a healthy disk.

@@ -30,6 +30,11 @@ record is younger than ``min.compaction.lag.ms``, whichever is lowest (all segme
 
 The offsets in a cleaned log have gaps; segments keep their offset ranges. Writing the cleaned
 segments and swapping them in is segment_swap.py's (the ``.cleaned`` / ``.swap`` protocol).
+
+A round crosses processes: the broker plans it (``plan_cleaning``: a ``CleaningPlan`` of plain data,
+its non-active segments as ``SegmentSnapshot``s), the cleaner actor reads those segments through
+its own storage, cleans them (``clean_log``) and writes the ``.cleaned`` files
+(``write_cleaned_segments``), and the broker swaps them in (cleaner_manager.py, ``Log.swap_cleaned``).
 """
 from __future__ import annotations
 
