@@ -132,7 +132,7 @@ def test_a_cleaner_killed_mid_round_leaves_a_whole_log_and_its_successor_finishe
     cluster.create_topic("killed", partitions=1, replication_factor=3,
                          config={**COMPACTED, "segment.bytes": "4096"})
     producer = _producer(servers)
-    written = _values(20, 150, size=100)  # about 330 KB: a round takes seconds at the throttle
+    written = _values(20, 100, size=100)  # about 220 KB: a round takes seconds at the throttle
     _write(producer, "killed", written, batch=20)
     victim = 0
     wait_until(lambda: "killed" in ray.get(_cleaner(cluster, victim)["actor"].describe.remote(), timeout=30)["phase"],
