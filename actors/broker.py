@@ -5,8 +5,10 @@ when it restarts a killed actor, so a restart is a process restart with the disk
 registers with the active controller. Here is only Ray's part: the controller looked up where it
 publishes itself and called through the network-fault seam, the fetchers as actors on this node
 (their calls numbered, since Ray may reorder an async actor's calls) and watched so that a dead
-or hung one is replaced, the group coordinator by its actor name, large payloads through Ray's
-shared memory, a periodic tick, and ``pause`` (a stop-the-world pause holds every request and timer).
+or hung one is replaced, its log cleaner as an actor on this node too (watched and replaced as a
+fetcher is; it asks for rounds and hands back cleaned segments, which the broker swaps in on a
+step of its own), the group coordinator by its actor name, large payloads through Ray's shared
+memory, a periodic tick, and ``pause`` (a stop-the-world pause holds every request and timer).
 Its storage is a ``FaultyStorage`` over its files, so a chaos row can fill its disk or fail its
 writes or fsyncs (``inject_storage_fault``); when its log directory fails the driver halts it, and
 the process exits (``os._exit``, Kafka's ``Exit.halt``) for Ray to start it again with a healthy disk.
@@ -199,6 +201,12 @@ class BrokerActor:
         loop = asyncio.get_running_loop()
         self._background = [loop.create_task(tick_forever(TICK_INTERVAL_S, self._wakeup, f"broker {broker_id}")),
                             loop.create_task(self._watch_fetchers())]
+        # Kafka's LogCleaner thread: an actor of this broker's, started and kept alive here.
+        self._log_cleaner = None
+        self._log_cleaners_started = 0
+        if KafkaConfig(self.config).get_bool("log.cleaner.enable"):
+            self._start_log_cleaner()
+            self._background.append(loop.create_task(self._watch_log_cleaner()))
         # Register with the controller now: after a Ray restart nobody else will call us first.
         self._driver.start()
         self._background.append(loop.create_task(self._kafka_listener.start()))
@@ -260,6 +268,53 @@ class BrokerActor:
                 self._messenger.stop(name)
                 _, leader_id, fetcher_id = name.split(":")
                 self._driver.on_fetcher_died((int(leader_id), int(fetcher_id)))
+
+    def _start_log_cleaner(self) -> None:
+        from actors.log_cleaner import LogCleanerRemote
+        # Like a fetcher: on this broker's node (its log directory is that node's disk), owned by
+        # this broker, so it dies with it; no bundle of its own.
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        self._log_cleaner = LogCleanerRemote.options(num_cpus=0, max_restarts=0, scheduling_strategy=here).remote(
+            broker_id=self.broker_id, log_dir=self.log_dir, config=self.config,
+            broker=ray.get_runtime_context().current_actor)
+        self._log_cleaners_started += 1
+
+    async def _watch_log_cleaner(self) -> None:
+        """A dead log cleaner is replaced, as a dead fetcher is (``_watch_fetchers``); one that
+        leaves ``FETCHER_UNANSWERED_CHECKS_MAX`` checks in a row unanswered is killed first."""
+        unanswered = 0
+        while True:
+            await asyncio.sleep(FETCHER_CHECK_INTERVAL_S)
+            cleaner = self._log_cleaner
+            try:
+                await asyncio.wait_for(cleaner.ping.remote(), timeout=FETCHER_CHECK_TIMEOUT_S)
+                unanswered = 0
+                continue
+            except (asyncio.TimeoutError, ActorUnavailableError):
+                unanswered += 1
+                if unanswered < FETCHER_UNANSWERED_CHECKS_MAX:
+                    continue
+                reason = f"{unanswered} checks unanswered"
+            except Exception as exc:  # dead (RayActorError)
+                reason = type(exc).__name__
+            unanswered = 0
+            logger.warning("broker {}: its log cleaner is gone ({}); starting a new one", self.broker_id, reason)
+            ray.kill(cleaner, no_restart=True)
+            self._start_log_cleaner()
+
+    async def cleaner_plan(self):
+        """The next round for this broker's log cleaner (a ``CleaningPlan``), or None."""
+        await self._running.wait()
+        return self._driver.grab_filthiest_log()
+
+    async def cleaner_done(self, cleaned) -> None:
+        """The log cleaner wrote a round's cleaned segments; the broker swaps them in."""
+        await self._running.wait()
+        self._driver.on_log_cleaned(cleaned)
+
+    async def log_cleaner(self) -> dict:
+        """This broker's log cleaner actor (fault injection kills it) and how many were started."""
+        return {"actor": self._log_cleaner, "started": self._log_cleaners_started}
 
     # ----------------------------------------------------------------------------- Kafka APIs
     async def handle(self, request):
@@ -353,6 +408,8 @@ class BrokerActor:
         await self._kafka_listener.close()
         for task in self._background:
             task.cancel()
+        if self._log_cleaner is not None:
+            ray.kill(self._log_cleaner, no_restart=True)
         self._clock.cancel_all()
         # The last work (fsyncs, snapshots, checkpoints) runs on the storage thread after the
         # works given before it; the event loop waits for it without blocking.

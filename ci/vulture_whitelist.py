@@ -60,3 +60,6 @@
 # Apache Kafka as a peer to compare with (orchestration/apache_kafka.py): the conformance tests
 # (tests/integration/test_conformance_tools.py) fetch, start and drive it; the benchmarks will too.
 (_.fetch_kafka, _.run_tool, _.ApacheKafkaCluster, _.start_tool, _.kill_node, _.restart_node)
+# A log cleaner's round in one place (one process, one storage), which the unit tests drive; a broker
+# splits the same steps between itself and its cleaner actor (cleaner_manager.py, actors/log_cleaner.py).
+(_.clean_filthiest_log, _.replace_segments)

@@ -45,6 +45,10 @@ TOPIC_CONFIG_SYNONYMS: dict[str, TopicConfigSynonym] = {
     "segment.ms": TopicConfigSynonym(("log.roll.ms", "log.roll.hours"), str(168 * 3_600_000)),
     "cleanup.policy": TopicConfigSynonym(("log.cleanup.policy",), "delete"),
     "compression.type": TopicConfigSynonym(("compression.type",), "producer"),
+    # The log cleaner's (actors/core/log/cleaner.py), as Kafka's LogConfig.
+    "min.cleanable.dirty.ratio": TopicConfigSynonym(("log.cleaner.min.cleanable.ratio",), "0.5"),
+    "min.compaction.lag.ms": TopicConfigSynonym(("log.cleaner.min.compaction.lag.ms",), "0"),
+    "delete.retention.ms": TopicConfigSynonym(("log.cleaner.delete.retention.ms",), "86400000"),
 }
 
 # A broker key in another unit than its topic key: the factor to the topic key's unit.
@@ -66,6 +70,16 @@ BROKER_DEFAULTS: dict[str, str] = {
     "log.retention.check.interval.ms": "300000",
     "log.roll.hours": "168",
     "log.cleanup.policy": "delete",
+    # The log cleaner actor (actors/log_cleaner.py), one per broker as Kafka's one cleaner thread:
+    # whether it runs, how long it waits when no log qualifies, its offset map's memory (24 bytes
+    # a key at a load factor of 0.9), and the defaults of the topics' cleaner keys.
+    "log.cleaner.enable": "true",
+    "log.cleaner.backoff.ms": "15000",
+    "log.cleaner.dedupe.buffer.size": str(128 * 1024 * 1024),
+    "log.cleaner.io.max.bytes.per.second": "1.7976931348623157E308",  # Kafka's Double.MaxValue: no throttle
+    "log.cleaner.min.cleanable.ratio": "0.5",
+    "log.cleaner.min.compaction.lag.ms": "0",
+    "log.cleaner.delete.retention.ms": "86400000",
     # Kafka's default: a batch is stored with the codec its producer chose (no recompression).
     "compression.type": "producer",
     # Metadata for an unknown topic, from a client that allows it, creates the topic with
@@ -88,6 +102,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "request.timeout.ms": "30000",
     "offsets.topic.num.partitions": "50",
     "offsets.topic.replication.factor": "3",
+    "offsets.topic.segment.bytes": str(100 * 1024 * 1024),
     # Smaller than Kafka's 1000: bounds how many delayed requests one broker parks before it
     # answers new ones at once with what it has (Kafka's purgatories are unbounded).
     "raykafka.purgatory.max.size": "10000",

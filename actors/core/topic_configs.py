@@ -23,7 +23,7 @@ from actors.core.messages.incremental_alter_configs import OP_DELETE, OP_SET, Al
 # retention keys.
 _INT_MINIMUMS = {"segment.bytes": 1, "max.message.bytes": 0, "index.interval.bytes": 0,
                  "min.insync.replicas": 1, "retention.ms": -1, "retention.bytes": None,
-                 "segment.ms": 1}
+                 "segment.ms": 1, "min.compaction.lag.ms": 0, "delete.retention.ms": 0}
 _CLEANUP_POLICIES = frozenset({"delete", "compact"})
 
 

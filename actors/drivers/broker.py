@@ -122,6 +122,15 @@ class BrokerDriver(Driver):
         if not self.stopped:
             self.apply(self.core.tick(self.now_ms()))
 
+    def grab_filthiest_log(self):
+        """The next round for this broker's log cleaner actor (a ``CleaningPlan``), or None."""
+        return None if self.stopped else self.core.replica_manager.grab_filthiest_log(self.now_ms())
+
+    def on_log_cleaned(self, cleaned) -> None:
+        """The log cleaner actor wrote a round's cleaned segments: the swap runs on this step."""
+        if not self.stopped:
+            self.apply(self.core.replica_manager.done_cleaning(cleaned, self.now_ms()))
+
     def on_fetcher_died(self, key: FetcherKey) -> None:
         """A fetcher of this broker is gone: start another where this broker's logs end now."""
         if key not in self.fetchers or self.stopped:

@@ -50,7 +50,8 @@ from orchestration.clients.producer import Producer
 from orchestration.errors import KafkaError
 
 BROKER_START_TIMEOUT_S = 120
-ROLES = ("broker", "controller", "request-send-thread", "replica-fetcher", "group-coordinator")
+ROLES = ("broker", "controller", "request-send-thread", "replica-fetcher", "group-coordinator",
+         "log-cleaner")
 
 
 class Cluster(AdminClient):
@@ -287,6 +288,8 @@ class Cluster(AdminClient):
         fetcher of ``broker_id``; the broker replaces them, and they resume from its log end.
         ``group-coordinator``: ``broker_id``'s coordinator; Ray restarts it when ``restart`` and it
         reloads its groups from the ``__consumer_offsets`` partitions its broker leads.
+        ``log-cleaner``: ``broker_id``'s log cleaner; the broker starts another, which cleans again
+        from the last round that was swapped in (a round cut short leaves the logs whole).
         """
         if role == "broker":
             ray.kill(self.broker(broker_id), no_restart=not restart)
@@ -302,6 +305,11 @@ class Cluster(AdminClient):
             if broker_id not in self._coordinators:
                 raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no group coordinator {broker_id}")
             ray.kill(self._coordinators[broker_id], no_restart=not restart)
+        elif role == "log-cleaner":
+            cleaner = ray.get(self.broker(broker_id).log_cleaner.remote(), timeout=30)["actor"]
+            if cleaner is None:
+                raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} runs no log cleaner")
+            ray.kill(cleaner, no_restart=True)
         elif role == "request-send-thread":
             thread = self._ask_controller(lambda controller: controller.send_thread.remote(broker_id))
             if thread is None:

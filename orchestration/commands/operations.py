@@ -8,7 +8,8 @@ import argparse
 
 from orchestration.commands.common import add_target_arguments, connected, emit, fail, table
 
-ROLES = ("broker", "controller", "request-send-thread", "replica-fetcher", "group-coordinator")
+ROLES = ("broker", "controller", "request-send-thread", "replica-fetcher", "group-coordinator",
+         "log-cleaner")
 
 
 def _kill(args: argparse.Namespace) -> int:

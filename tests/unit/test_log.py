@@ -166,22 +166,25 @@ def test_append_as_follower_keeps_leader_offsets_and_learns_epochs(storage):
     assert follower.end_offset_for_epoch(1) == (1, 3)
 
 
-@pytest.mark.parametrize("first_offset", [0, 5, 7])
-def test_follower_append_must_start_at_the_log_end(storage, first_offset):
+@pytest.mark.parametrize("first_offset", [0, 5])
+def test_follower_append_must_not_start_below_the_log_end(storage, first_offset):
     follower = filled_log(storage, 2)  # LEO 6
     with pytest.raises(KafkaProtocolError) as raised:
         follower.append_as_follower(with_field(BATCH, 0, ">q", first_offset))
     assert raised.value.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
-    assert "expected 6" in str(raised.value)
+    assert "expected at least 6" in str(raised.value)
     assert follower.log_end_offset == 6
 
 
-def test_follower_append_refuses_a_gap_between_batches(storage):
-    follower = open_log(storage)
-    records = with_field(BATCH, 0, ">q", 0) + with_field(BATCH, 0, ">q", 4)
+def test_follower_append_takes_the_gaps_of_a_cleaned_leader_log_and_refuses_overlaps(storage):
+    """Kafka's follower append: a batch past the log end (the leader's cleaner removed what was
+    before it) is taken; batches that overlap are refused and nothing is written."""
+    follower = filled_log(storage, 2)  # LEO 6
+    follower.append_as_follower(with_field(BATCH, 0, ">q", 7))
+    assert follower.log_end_offset == 10
     with pytest.raises(KafkaProtocolError):
-        follower.append_as_follower(records)
-    assert follower.log_end_offset == 0
+        follower.append_as_follower(with_field(BATCH, 0, ">q", 14) + with_field(BATCH, 0, ">q", 15))
+    assert follower.log_end_offset == 10
 
 
 # -- reads ----------------------------------------------------------------------------------

@@ -144,8 +144,9 @@ SCANS = [
     ("torn header", _GOOD + _GOOD[:30], None, 1, "truncated"),
     ("bad crc in the middle", _GOOD + patched(_GOOD, 70, ">B", _GOOD[70] ^ 1) + _GOOD, None, 1, "CRC"),
     ("contiguous offsets", _GOOD + patched(_GOOD, 0, ">q", 3), 0, 2, None),
-    ("offset gap", _GOOD + patched(_GOOD, 0, ">q", 4), 0, 1, "expected 3"),
-    ("wrong first offset", _GOOD, 5, 0, "expected 5"),
+    ("offset gap (a cleaned log's)", _GOOD + patched(_GOOD, 0, ">q", 4), 0, 2, None),
+    ("overlapping offsets", _GOOD + patched(_GOOD, 0, ">q", 2), 0, 1, "expected 3"),
+    ("first offset below the segment's", _GOOD, 5, 0, "expected 5"),
 ]
 
 

@@ -28,8 +28,9 @@ from actors.core.config import KafkaConfig
 from actors.core.topics import OFFSETS_TOPIC
 
 OFFSETS_TOPIC_CREATION_RETRY_MS = 5000
-# Kafka's own settings for the offsets topic: compacted, smaller segments.
-OFFSETS_TOPIC_CONFIG = (("cleanup.policy", "compact"), ("segment.bytes", str(100 * 1024 * 1024)))
+# Kafka's own settings for the offsets topic: compacted (so that a coordinator's load reads the
+# live groups' latest records, not every commit ever made), with offsets.topic.segment.bytes segments.
+OFFSETS_TOPIC_CONFIG = (("cleanup.policy", "compact"),)
 
 
 class CoordinatorFinder:
@@ -40,6 +41,7 @@ class CoordinatorFinder:
         self.coordinator_host = coordinator_host
         self.num_partitions = config.get_int("offsets.topic.num.partitions", 1)
         self.replication_factor = config.get_int("offsets.topic.replication.factor", 1)
+        self.topic_config = (*OFFSETS_TOPIC_CONFIG, ("segment.bytes", config.get_str("offsets.topic.segment.bytes")))
         self._creation_requested_ms: int | None = None
 
     def partition_for(self, group_id: str) -> int:
@@ -90,7 +92,7 @@ class CoordinatorFinder:
                                                 f"({self.num_partitions} partitions, replication factor {factor})"),
                 Send(destination="controller", message=CreateTopicsRequest(topics=(CreatableTopic(
                     name=OFFSETS_TOPIC, num_partitions=self.num_partitions, replication_factor=factor,
-                    configs=tuple(CreateableTopicConfig(name=k, value=v) for k, v in OFFSETS_TOPIC_CONFIG)),)))]
+                    configs=tuple(CreateableTopicConfig(name=k, value=v) for k, v in self.topic_config)),)))]
 
     def on_create_topics_response(self, response) -> list[Effect]:
         self._creation_requested_ms = None  # created, or already there: the next ask will see it

@@ -26,6 +26,8 @@ REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_POINT_OFFSET_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+# The log cleaner's first dirty offset per compacted partition (Kafka's LogCleanerManager).
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 
 Entry = TypeVar("Entry")
 

@@ -39,6 +39,7 @@ BROKER_COMPRESSION_TYPES = (*BROKER_CODECS, PRODUCER)
 # of a big-endian int32 length and a raw snappy block. librdkafka may send raw snappy instead.
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER_BYTES = 16
+_XERIAL_BLOCK_BYTES = 32 * 1024
 
 
 class CompressionCodecs(Protocol):
@@ -119,6 +120,30 @@ def decompress_records(codec: int, data) -> bytes:
             return bytes(cramjam.zstd.decompress(data))
     except (zlib.error, cramjam.DecompressionError, ValueError) as exc:
         raise CodecError(f"{type(exc).__name__}: {exc}") from None
+    raise CodecError(f"unknown compression codec {codec}")
+
+
+def compress_records(codec: int, data) -> bytes:
+    """``data`` (a v2 batch's records) compressed with ``codec`` as Kafka's Java producer and broker
+    write it: gzip, snappy in snappy-java's framing (one block per 32 KiB, as its default), the lz4
+    frame format and zstd. The log cleaner rewrites a compressed batch with it (cleaner.py), so a
+    batch keeps its codec. Raises ``CodecError`` for a codec Kafka does not have."""
+    data = bytes(data)
+    if codec == 0:
+        return data
+    if codec == 1:
+        compressor = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
+        return compressor.compress(data) + compressor.flush()
+    if codec == 2:
+        blocks = [_XERIAL_MAGIC, (1).to_bytes(4, "big"), (1).to_bytes(4, "big")]
+        for start in range(0, len(data), _XERIAL_BLOCK_BYTES):
+            block = bytes(cramjam.snappy.compress_raw(data[start:start + _XERIAL_BLOCK_BYTES]))
+            blocks += [len(block).to_bytes(4, "big"), block]
+        return b"".join(blocks)
+    if codec == 3:
+        return bytes(cramjam.lz4.compress(data))
+    if codec == 4:
+        return bytes(cramjam.zstd.compress(data))
     raise CodecError(f"unknown compression codec {codec}")
 
 

@@ -16,6 +16,9 @@ Inputs and outputs:
   the ends of the log; the leader-epoch cache follows. ``delete_old_segments`` is Kafka's
   retention (retention.py): whole segments go, their files renamed at once to ``.deleted`` and
   removed by a work, and the log start offset moves to the first segment left.
+  ``replace_segments`` swaps in segments the cleaner rewrote (cleaner.py, segment_swap.py); a
+  cleaned log has offset gaps between batches, which reads skip (a read returns the batch at or
+  after the offset asked) and a follower's append takes as they come.
 - producer state (``producer_state.py``): the leader's append checks the idempotent producer's
   epoch and sequence first and answers a duplicate with the original batch's offsets, writing
   nothing; every written batch (leader, follower, replay) updates it; a roll and ``close`` write
@@ -57,8 +60,9 @@ from actors.core.log.log_work import FlushPlan, LogDurability, LogWork
 from actors.core.log.producer_state import ProducerStateManager, load_state
 from actors.core.log.retention import plan_deletions
 from actors.core.log.record_batch import BatchHeader, as_byte_view, parse_batches, stamp_batch
-from actors.core.log.segment import INT32_MAX, FetchDataInfo, LogSegment
+from actors.core.log.segment import INT32_MAX, LOG_FILE_SUFFIX, FetchDataInfo, LogSegment, segment_file_name
 from actors.core.log.segment_loading import load_segments
+from actors.core.log.segment_swap import CLEANED_FILE_SUFFIX, swap_steps, write_cleaned
 from actors.core.log.storage import Storage
 
 __all__ = ["DELETED_DIRECTORY_SUFFIX", "FetchDataInfo", "FlushPlan", "Log", "LogAppendInfo", "LogWork"]
@@ -187,6 +191,12 @@ class Log(LogDurability):
         return self._recovery_point
 
     @property
+    def truncations(self) -> int:
+        """How many times this log was truncated since it was opened (a cleaning planned before a
+        truncation is dropped: its offset map may name offsets that are gone, cleaner_manager.py)."""
+        return self._truncations
+
+    @property
     def producer_state(self) -> ProducerStateManager:
         return self._producer_state
 
@@ -271,12 +281,13 @@ class Log(LogDurability):
         headers = self._validate(view, from_client=False)
         expected_offset = self.log_end_offset
         for header in headers:
-            if header.base_offset != expected_offset:
+            if header.base_offset < expected_offset:
                 # Kafka's UnexpectedAppendOffsetException (first batch) / OffsetsOutOfOrderException.
+                # A batch further on is a gap a cleaning of the leader's log left: taken as it is.
                 raise KafkaProtocolError(
                     ErrorCode.UNKNOWN_SERVER_ERROR,
                     f"unexpected append offset: batch at position {header.position} starts at "
-                    f"{header.base_offset}, expected {expected_offset} (log end offset "
+                    f"{header.base_offset}, expected at least {expected_offset} (log end offset "
                     f"{self.log_end_offset})")
             expected_offset = header.next_offset
         return self._append(view, headers)
@@ -477,6 +488,56 @@ class Log(LogDurability):
                            f"log start offset {self._log_start_offset}")
         self._check_invariants()
         return reasons
+
+    def replace_segments(self, cleaned: tuple[tuple[int, bytes], ...]) -> list[int]:
+        """Writes cleaned segments (base offset, batches: cleaner.clean_log) beside the segments of
+        the same base offsets and swaps them in (``swap_cleaned``); cleaned bytes that do not end
+        where their segment does now (made from a segment since truncated or replaced) are not."""
+        self._check_open()
+        by_base = {segment.base_offset: segment for segment in self._segments[:-1]}
+        written = []
+        for base, data in cleaned:
+            segment = by_base.get(base)
+            if segment is None or not data or parse_batches(data, check_crc=False)[-1].next_offset != segment.next_offset:
+                continue
+            write_cleaned(self._storage, self._directory, base, data)
+            written.append((base, segment.next_offset, len(data)))
+        return self.swap_cleaned(tuple(written))
+
+    @storage_operation
+    def swap_cleaned(self, cleaned: tuple[tuple[int, int, int], ...]) -> list[int]:
+        """Swaps in cleaned segments whose ``.cleaned`` files are written (base offset, the next
+        offset the segment had when it was cleaned, the file's size) with segment_swap.py's
+        protocol, skipping any whose segment is no longer a non-active segment of this log ending
+        at that offset (truncated, deleted or rolled since) or whose file is not whole; returns the
+        base offsets swapped. Each new segment ends where its original did (the cleaner keeps the
+        last batch), which is checked once it is loaded."""
+        self._check_open()
+        by_base = {segment.base_offset: index for index, segment in enumerate(self._segments[:-1])}
+        chosen, stale = [], []
+        for base, next_offset, size_bytes in cleaned:
+            path = f"{self._segments[by_base[base]].log_path}{CLEANED_FILE_SUFFIX}" if base in by_base else None
+            if (path is not None and self._segments[by_base[base]].next_offset == next_offset
+                    and self._storage.exists(path) and self._storage.file_size(path) == size_bytes):
+                chosen.append(by_base[base])
+            else:
+                stale.append(base)
+        for base in stale:  # a cleaned file nobody will swap in
+            self._storage.delete(f"{self._directory}/{segment_file_name(base, LOG_FILE_SUFFIX)}{CLEANED_FILE_SUFFIX}")
+        for step in swap_steps(self._storage, [self._segments[index] for index in chosen], self._directory):
+            step()
+        for index in chosen:
+            old = self._segments[index]
+            segment, dropped_bytes = LogSegment.recover_from_files(
+                self._storage, self._directory, old.base_offset,
+                index_interval_bytes=self._config.index_interval_bytes)
+            assert not dropped_bytes, (old.base_offset, dropped_bytes)
+            segment.recovered_epoch_starts = []
+            assert segment.next_offset == old.next_offset, (segment, old.next_offset)
+            self._segments[index] = segment
+        self._check_segment_chain()
+        self._check_invariants()
+        return [self._segments[index].base_offset for index in chosen]
 
     def _delete_oldest_segments(self, count: int) -> None:
         """Drops the first ``count`` segments (never the active one): their files are renamed at

@@ -2,7 +2,8 @@
 
 Built from Kafka's own topic configuration keys (``segment.bytes``, ``segment.ms``,
 ``index.interval.bytes``, ``max.message.bytes``, ``compression.type``, ``cleanup.policy``,
-``retention.ms``, ``retention.bytes``) with Kafka's defaults and bounds; an out-of-range or
+``retention.ms``, ``retention.bytes``, and the cleaner's ``min.cleanable.dirty.ratio``,
+``min.compaction.lag.ms``, ``delete.retention.ms``) with Kafka's defaults and bounds; an out-of-range or
 non-integer value, or a codec Kafka does not name, is refused with ``INVALID_CONFIG``, so a bad
 CreateTopics config never reaches a log.
 """
@@ -33,6 +34,8 @@ _PROPERTY_NAMES = {
     "segment.ms": "segment_ms",
     "retention.ms": "retention_ms",
     "retention.bytes": "retention_bytes",
+    "min.compaction.lag.ms": "min_compaction_lag_ms",
+    "delete.retention.ms": "delete_retention_ms",
 }
 
 
@@ -56,6 +59,12 @@ class LogConfig:
     # negative means no limit.
     retention_ms: int = 7 * 24 * 3_600_000
     retention_bytes: int = -1
+    # The log cleaner's (cleaner.py): a compacted log is cleaned when its dirty part is more than
+    # this share of it; a segment is not cleaned until its newest record is this old; a tombstone
+    # is kept this long after the segment holding it was cleaned.
+    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms
+    delete_retention_ms: int = 86_400_000  # delete.retention.ms
 
     @property
     def compact(self) -> bool:
@@ -84,6 +93,11 @@ class LogConfig:
         if self.segment_ms < 1:
             raise _invalid_config(f"segment.ms must be at least 1, got {self.segment_ms}")
         check_broker_compression_type(self.compression_type)
+        if not 0 <= self.min_cleanable_dirty_ratio <= 1:
+            raise _invalid_config(f"min.cleanable.dirty.ratio must be in [0, 1], got {self.min_cleanable_dirty_ratio}")
+        if self.min_compaction_lag_ms < 0 or self.delete_retention_ms < 0:
+            raise _invalid_config(f"min.compaction.lag.ms and delete.retention.ms must be at least 0, got "
+                                  f"{self.min_compaction_lag_ms} and {self.delete_retention_ms}")
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str]) -> LogConfig:
@@ -101,6 +115,14 @@ class LogConfig:
                 raise _invalid_config(f"{key} must be an integer, got {raw!r}") from None
         if "compression.type" in properties:
             values["compression_type"] = str(properties["compression.type"])
+        if "min.cleanable.dirty.ratio" in properties:
+            raw = properties["min.cleanable.dirty.ratio"]
+            try:
+                if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+                    raise ValueError(raw)
+                values["min_cleanable_dirty_ratio"] = float(raw)
+            except ValueError:
+                raise _invalid_config(f"min.cleanable.dirty.ratio must be a number, got {raw!r}") from None
         if "cleanup.policy" in properties:
             values["cleanup_policy"] = str(properties["cleanup.policy"])
         return cls(**values)
@@ -108,12 +130,17 @@ class LogConfig:
 
 # The topic keys a log obeys, read from a topic's KafkaConfig (its overrides over the broker's).
 _LOG_KEYS = ("segment.bytes", "index.interval.bytes", "max.message.bytes", "compression.type",
-             "segment.ms", "retention.ms", "retention.bytes")
+             "segment.ms", "retention.ms", "retention.bytes", "min.cleanable.dirty.ratio",
+             "min.compaction.lag.ms", "delete.retention.ms")
+
+
+# The cleaner's keys: a broker configuration built without the cleaner's defaults has none of them.
+_CLEANER_KEYS = ("min.cleanable.dirty.ratio", "min.compaction.lag.ms", "delete.retention.ms")
 
 
 def log_config_for(config) -> LogConfig:
     """The ``LogConfig`` a topic's ``KafkaConfig`` gives."""
-    properties = {key: config.get_str(key) for key in _LOG_KEYS}
+    properties = {key: config.get_str(key) for key in _LOG_KEYS if key not in _CLEANER_KEYS or key in config}
     if "cleanup.policy" in config:  # a topic override; Kafka's default is delete
         properties["cleanup.policy"] = config.get_str("cleanup.policy")
     return LogConfig.from_properties(properties)

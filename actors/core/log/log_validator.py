@@ -122,14 +122,14 @@ def _keyless_record(records, records_count: int) -> int | None:
     """
     size, position = len(records), 0
     for index in range(records_count):
-        length, position = _varint(records, position)
+        length, position = read_varint(records, position)
         end = position + length
         if length < 1 or end > size:
             raise _invalid_record(f"record {index} of length {length} does not fit its batch")
         position += 1  # attributes
-        _, position = _varint(records, position)  # timestamp delta
-        _, position = _varint(records, position)  # offset delta
-        key_length, position = _varint(records, position)
+        _, position = read_varint(records, position)  # timestamp delta
+        _, position = read_varint(records, position)  # offset delta
+        key_length, position = read_varint(records, position)
         if position > end:
             raise _invalid_record(f"record {index} ends inside its header")
         if key_length < 0:
@@ -140,7 +140,7 @@ def _keyless_record(records, records_count: int) -> int | None:
     return None
 
 
-def _varint(data, position: int) -> tuple[int, int]:
+def read_varint(data, position: int) -> tuple[int, int]:
     """Kafka's zigzag varint (or varlong) at ``position``: (value, position after it)."""
     raw = shift = 0
     for offset in range(_VARLONG_BYTES_MAX):

@@ -194,14 +194,16 @@ def parse_batches(buffer, *, check_crc: bool = True) -> tuple[BatchHeader, ...]:
 
 
 def scan_valid_prefix(buffer, *, check_crc: bool = True, position: int = 0,
-                      expected_base_offset: int | None = None
+                      expected_base_offset: int | None = None, max_offset: int | None = None
                       ) -> tuple[tuple[BatchHeader, ...], int, str | None]:
     """The longest run of whole valid batches from ``position``: (headers, end, why_stopped).
 
     ``why_stopped`` is None when the run reaches the end of the buffer exactly, else a sentence
     (a torn tail, a malformed header, a bad CRC). With ``expected_base_offset`` each batch must
-    start exactly where the previous one ended (raykafka's logs have no offset gaps), which also
-    catches corrupt ``base_offset`` fields that the CRC does not cover.
+    start at or after where the previous one ended (a cleaned log has gaps between batches, as
+    Kafka's offsets may), which also catches corrupt ``base_offset`` fields that the CRC does not
+    cover and that go backwards. With ``max_offset`` a batch whose last offset is past it stops the
+    run (Kafka's ``ensureOffsetInRange``: a segment's offsets fit its index's 32-bit relative ones).
     """
     view = as_byte_view(buffer)
     headers = []
@@ -212,11 +214,14 @@ def scan_valid_prefix(buffer, *, check_crc: bool = True, position: int = 0,
         except KafkaProtocolError as error:
             return tuple(headers), position, str(error)
         if expected is not None:
-            if header.base_offset != expected:
+            if header.base_offset < expected:
                 return tuple(headers), position, (
                     f"batch at position {position} has base offset {header.base_offset}, "
                     f"expected {expected}")
             expected = header.next_offset
+        if max_offset is not None and header.last_offset > max_offset:
+            return tuple(headers), position, (
+                f"batch at position {position} has last offset {header.last_offset}, past {max_offset}")
         headers.append(header)
         position = header.end_position
     return tuple(headers), position, None
@@ -248,3 +253,18 @@ def stamp_batch(buffer: bytearray, header: BatchHeader, *, base_offset: int,
     return header._replace(base_offset=base_offset,
                            last_offset=base_offset + header.last_offset_delta,
                            partition_leader_epoch=partition_leader_epoch)
+
+
+def build_batch(*, base_offset: int, partition_leader_epoch: int, attributes: int, last_offset_delta: int,
+                base_timestamp: int, max_timestamp: int, producer_id: int, producer_epoch: int,
+                base_sequence: int, records_count: int, body) -> bytes:
+    """A whole v2 batch: the header (with its batch_length and CRC-32C computed) and ``body``, the
+    records as stored (already compressed with the codec ``attributes`` names). The log cleaner
+    writes the batches it keeps with this (actors/core/log/cleaner.py)."""
+    header = bytearray(_HEADER.pack(
+        base_offset, BATCH_LENGTH_MIN_BYTES + len(body), partition_leader_epoch, MAGIC_V2, 0, attributes,
+        last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+        records_count))
+    crc = crc32c(body, crc32c(bytes(header[CRC_START_POSITION:])))
+    struct.pack_into(">I", header, 17, crc)
+    return bytes(header) + bytes(body)

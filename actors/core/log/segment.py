@@ -258,7 +258,7 @@ class LogSegment:
 
     def append(self, data, headers: tuple[BatchHeader, ...]) -> None:
         """Appends validated batches; ``headers`` positions are relative to the start of ``data``."""
-        assert headers and headers[0].base_offset == self._next_offset, (headers[0], self._next_offset)
+        assert headers and headers[0].base_offset >= self._next_offset, (headers[0], self._next_offset)
         assert headers[-1].last_offset - self.base_offset <= INT32_MAX
         self._ensure_max_timestamp()
         entries, since, time_entries, max_timestamp = (len(self._index_positions), self._bytes_since_last_index_entry,
@@ -500,7 +500,7 @@ class LogSegment:
             chunk_start = position
             chunk = self.storage.read(self.log_path, chunk_start, min(file_size - chunk_start, want_bytes))
             headers, consumed, why_stopped = scan_valid_prefix(
-                chunk, expected_base_offset=expected_offset)
+                chunk, expected_base_offset=expected_offset, max_offset=self.base_offset + INT32_MAX)
             for header in headers:
                 if header.base_offset == self.base_offset:
                     self._first_batch_timestamp = header.max_timestamp

@@ -1,15 +1,18 @@
 """Finding a log's segments on open: which to trust as they are and which to recover.
 
-Theory of operation. ``load_segments`` lists a partition directory's segment files, deletes index
+Theory of operation. ``load_segments`` first finishes or rolls back a swap of cleaned segments a
+crash interrupted (segment_swap.py), then lists a partition directory's segment files, deletes index
 files (offset and time) without a log file, loads the segments wholly below the recovery point as
 they are (their data was fsynced) and recovers the rest with CRC checks, as Kafka's ``recoverLog`` does: recovery
 stops at the first segment that lost bytes or does not continue its predecessor, and every later
-segment is deleted. It is a part of ``Log.open`` (actors/core/log/log.py); all I/O goes through
-the injected ``Storage``.
+segment is deleted. (A cleaned segment has gaps between its batches, never after its last one: the
+cleaner keeps a segment's last batch, empty if need be, so that this check still finds lost data.)
+It is a part of ``Log.open`` (actors/core/log/log.py); all I/O goes through the injected ``Storage``.
 """
 from __future__ import annotations
 
 from actors.core.log.log_config import LogConfig
+from actors.core.log.segment_swap import recover_swaps
 from actors.core.log.segment import DELETED_FILE_SUFFIX, INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, LogSegment, parse_segment_file_name
 from actors.core.log.time_index import TIME_INDEX_FILE_SUFFIX
 from actors.core.log.storage import Storage
@@ -42,6 +45,7 @@ def load_segments(storage: Storage, directory: str, config: LogConfig,
     Recovery stops at the first segment that lost bytes or does not continue its predecessor:
     every later segment is deleted, as Kafka's ``recoverLog`` does.
     """
+    recover_swaps(storage, directory)
     bases = _segment_base_offsets(storage, directory)
     segments: list[LogSegment] = []
     for index, base_offset in enumerate(bases):

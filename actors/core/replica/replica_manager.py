@@ -54,6 +54,8 @@ from actors.core.log.checkpoints import (
     OffsetCheckpointFile,
 )
 from actors.core.log.log import DELETED_DIRECTORY_SUFFIX, Log, LogWork
+from actors.core.log.cleaner import CleanedSegments, CleaningPlan
+from actors.core.log.cleaner_manager import LogCleanerManager
 from actors.core.log.compression import CompressionCodecs
 from actors.core.log.log_dir_failure import LogDirFailureChannel
 from actors.core.log.log_config import log_config_for
@@ -149,6 +151,7 @@ class ReplicaManager:
             flush_interval_ms=config.get_int("log.flush.offset.checkpoint.interval.ms", 1),
             high_watermark_interval_ms=config.get_int("replica.high.watermark.checkpoint.interval.ms", 1))
         self.recovered_partitions = self._load_logs()
+        self.log_cleaner = LogCleanerManager(storage)  # the broker's half of its cleaner actor's rounds
         # The request paths, each given what it needs of this manager.
         self.replication = Replication(
             broker_id=broker_id, partitions=self.partitions, leader_partition=self.leader_partition, delayed=self.delayed,
@@ -503,6 +506,22 @@ class ReplicaManager:
             if partition.log_start_offset != before:
                 effects.extend(self.delayed.try_complete(topic_partition, now_ms))
         return effects
+
+    # ----------------------------------------------------------------------------- the cleaner
+    def grab_filthiest_log(self, now_ms: int) -> CleaningPlan | None:
+        """The next round of this broker's log cleaner actor (cleaner_manager.py), or None."""
+        partitions = self.partitions
+        if self.log_dir_failure_channel.offline:
+            return None
+        return self.log_cleaner.grab_filthiest({key: p.log for key, p in partitions.items()},
+                                               {key: p.high_watermark for key, p in partitions.items()},
+                                               now_ms + self.wall_clock_offset_ms)
+
+    @storage_step
+    def done_cleaning(self, cleaned: CleanedSegments, now_ms: int) -> list[Effect]:
+        """The cleaner wrote a round's cleaned segments: swap them in, if the round is current."""
+        line = self.log_cleaner.done_cleaning(cleaned, {key: p.log for key, p in self.partitions.items()})
+        return [LogEvent(level="info", message=f"broker {self.broker_id} log cleaner: {line}")]
 
     # ---------------------------------------------------------------------------- checkpoints
     @storage_step
