@@ -3,8 +3,9 @@ a subprocess, then every subcommand, each as its own process with ``--json``, ag
 (topics, topic configs changed live, produce, consume, groups with lag, a partition reassignment,
 kill and leadership moving, elections, metrics), ``cluster status`` naming every broker's listener
 and the bootstrap servers a stock client connects with, and ``cluster stop`` ending the actors and
-every process of the Ray head it started before it returns. Each test makes what it reads (its own
-topics, or the module's ``orders`` fixture), so any one of them runs alone (``-k``)."""
+every process of the Ray head it started before it returns (the last test, on the module's cluster).
+Each test makes what it reads (its own topics, or the module's ``orders`` fixture), so any one of
+them runs alone (``-k``)."""
 from __future__ import annotations
 
 import json
@@ -22,6 +23,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COMMAND_TIMEOUT_S = 240
 WAIT_S = 120
+WAIT_POLL_S = 0.2  # between two runs of a condition, each itself a ``raykafka`` process of a second or more
 ORDERS_RECORDS = 30
 
 pytestmark = pytest.mark.integration
@@ -32,8 +34,10 @@ class Raykafka:
 
     def __init__(self, home: Path, namespace: str) -> None:
         self.namespace = namespace
+        self.state_file = home / "clusters" / f"{namespace}.json"
         self.env = dict(os.environ, RAYKAFKA_HOME=str(home), PYTHONPATH=str(REPO_ROOT))
         self.env.pop("RAY_ADDRESS", None)
+        self.stop_tested = False  # set by the test of ``cluster stop``, which stops the module's cluster
 
     def run(self, *args: str, stdin: str | None = None, check: bool = True,
             json_output: bool = True) -> subprocess.CompletedProcess:
@@ -58,7 +62,7 @@ def wait_for(what: str, condition, timeout_s: float = WAIT_S):
         last = condition()
         if last:
             return last
-        time.sleep(1)
+        time.sleep(WAIT_POLL_S)
     raise AssertionError(f"timed out after {timeout_s}s waiting for {what}; last: {last!r}")
 
 
@@ -66,7 +70,7 @@ def wait_for(what: str, condition, timeout_s: float = WAIT_S):
 def rk(tmp_path_factory):
     home = tmp_path_factory.mktemp("raykafka-home")
     tool = Raykafka(home, f"rk-cli-{uuid.uuid4().hex[:8]}")
-    state_file = home / "clusters" / f"{tool.namespace}.json"
+    state_file = tool.state_file
     try:
         started = tool.json("cluster", "start", "--local", "--num-cpus", "2", "--brokers", "3",
                             "--log-dir", str(home / "logs"), "--config", "offsets.topic.num.partitions=3",
@@ -75,14 +79,16 @@ def rk(tmp_path_factory):
         tool.started = started
         yield tool
     finally:
-        head_pid = json.loads(state_file.read_text()).get("head_pid") if state_file.exists() else None
-        stopped = tool.run("cluster", "stop", check=False)
-        if head_pid is not None:  # stop failed half-way: end the head this test started, and only it
-            try:
-                os.killpg(head_pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        assert stopped.returncode == 0, stopped.stderr[-3000:]
+        # The module's last test stops the cluster, and its own finally ends what a failed stop left.
+        if not (tool.stop_tested and not state_file.exists()):
+            head_pid = json.loads(state_file.read_text()).get("head_pid") if state_file.exists() else None
+            stopped = tool.run("cluster", "stop", check=False)
+            if head_pid is not None:  # stop failed half-way: end the head this test started, and only it
+                try:
+                    os.killpg(head_pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            assert stopped.returncode == 0, stopped.stderr[-3000:]
 
 
 @pytest.fixture(scope="module")
@@ -135,33 +141,6 @@ def test_cluster_status_says_where_each_node_keeps_data_logs_and_metrics(rk):
     for endpoint in endpoints:
         wait_for(f"raykafka's metrics on {endpoint}", lambda: "ray_raykafka_" in urllib.request.urlopen(
             endpoint, timeout=10).read().decode())
-
-
-def test_cluster_stop_waits_for_every_process_of_the_ray_head_and_says_what_it_stopped(tmp_path):
-    """A cluster of its own (one broker), so that stopping it leaves the module's cluster alone."""
-    import psutil
-    tool = Raykafka(tmp_path, f"rk-stop-{uuid.uuid4().hex[:8]}")
-    started = tool.json("cluster", "start", "--local", "--num-cpus", "1", "--brokers", "1",
-                        "--log-dir", str(tmp_path / "logs"), "--config", "offsets.topic.replication.factor=1")
-    head = psutil.Process(started["head_pid"])
-    processes = [head, *head.children(recursive=True)]
-    try:
-        stopped = tool.json("cluster", "stop")
-        running = [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-        assert running == [], f"still running when cluster stop returned: {running}"
-        assert stopped["stopped"] and stopped["ray_head_stopped"] and stopped["brokers"] == [0]
-        assert stopped["ray_head"]["head_pid"] == started["head_pid"]
-        head_processes = stopped["ray_head"]["processes"]
-        assert {"gcs_server", "raylet"} <= {p["name"] for p in head_processes}, head_processes
-        assert sorted(stopped["ray_head"]["terminated"] + stopped["ray_head"]["killed"]) \
-            == sorted(p["pid"] for p in head_processes)
-        assert not (tmp_path / "clusters" / f"{tool.namespace}.json").exists(), "the cluster is forgotten"
-    finally:
-        for process in processes:  # only if stop failed: end what this test started, and only that
-            try:
-                process.kill()
-            except psutil.NoSuchProcess:
-                pass
 
 
 def test_topics_create_list_describe_delete(rk):
@@ -339,3 +318,28 @@ def test_metrics_on_rays_endpoint_move_during_a_load(rk, orders):
                              "--timeout-ms", "20000")) == 10
     wait_for("bytes out for 'orders' to grow as the group reads", lambda: total(
         scrape(port), "raykafka_broker_topic_bytes_out_total", topic="orders") > bytes_out_before)
+
+
+def test_cluster_stop_waits_for_every_process_of_the_ray_head_and_says_what_it_stopped(rk):
+    """Last in this module, because it stops the module's cluster (the fixture then has nothing left to stop)."""
+    import psutil
+    rk.stop_tested = True
+    head = psutil.Process(rk.started["head_pid"])
+    processes = [head, *head.children(recursive=True)]
+    try:
+        stopped = rk.json("cluster", "stop")
+        running = [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        assert running == [], f"still running when cluster stop returned: {running}"
+        assert stopped["stopped"] and stopped["ray_head_stopped"] and stopped["brokers"] == [0, 1, 2]
+        assert stopped["ray_head"]["head_pid"] == rk.started["head_pid"]
+        head_processes = stopped["ray_head"]["processes"]
+        assert {"gcs_server", "raylet"} <= {p["name"] for p in head_processes}, head_processes
+        assert sorted(stopped["ray_head"]["terminated"] + stopped["ray_head"]["killed"]) \
+            == sorted(p["pid"] for p in head_processes)
+        assert not rk.state_file.exists(), "the cluster is forgotten"
+    finally:
+        for process in processes:  # only if stop failed: end what this module started, and only that
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass

@@ -35,10 +35,11 @@ def test_no_acknowledged_loss_and_no_divergence_under_leader_epochs(seed):
 
 
 def test_the_high_watermark_rule_loses_acknowledged_values_within_the_same_seeds():
-    # Seeds 5 and 17 of 1..30 lose values under the high-watermark rule with these faults.
-    lost = [seed for seed in SEEDS if (outcome := result(seed, "high-watermark")).verdict == "LOST"
-            and outcome.lost > 0]
-    assert lost, f"no seed of {SEEDS} lost an acknowledged value under the high-watermark rule"
+    # Seeds 5 and 17 of 1..30 lose values under the high-watermark rule with these faults. One loss
+    # proves it, so the seeds after the first that loses are not run.
+    lost = next((seed for seed in SEEDS if (outcome := result(seed, "high-watermark")).verdict == "LOST"
+                 and outcome.lost > 0), None)
+    assert lost is not None, f"no seed of {SEEDS} lost an acknowledged value under the high-watermark rule"
 
 
 # Seeds that once failed with every fault kind allowed, each with what it found.
