@@ -42,6 +42,7 @@ from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.broker_heartbeat import BrokerHeartbeatRequest
 from actors.core.messages.broker_registration import BrokerRegistrationRequest
 from actors.core.messages.controlled_shutdown import ControlledShutdownRequest
+from actors.core.messages.create_partitions import CreatePartitionsRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.delete_records import DeleteRecordsRequest
 from actors.core.messages.delete_topics import DeleteTopicsRequest
@@ -144,6 +145,9 @@ APIS: tuple[Api, ...] = (
     _api("delete_topics", DeleteTopicsRequest, (1, 3),
          broker=lambda core, *step: core.topic_operations.handle_delete_topics(*step),
          controller=ControllerCore.handle_delete_topics),
+    # Forwarded to the controller, which continues the topic's assignment or takes the given one; v2 is flexible.
+    _api("create_partitions", CreatePartitionsRequest, (0, 1), broker=BrokerCore.handle_create_partitions,
+         controller=ControllerCore.handle_create_partitions),
     # Topic resources; a broker resource is INVALID_REQUEST (no dynamic broker config). v1 is flexible.
     _api("incremental_alter_configs", IncrementalAlterConfigsRequest, (0, 0),
          broker=BrokerCore.handle_incremental_alter_configs,

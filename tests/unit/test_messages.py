@@ -63,6 +63,7 @@ KAFKA_API_KEYS = {
     "OffsetForLeaderEpoch": 23,
     "ElectLeaders": 43,
     "AlterConfigs": 33,
+    "CreatePartitions": 37,
     "IncrementalAlterConfigs": 44,
     "AlterPartitionReassignments": 45,
     "ListPartitionReassignments": 46,

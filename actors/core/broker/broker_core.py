@@ -44,6 +44,8 @@ from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.delete_topics import DeleteTopicsRequest
 from actors.core.messages.alter_configs import AlterConfigsRequest
+from actors.core.messages.create_partitions import CreatePartitionsRequest
+from actors.core.messages import create_partitions as create_partitions_messages
 from actors.core.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from actors.core.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from actors.core.messages.metadata import MetadataRequest
@@ -112,7 +114,7 @@ class BrokerCore:
             return self.producer_ids.on_allocate_response(response)
         if isinstance(request, (IncrementalAlterConfigsRequest, AlterConfigsRequest)):
             return self.config_forwarder.on_controller_response(request, response)
-        if isinstance(request, ElectLeadersRequest):
+        if isinstance(request, (ElectLeadersRequest, CreatePartitionsRequest)):
             return self.controller_forwarder.on_controller_response(request, response)
         effects = self.lifecycle.on_controller_response(request, response, now_ms)
         self.replica_manager.broker_epoch = self.lifecycle.broker_epoch
@@ -173,6 +175,12 @@ class BrokerCore:
         """Forwarded to the controller, which elects and answers at once."""
         return self.controller_forwarder.forward(request_id, request, lambda response: ElectLeadersResponse(
             replica_election_results=(), error_code=response) if isinstance(response, ErrorCode) else response)
+
+    def handle_create_partitions(self, request_id: int, request: CreatePartitionsRequest,
+                                 now_ms: int) -> list[Effect]:
+        """Forwarded to the controller, which answers once every live broker knows the new partitions."""
+        return self.controller_forwarder.forward(
+            request_id, request, lambda code: create_partitions_messages.refused(request, code))
 
     def handle_metadata(self, request_id: int, request: MetadataRequest, now_ms: int) -> list[Effect]:
         """Kafka's ``KafkaApis.handleTopicMetadataRequest``: the metadata cache's answer, with topics
