@@ -60,6 +60,7 @@ from actors.core.messages.list_groups import ListGroupsRequest
 from actors.core.messages.list_offsets import ListOffsetsRequest
 from actors.core.messages.metadata import MetadataRequest
 from actors.core.messages.offset_commit import OffsetCommitRequest
+from actors.core.messages.offset_delete import OffsetDeleteRequest
 from actors.core.messages.offset_fetch import OffsetFetchRequest
 from actors.core.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from actors.core.messages.partition_reassignments import (
@@ -174,6 +175,8 @@ APIS: tuple[Api, ...] = (
     _api("list_groups", ListGroupsRequest, (0, 2), group_coordinator=GroupCoordinatorCore.handle_list_groups),
     # Each group's coordinator answers for it (NOT_COORDINATOR for a group it does not own); v2 is flexible.
     _api("delete_groups", DeleteGroupsRequest, (0, 1), group_coordinator=GroupCoordinatorCore.handle_delete_groups),
+    # KIP-496 (Kafka 2.4): a group's offsets of topics it does not consume; v0 only.
+    _api("offset_delete", OffsetDeleteRequest, (0, 0), group_coordinator=GroupCoordinatorCore.handle_offset_delete),
     # ------------------------------------------------------------- the controller's requests
     # Parked until the broker has registered (``BrokerCore._control``).
     _api("leader_and_isr", LeaderAndIsrRequest, broker=BrokerCore.handle_leader_and_isr),

@@ -64,6 +64,7 @@ KAFKA_API_KEYS = {
     "ElectLeaders": 43,
     "AlterConfigs": 33,
     "CreatePartitions": 37,
+    "OffsetDelete": 47,
     "IncrementalAlterConfigs": 44,
     "AlterPartitionReassignments": 45,
     "ListPartitionReassignments": 46,
