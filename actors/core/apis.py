@@ -47,6 +47,7 @@ from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.delete_records import DeleteRecordsRequest
 from actors.core.messages.delete_topics import DeleteTopicsRequest
 from actors.core.messages.describe_groups import DescribeGroupsRequest
+from actors.core.messages.describe_log_dirs import DescribeLogDirsRequest
 from actors.core.messages.elect_leaders import ElectLeadersRequest
 from actors.core.messages.fetch import FetchRequest
 from actors.core.messages.find_coordinator import FindCoordinatorRequest
@@ -138,6 +139,8 @@ APIS: tuple[Api, ...] = (
     _api("init_producer_id", InitProducerIdRequest, (0, 1), broker=BrokerCore.handle_init_producer_id),
     _api("offset_for_leader_epoch", OffsetForLeaderEpochRequest, (2, 3),
          broker=_replica(ReplicaManager.handle_offset_for_leader_epoch)),
+    # Each broker answers for its own log directory; v2 is flexible, and kio has no v0 (Kafka 4 dropped it).
+    _api("describe_log_dirs", DescribeLogDirsRequest, (1, 1), broker=BrokerCore.handle_describe_log_dirs),
     # ----------------------------------------------------------------------- admin APIs
     # The broker forwards them to the controller and answers once its own metadata agrees.
     _api("create_topics", CreateTopicsRequest, (2, 4),

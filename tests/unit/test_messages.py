@@ -63,6 +63,7 @@ KAFKA_API_KEYS = {
     "OffsetForLeaderEpoch": 23,
     "ElectLeaders": 43,
     "AlterConfigs": 33,
+    "DescribeLogDirs": 35,
     "CreatePartitions": 37,
     "OffsetDelete": 47,
     "IncrementalAlterConfigs": 44,

@@ -55,6 +55,8 @@ from actors.core.broker.broker_lifecycle import BrokerLifecycle
 from actors.core.broker.config_forwarding import ConfigForwarder
 from actors.core.broker.controller_forwarding import ControllerForwarder
 from actors.core.broker.find_coordinator import CoordinatorFinder
+from actors.core.broker.log_dirs import describe_log_dirs
+from actors.core.messages.describe_log_dirs import DescribeLogDirsRequest
 from actors.core.broker.metadata_cache import LEADER_DURING_DELETE, MetadataCache
 from actors.core.replica.log_reads import BatchDigest, read_log, replica_digest
 from actors.core.broker.producer_id_manager import ProducerIdManager
@@ -71,8 +73,9 @@ class BrokerCore:
                  incarnation_id: str, cluster_id: str, now_ms: int,
                  coordinator_host: Callable[[int], str] = lambda broker_id: f"group-coordinator-{broker_id}",
                  listeners: tuple = (), codecs: CompressionCodecs | None = None,
-                 wall_clock_offset_ms: int = 0) -> None:
+                 wall_clock_offset_ms: int = 0, log_dir: str = "") -> None:
         self.broker_id = broker_id
+        self.log_dir = log_dir  # the log directory's absolute path, as DescribeLogDirs names it
         self.metadata_cache = MetadataCache()
         self.topic_auto_creation = TopicAutoCreation(broker_id, config)  # Metadata's auto.create.topics.enable
         # Fetch session ids differ from those of this broker's earlier processes (see fetch_session.py).
@@ -181,6 +184,11 @@ class BrokerCore:
         """Forwarded to the controller, which answers once every live broker knows the new partitions."""
         return self.controller_forwarder.forward(
             request_id, request, lambda code: create_partitions_messages.refused(request, code))
+
+    def handle_describe_log_dirs(self, request_id: int, request: DescribeLogDirsRequest,
+                                 now_ms: int) -> list[Effect]:
+        """This broker's log directory and the size and lag of each partition logged there."""
+        return describe_log_dirs(self.replica_manager, self.log_dir, request_id, request)
 
     def handle_metadata(self, request_id: int, request: MetadataRequest, now_ms: int) -> list[Effect]:
         """Kafka's ``KafkaApis.handleTopicMetadataRequest``: the metadata cache's answer, with topics
