@@ -60,3 +60,6 @@
 # Apache Kafka as a peer to compare with (orchestration/apache_kafka.py): the conformance tests
 # (tests/integration/test_conformance_tools.py) fetch, start and drive it; the benchmarks will too.
 (_.fetch_kafka, _.run_tool, _.ApacheKafkaCluster)
+
+# DescribeLogDirs' answer fields: read by the wire codec by name (actors/wire/convert.py).
+(_.partition_size, _.offset_lag, _.is_future_key)

@@ -13,7 +13,6 @@ from typing import ClassVar
 from actors.core.errors import ErrorCode
 from actors.core.messages._base import message
 
-INVALID_OFFSET_LAG = -1  # Kafka's DescribeLogDirsResponse.INVALID_OFFSET_LAG
 
 
 @message
