@@ -13,6 +13,7 @@ from actors.core.controller.partition_creation import new_partitions_assignment
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages.create_partitions import (
     CreatePartitionsAssignment, CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopic,
+    CreatePartitionsTopicResult,
 )
 from actors.core.messages.delete_topics import DeleteTopicsRequest
 from actors.core.messages.leader_and_isr import LeaderAndIsrRequest
@@ -136,3 +137,7 @@ def test_a_broker_forwards_create_partitions_and_answers_not_controller_when_it_
     assert send.destination == "controller" and send.message.forward_id > 0
     (answer,) = core.on_controller_response(send.message, ErrorCode.NETWORK_EXCEPTION, 0)
     assert (answer.request_id, _codes(answer.response)) == (4, {"t": ErrorCode.NOT_CONTROLLER})
+    (send,) = core.handle_create_partitions(5, request, 0)
+    created = CreatePartitionsResponse(results=(CreatePartitionsTopicResult(name="t"),))
+    (answer,) = core.on_controller_response(send.message, created, 0)
+    assert (answer.request_id, answer.response) == (5, created), "the controller's answer, as it gave it"

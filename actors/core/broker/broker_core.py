@@ -182,8 +182,8 @@ class BrokerCore:
     def handle_create_partitions(self, request_id: int, request: CreatePartitionsRequest,
                                  now_ms: int) -> list[Effect]:
         """Forwarded to the controller, which answers once every live broker knows the new partitions."""
-        return self.controller_forwarder.forward(
-            request_id, request, lambda code: create_partitions_messages.refused(request, code))
+        return self.controller_forwarder.forward(request_id, request, lambda response: create_partitions_messages.refused(
+            request, response) if isinstance(response, ErrorCode) else response)
 
     def handle_describe_log_dirs(self, request_id: int, request: DescribeLogDirsRequest,
                                  now_ms: int) -> list[Effect]:
