@@ -28,8 +28,8 @@ from actors.core.messages.partition_reassignments import (
 from orchestration.admin.wait import wait_until
 from orchestration.errors import KafkaError
 
-ATTEMPT_TIMEOUT_MIN_S = 1.0
-PARTITIONS_SERVED_TIMEOUT_S = 60  # new partitions' leaders serving them, after the controller answered  # as the AdminClient's: an attempt made at the deadline still gets its chance
+ATTEMPT_TIMEOUT_MIN_S = 1.0  # as the AdminClient's: an attempt made at the deadline still gets its chance
+PARTITIONS_SERVED_TIMEOUT_S = 60  # new partitions' leaders serving them, after the controller answered
 
 
 class TopicAdmin:
@@ -103,9 +103,12 @@ class TopicAdmin:
 
         self._admin_call(f"CreatePartitions {topic}", attempt, timeout_ms)
         if not validate_only:
-            wait_until(lambda: (lambda described: len(described) >= count and all(
-                p.leader >= 0 and p.log_end_offset >= 0 for p in described))(self.describe_topic(topic)),
-                PARTITIONS_SERVED_TIMEOUT_S, f"every partition of {topic!r} to have a serving leader")
+            wait_until(lambda: self._all_served(topic, count), PARTITIONS_SERVED_TIMEOUT_S,
+                       f"every partition of {topic!r} to have a serving leader")
+
+    def _all_served(self, topic: str, count: int) -> bool:
+        described = self.describe_topic(topic)
+        return len(described) >= count and all(p.leader >= 0 and p.log_end_offset >= 0 for p in described)
 
     def alter_partition_reassignments(self, reassignments: dict[tuple[str, int], list[int] | None], *,
                                       timeout_ms: int | None = None) -> dict[tuple[str, int], str]:
