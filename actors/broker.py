@@ -186,7 +186,8 @@ class BrokerActor:
                           cluster_id=namespace, now_ms=monotonic_ms(), coordinator_host=group_coordinator_actor_name,
                           listeners=self._kafka_listener.bind(), codecs=KafkaCompressionCodecs(),
                           # Records' timestamps are on the wall clock; the core's now_ms is monotonic.
-                          wall_clock_offset_ms=int(time.time() * 1000) - monotonic_ms())
+                          wall_clock_offset_ms=int(time.time() * 1000) - monotonic_ms(),
+                          log_dir=os.path.abspath(log_dir))
         self._messenger = _Messenger(self)
         self._clock = RayClock(self._wakeup, f"broker {broker_id}")
         self._event_log = RayEventLog()

@@ -63,3 +63,6 @@
 # A log cleaner's round in one place (one process, one storage), which the unit tests drive; a broker
 # splits the same steps between itself and its cleaner actor (cleaner_manager.py, actors/log_cleaner.py).
 (_.clean_filthiest_log, _.replace_segments)
+
+# DescribeLogDirs' answer fields: read by the wire codec by name (actors/wire/convert.py).
+(_.partition_size, _.offset_lag, _.is_future_key)

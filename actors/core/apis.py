@@ -42,10 +42,12 @@ from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.broker_heartbeat import BrokerHeartbeatRequest
 from actors.core.messages.broker_registration import BrokerRegistrationRequest
 from actors.core.messages.controlled_shutdown import ControlledShutdownRequest
+from actors.core.messages.create_partitions import CreatePartitionsRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.delete_records import DeleteRecordsRequest
 from actors.core.messages.delete_topics import DeleteTopicsRequest
 from actors.core.messages.describe_groups import DescribeGroupsRequest
+from actors.core.messages.describe_log_dirs import DescribeLogDirsRequest
 from actors.core.messages.elect_leaders import ElectLeadersRequest
 from actors.core.messages.fetch import FetchRequest
 from actors.core.messages.find_coordinator import FindCoordinatorRequest
@@ -59,6 +61,7 @@ from actors.core.messages.list_groups import ListGroupsRequest
 from actors.core.messages.list_offsets import ListOffsetsRequest
 from actors.core.messages.metadata import MetadataRequest
 from actors.core.messages.offset_commit import OffsetCommitRequest
+from actors.core.messages.offset_delete import OffsetDeleteRequest
 from actors.core.messages.offset_fetch import OffsetFetchRequest
 from actors.core.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from actors.core.messages.partition_reassignments import (
@@ -136,6 +139,8 @@ APIS: tuple[Api, ...] = (
     _api("init_producer_id", InitProducerIdRequest, (0, 1), broker=BrokerCore.handle_init_producer_id),
     _api("offset_for_leader_epoch", OffsetForLeaderEpochRequest, (2, 3),
          broker=_replica(ReplicaManager.handle_offset_for_leader_epoch)),
+    # Each broker answers for its own log directory; v2 is flexible, and kio has no v0 (Kafka 4 dropped it).
+    _api("describe_log_dirs", DescribeLogDirsRequest, (1, 1), broker=BrokerCore.handle_describe_log_dirs),
     # ----------------------------------------------------------------------- admin APIs
     # The broker forwards them to the controller and answers once its own metadata agrees.
     _api("create_topics", CreateTopicsRequest, (2, 4),
@@ -144,6 +149,9 @@ APIS: tuple[Api, ...] = (
     _api("delete_topics", DeleteTopicsRequest, (1, 3),
          broker=lambda core, *step: core.topic_operations.handle_delete_topics(*step),
          controller=ControllerCore.handle_delete_topics),
+    # Forwarded to the controller, which continues the topic's assignment or takes the given one; v2 is flexible.
+    _api("create_partitions", CreatePartitionsRequest, (0, 1), broker=BrokerCore.handle_create_partitions,
+         controller=ControllerCore.handle_create_partitions),
     # Topic resources; a broker resource is INVALID_REQUEST (no dynamic broker config). v1 is flexible.
     _api("incremental_alter_configs", IncrementalAlterConfigsRequest, (0, 0),
          broker=BrokerCore.handle_incremental_alter_configs,
@@ -170,6 +178,8 @@ APIS: tuple[Api, ...] = (
     _api("list_groups", ListGroupsRequest, (0, 2), group_coordinator=GroupCoordinatorCore.handle_list_groups),
     # Each group's coordinator answers for it (NOT_COORDINATOR for a group it does not own); v2 is flexible.
     _api("delete_groups", DeleteGroupsRequest, (0, 1), group_coordinator=GroupCoordinatorCore.handle_delete_groups),
+    # KIP-496 (Kafka 2.4): a group's offsets of topics it does not consume; v0 only.
+    _api("offset_delete", OffsetDeleteRequest, (0, 0), group_coordinator=GroupCoordinatorCore.handle_offset_delete),
     # ------------------------------------------------------------- the controller's requests
     # Parked until the broker has registered (``BrokerCore._control``).
     _api("leader_and_isr", LeaderAndIsrRequest, broker=BrokerCore.handle_leader_and_isr),

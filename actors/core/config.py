@@ -54,8 +54,21 @@ TOPIC_CONFIG_SYNONYMS: dict[str, TopicConfigSynonym] = {
 # A broker key in another unit than its topic key: the factor to the topic key's unit.
 _SYNONYM_SCALE = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000, "log.roll.hours": 3_600_000}
 
-# Keys a topic may override at creation (Kafka's topic-level names).
-TOPIC_CONFIG_KEYS = frozenset(TOPIC_CONFIG_SYNONYMS)
+# The other topic keys Kafka 2.4 defines (LogConfig): accepted, validated with Kafka's ranges
+# (topic_configs.py), stored and reported by DescribeConfigs, and not applied, for raykafka has no
+# such mechanism (no preallocation, roll jitter, index size cap, flush policy per topic, delayed file
+# deletion, LogAppendTime stamping, timestamp bounds, replication quotas, message format
+# conversion, or compaction lag bound). min.cleanable.dirty.ratio, min.compaction.lag.ms and
+# delete.retention.ms belong to the log cleaner.
+STORED_ONLY_TOPIC_CONFIG_KEYS = frozenset({
+    "segment.jitter.ms", "segment.index.bytes", "flush.messages", "flush.ms", "file.delete.delay.ms",
+    "preallocate", "message.format.version", "message.timestamp.type", "message.timestamp.difference.max.ms",
+    "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
+    "message.downconversion.enable", "max.compaction.lag.ms",
+})
+
+# Keys a topic may override (Kafka's topic-level names).
+TOPIC_CONFIG_KEYS = frozenset(TOPIC_CONFIG_SYNONYMS) | STORED_ONLY_TOPIC_CONFIG_KEYS
 
 BROKER_DEFAULTS: dict[str, str] = {
     "num.partitions": "1",

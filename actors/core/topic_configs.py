@@ -12,23 +12,81 @@ bad value ``INVALID_CONFIG``; an operation raykafka cannot do, or a key named tw
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
-from actors.core.config import TOPIC_CONFIG_KEYS, KafkaConfig, effective_topic_config
+from actors.core.config import TOPIC_CONFIG_KEYS, TOPIC_CONFIG_SYNONYMS, KafkaConfig, effective_topic_config
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.log_config import LogConfig
 from actors.core.messages.incremental_alter_configs import OP_DELETE, OP_SET, AlterableConfig
 
-# Kafka's lower bounds for the integer keys (LogConfig's validators); -1 means "no limit" for the
-# retention keys.
-_INT_MINIMUMS = {"segment.bytes": 1, "max.message.bytes": 0, "index.interval.bytes": 0,
-                 "min.insync.replicas": 1, "retention.ms": -1, "retention.bytes": None,
-                 "segment.ms": 1, "min.compaction.lag.ms": 0, "delete.retention.ms": 0}
+# Kafka 2.4's LogConfig.configDef for the numeric keys: (type, lowest legal value; None: no bound).
+# segment.bytes' bound, 14, is LegacyRecord.RECORD_OVERHEAD_V0.
+_NUMBERS = {
+    "segment.bytes": ("INT", 14), "segment.ms": ("LONG", 1), "segment.jitter.ms": ("LONG", 0),
+    "segment.index.bytes": ("INT", 0), "flush.messages": ("LONG", 0), "flush.ms": ("LONG", 0),
+    "retention.bytes": ("LONG", None), "retention.ms": ("LONG", -1), "max.message.bytes": ("INT", 0),
+    "index.interval.bytes": ("INT", 0), "max.compaction.lag.ms": ("LONG", 1), "file.delete.delay.ms": ("LONG", 0),
+    "min.insync.replicas": ("INT", 1), "message.timestamp.difference.max.ms": ("LONG", 0),
+    "min.compaction.lag.ms": ("LONG", 0), "delete.retention.ms": ("LONG", 0),
+}
+_TYPE_BOUNDS = {"INT": (-2 ** 31, 2 ** 31 - 1), "LONG": (-2 ** 63, 2 ** 63 - 1)}
+_BOOLEANS = frozenset({"unclean.leader.election.enable", "preallocate", "message.downconversion.enable"})
+_CHOICES = {
+    "compression.type": ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+    "message.timestamp.type": ("CreateTime", "LogAppendTime"),
+}
 _CLEANUP_POLICIES = frozenset({"delete", "compact"})
+_THROTTLED_REPLICAS = frozenset({"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"})
+_THROTTLED_REPLICA = re.compile(r"([0-9]+:[0-9]+)?")
+# Kafka 2.4's ApiVersion names: each short version, and each with its inter-broker sub-versions.
+_SUB_VERSIONS = {"0.8.0": 0, "0.8.1": 0, "0.8.2": 0, "0.9.0": 0, "0.10.0": 2, "0.10.1": 3, "0.10.2": 1,
+                 "0.11.0": 3, "1.0": 1, "1.1": 1, "2.0": 2, "2.1": 3, "2.2": 2, "2.3": 2, "2.4": 2}
+MESSAGE_FORMAT_VERSIONS = frozenset(
+    [short for short in _SUB_VERSIONS]
+    + [f"{short}-IV{i}" for short, count in _SUB_VERSIONS.items() for i in range(count)])
 
 
 def _invalid(message: str) -> KafkaProtocolError:
     return KafkaProtocolError(ErrorCode.INVALID_CONFIG, message)
+
+
+def _check_value(key: str, value: str) -> None:
+    """One key's value as Kafka's ConfigDef parses and validates it."""
+    text = value.strip()
+    if key in _NUMBERS:
+        kind, minimum = _NUMBERS[key]
+        low, high = _TYPE_BOUNDS[kind]
+        try:
+            number = int(text)
+        except ValueError:
+            raise _invalid(f"Invalid value {value} for configuration {key}: Not a number of type {kind}") from None
+        if not low <= number <= high:
+            raise _invalid(f"Invalid value {value} for configuration {key}: Not a number of type {kind}")
+        if minimum is not None and number < minimum:
+            raise _invalid(f"Invalid value {value} for configuration {key}: Value must be at least {minimum}")
+    elif key in _BOOLEANS:
+        if text.lower() not in ("true", "false"):
+            raise _invalid(f"Invalid value {value} for configuration {key}: Expected value to be either true or false")
+    elif key in _CHOICES:
+        if text not in _CHOICES[key]:
+            raise _invalid(f"Invalid value {value} for configuration {key}: String must be one of: "
+                           f"{', '.join(_CHOICES[key])}")
+    elif key == "cleanup.policy":
+        policies = [p.strip() for p in text.split(",")]
+        if not policies or any(p not in _CLEANUP_POLICIES for p in policies):
+            raise _invalid(f"Invalid value {value} for configuration cleanup.policy: "
+                           f"String must be one of: {', '.join(sorted(_CLEANUP_POLICIES))}")
+    elif key in _THROTTLED_REPLICAS:
+        entries = [e.strip() for e in text.split(",")]
+        if not (all(_THROTTLED_REPLICA.fullmatch(e) for e in entries) or "".join(entries) == "*"):
+            raise _invalid(f"Invalid value {value} for configuration {key}: {key} must be the literal '*' or a "
+                           f"list of replicas in the following format: [partitionId]:[brokerId],...")
+    elif key == "message.format.version":
+        segments = text.split(".")
+        if ".".join(segments[:3 if text.startswith("0.") else 2]) not in MESSAGE_FORMAT_VERSIONS:
+            raise _invalid(f"Invalid value {value} for configuration message.format.version: "
+                           f"Version `{value}` is not a valid version")
 
 
 def validate_topic_config(config: Mapping[str, str]) -> None:
@@ -36,18 +94,10 @@ def validate_topic_config(config: Mapping[str, str]) -> None:
     for key in config:
         if key not in TOPIC_CONFIG_KEYS:
             raise _invalid(f"Unknown topic config name: {key}")
-    checked = KafkaConfig({k: v for k, v in config.items()}, defaults={})
-    for key, minimum in _INT_MINIMUMS.items():
-        if key in config:
-            checked.get_int(key, minimum=minimum)
-    if "unclean.leader.election.enable" in config:
-        checked.get_bool("unclean.leader.election.enable")
-    if "cleanup.policy" in config:
-        policies = [p.strip() for p in str(config["cleanup.policy"]).split(",")]
-        if not policies or any(p not in _CLEANUP_POLICIES for p in policies):
-            raise _invalid(f"Invalid value {config['cleanup.policy']} for configuration cleanup.policy: "
-                           f"String must be one of: {', '.join(sorted(_CLEANUP_POLICIES))}")
-    LogConfig.from_properties(config)  # segment.bytes' own bounds, and the other log keys
+    # The log's own checks first: segment.bytes' bounds and the integer keys, in its words.
+    LogConfig.from_properties({k: v for k, v in config.items() if k in TOPIC_CONFIG_SYNONYMS})
+    for key, value in config.items():
+        _check_value(key, str(value))
 
 
 def check_broker_config(overrides: Mapping[str, object]) -> KafkaConfig:

@@ -35,6 +35,7 @@ from actors.core.messages.metadata import MetadataRequest
 from actors.core.messages.offset_commit import (
     OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 )
+from actors.core.messages.offset_delete import OffsetDeleteResponse
 from actors.core.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from actors.core.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -255,6 +256,7 @@ _DIFFERENCES: dict[int, dict[str, Callable]] = {
     33: {"to_core": _alter_configs_to_core},
     36: {"to_kio": _sasl_authenticate_to_kio},
     42: {"error_response": _delete_groups_error},
+    47: {"error_response": _simple_error(OffsetDeleteResponse)},
 }
 
 

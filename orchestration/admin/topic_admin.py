@@ -1,6 +1,6 @@
-"""Admin calls that change a topic's configuration and move its replicas, as Kafka's AdminClient
-has them: ``incrementalAlterConfigs``/``describeConfigs`` and ``alterPartitionReassignments``/
-``listPartitionReassignments``.
+"""Admin calls that change a topic's configuration, its partition count and its replicas, as Kafka's
+AdminClient has them: ``incrementalAlterConfigs``/``describeConfigs``, ``createPartitions`` and
+``alterPartitionReassignments``/``listPartitionReassignments``.
 
 A config change goes to a broker (a live one, another on each retry), which checks it and forwards
 it to the controller; a reassignment and its listing go to the controller. Each call retries
@@ -13,17 +13,23 @@ import itertools
 import time
 
 import ray
+from ray.exceptions import RayError
 
 from actors.core.errors import ErrorCode
+from actors.core.messages.create_partitions import (
+    CreatePartitionsAssignment, CreatePartitionsRequest, CreatePartitionsTopic,
+)
 from actors.core.messages.incremental_alter_configs import (
     OP_DELETE, OP_SET, RESOURCE_TOPIC, AlterableConfig, AlterConfigsResource, IncrementalAlterConfigsRequest,
 )
 from actors.core.messages.partition_reassignments import (
     AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest, ReassignablePartition, ReassignableTopic,
 )
+from orchestration.admin.wait import wait_until
 from orchestration.errors import KafkaError
 
 ATTEMPT_TIMEOUT_MIN_S = 1.0  # as the AdminClient's: an attempt made at the deadline still gets its chance
+PARTITIONS_SERVED_TIMEOUT_S = 60  # new partitions' leaders serving them, after the controller answered
 
 
 class TopicAdmin:
@@ -67,6 +73,42 @@ class TopicAdmin:
             return described
         return self._admin_call(f"describe config of {topic}", attempt, timeout_ms,
                                 final=frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}))
+
+    def create_partitions(self, topic: str, count: int, assignment: list[list[int]] | None = None, *,
+                          validate_only: bool = False, timeout_ms: int | None = None) -> None:
+        """CreatePartitions: ``topic`` grows to ``count`` partitions, the new ones on the replicas
+        ``assignment`` lists (one list per new partition, preferred leader first) or where the
+        controller continues the topic's assignment; then waits until every partition has a serving
+        leader. Kafka's errors (``INVALID_PARTITIONS``, ``INVALID_REPLICA_ASSIGNMENT``,
+        ``UNKNOWN_TOPIC_OR_PARTITION``, ...) are raised at once, except that ``INVALID_PARTITIONS``
+        after an attempt whose fate is unknown counts as success when the topic has ``count``
+        partitions (that attempt added them; see ``create_topic``)."""
+        request = CreatePartitionsRequest(validate_only=validate_only, topics=(CreatePartitionsTopic(
+            name=topic, count=count, assignments=None if assignment is None else tuple(
+                CreatePartitionsAssignment(broker_ids=tuple(r)) for r in assignment)),))
+        fate_unknown = False
+
+        def attempt(deadline: float) -> None:
+            nonlocal fate_unknown
+            try:
+                (result,) = self._request_controller(request, deadline=deadline).results
+            except RayError:
+                fate_unknown = True
+                raise
+            if result.error_code == ErrorCode.INVALID_PARTITIONS and fate_unknown and \
+                    len(self.describe_topic(topic)) == count:
+                return
+            if result.error_code != ErrorCode.NONE:
+                raise KafkaError(result.error_code, result.error_message or f"CreatePartitions {topic}")
+
+        self._admin_call(f"CreatePartitions {topic}", attempt, timeout_ms)
+        if not validate_only:
+            wait_until(lambda: self._all_served(topic, count), PARTITIONS_SERVED_TIMEOUT_S,
+                       f"every partition of {topic!r} to have a serving leader")
+
+    def _all_served(self, topic: str, count: int) -> bool:
+        described = self.describe_topic(topic)
+        return len(described) >= count and all(p.leader >= 0 and p.log_end_offset >= 0 for p in described)
 
     def alter_partition_reassignments(self, reassignments: dict[tuple[str, int], list[int] | None], *,
                                       timeout_ms: int | None = None) -> dict[tuple[str, int], str]:

@@ -1,9 +1,10 @@
-"""``raykafka topics create|list|describe|delete|alter-config|describe-config``, as ``kafka-topics``
-and ``kafka-configs`` have them.
+"""``raykafka topics create|list|describe|alter|delete|alter-config|describe-config``, as
+``kafka-topics`` and ``kafka-configs`` have them.
 
 ``describe`` prints per topic its partition count, replication factor and config overrides
 (Kafka's "Configs:"), and per partition the leader, replicas, ISR, leader epoch, high watermark and
-log end offset; ``--under-replicated-partitions`` keeps the partitions whose ISR is smaller than
+log end offset; ``alter --partitions N`` grows a topic to N partitions (``--replica-assignment``
+for the new ones only, as kafka-topics --alter takes it); ``--under-replicated-partitions`` keeps the partitions whose ISR is smaller than
 their replicas, ``--unavailable-partitions`` those without a leader. ``alter-config`` sets
 (``--set key=value``) and deletes (``--delete key``) a topic's overrides through a broker, as
 ``kafka-configs --alter --add-config/--delete-config`` does; ``describe-config`` lists every topic
@@ -18,11 +19,15 @@ from orchestration.commands.cluster import parse_config
 from orchestration.commands.common import add_target_arguments, connected, emit, fail, table
 
 
+def _replica_assignment(text: str | None) -> list[list[int]] | None:
+    """kafka-topics' form: partitions separated by commas, replicas by colons ("0:1,1:2")."""
+    if not text:
+        return None
+    return [[int(b) for b in replicas.split(":")] for replicas in text.split(",")]
+
+
 def _create(args: argparse.Namespace) -> int:
-    assignment = None
-    if args.replica_assignment:
-        # kafka-topics' form: partitions separated by commas, replicas by colons ("0:1,1:2").
-        assignment = [[int(b) for b in replicas.split(":")] for replicas in args.replica_assignment.split(",")]
+    assignment = _replica_assignment(args.replica_assignment)
     with connected(args) as cluster:
         try:
             cluster.create_topic(args.topic, partitions=args.partitions, replication_factor=args.replication_factor,
@@ -97,6 +102,17 @@ def _describe_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _alter(args: argparse.Namespace) -> int:
+    with connected(args) as cluster:
+        try:
+            cluster.create_partitions(args.topic, args.partitions, _replica_assignment(args.replica_assignment))
+        except Exception as exc:
+            return fail(args, exc)
+    emit(args, {"topic": args.topic, "partitions": args.partitions},
+         lambda a: f"Topic {a['topic']} now has {a['partitions']} partitions.")
+    return 0
+
+
 def _delete(args: argparse.Namespace) -> int:
     with connected(args) as cluster:
         try:
@@ -125,6 +141,12 @@ def add_parsers(commands) -> None:
     describe.add_argument("--unavailable-partitions", action="store_true")
     describe.add_argument("--include-internal", action="store_true", help="with every topic: __consumer_offsets too")
     describe.set_defaults(run=_describe)
+    alter_topic = sub.add_parser("alter", help="add partitions to a topic (kafka-topics --alter --partitions)")
+    alter_topic.add_argument("topic")
+    alter_topic.add_argument("--partitions", type=int, required=True, help="the new partition count")
+    alter_topic.add_argument("--replica-assignment", default=None,
+                             help="replicas of each new partition, e.g. 0:1,1:2 (default: the controller's)")
+    alter_topic.set_defaults(run=_alter)
     delete = sub.add_parser("delete", help="delete a topic")
     delete.add_argument("topic")
     delete.set_defaults(run=_delete)
@@ -136,5 +158,5 @@ def add_parsers(commands) -> None:
     describe_config = sub.add_parser("describe-config", help="every topic config with its value and source")
     describe_config.add_argument("topic")
     describe_config.set_defaults(run=_describe_config)
-    for parser in (create, listed, describe, delete, alter, describe_config):
+    for parser in (create, listed, describe, alter_topic, delete, alter, describe_config):
         add_target_arguments(parser)

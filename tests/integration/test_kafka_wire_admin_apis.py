@@ -134,3 +134,23 @@ def test_elect_leaders_preferred_and_unclean(cluster, admin):
     results = admin.elect_leaders(ElectionType.UNCLEAN, [partition, TopicPartition("nowhere", 0)]).result(30)
     assert results[partition].name() == "ELECTION_NOT_NEEDED"
     assert results[TopicPartition("nowhere", 0)].name() == "UNKNOWN_TOPIC_OR_PART"
+
+
+def test_create_partitions_leads_and_replicates_the_new_partitions(cluster, admin):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import NewPartitions
+    cluster.create_topic("grown", partitions=1, replication_factor=2)
+    next(iter(admin.create_partitions([NewPartitions("grown", 3)], request_timeout=30).values())).result(30)
+    cluster.create_partitions("grown", 4)  # the Ray admin client's path to the same API
+    assert _error_name(next(iter(admin.create_partitions(
+        [NewPartitions("grown", 2)], request_timeout=30).values()))) == "INVALID_PARTITIONS"
+    partitions = admin.list_topics("grown", timeout=30).topics["grown"].partitions
+    assert sorted(partitions) == [0, 1, 2, 3]
+    assert all(p.leader >= 0 and len(p.replicas) == 2 for p in partitions.values())
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    delivered = []
+    producer.produce("grown", b"to the newest partition", partition=3, on_delivery=lambda e, m: delivered.append(e))
+    producer.flush(30)
+    assert delivered == [None], "acks=all on a new partition: its follower replicates it"
+    wait_until(lambda: all(sorted(p.isr) == sorted(p.replicas) and p.high_watermark == (1 if p.partition == 3 else 0)
+                           for p in cluster.describe_topic("grown")), WAIT_S, "every new partition fully replicated")

@@ -135,7 +135,8 @@ class ControllerDriver:
 
     def ask(self, handler_name: str, request):
         request_id = self.call(handler_name, request)
-        if request_id not in self.responses and handler_name in ("handle_create_topics", "handle_delete_topics"):
+        if request_id not in self.responses and handler_name in ("handle_create_topics", "handle_delete_topics",
+                                                                  "handle_create_partitions"):
             self.acknowledge_update_metadata()
         assert request_id in self.responses, f"{handler_name} was not answered"
         return self.responses[request_id]

@@ -44,6 +44,8 @@ from actors.core.messages.alter_partition import AlterPartitionRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.delete_topics import DeleteTopicsRequest
 from actors.core.messages.alter_configs import AlterConfigsRequest
+from actors.core.messages.create_partitions import CreatePartitionsRequest
+from actors.core.messages import create_partitions as create_partitions_messages
 from actors.core.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from actors.core.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from actors.core.messages.metadata import MetadataRequest
@@ -53,6 +55,8 @@ from actors.core.broker.broker_lifecycle import BrokerLifecycle
 from actors.core.broker.config_forwarding import ConfigForwarder
 from actors.core.broker.controller_forwarding import ControllerForwarder
 from actors.core.broker.find_coordinator import CoordinatorFinder
+from actors.core.broker.log_dirs import describe_log_dirs
+from actors.core.messages.describe_log_dirs import DescribeLogDirsRequest
 from actors.core.broker.metadata_cache import LEADER_DURING_DELETE, MetadataCache
 from actors.core.replica.log_reads import BatchDigest, read_log, replica_digest
 from actors.core.broker.producer_id_manager import ProducerIdManager
@@ -69,8 +73,9 @@ class BrokerCore:
                  incarnation_id: str, cluster_id: str, now_ms: int,
                  coordinator_host: Callable[[int], str] = lambda broker_id: f"group-coordinator-{broker_id}",
                  listeners: tuple = (), codecs: CompressionCodecs | None = None,
-                 wall_clock_offset_ms: int = 0) -> None:
+                 wall_clock_offset_ms: int = 0, log_dir: str = "") -> None:
         self.broker_id = broker_id
+        self.log_dir = log_dir  # the log directory's absolute path, as DescribeLogDirs names it
         self.metadata_cache = MetadataCache()
         self.topic_auto_creation = TopicAutoCreation(broker_id, config)  # Metadata's auto.create.topics.enable
         # Fetch session ids differ from those of this broker's earlier processes (see fetch_session.py).
@@ -112,7 +117,7 @@ class BrokerCore:
             return self.producer_ids.on_allocate_response(response)
         if isinstance(request, (IncrementalAlterConfigsRequest, AlterConfigsRequest)):
             return self.config_forwarder.on_controller_response(request, response)
-        if isinstance(request, ElectLeadersRequest):
+        if isinstance(request, (ElectLeadersRequest, CreatePartitionsRequest)):
             return self.controller_forwarder.on_controller_response(request, response)
         effects = self.lifecycle.on_controller_response(request, response, now_ms)
         self.replica_manager.broker_epoch = self.lifecycle.broker_epoch
@@ -173,6 +178,17 @@ class BrokerCore:
         """Forwarded to the controller, which elects and answers at once."""
         return self.controller_forwarder.forward(request_id, request, lambda response: ElectLeadersResponse(
             replica_election_results=(), error_code=response) if isinstance(response, ErrorCode) else response)
+
+    def handle_create_partitions(self, request_id: int, request: CreatePartitionsRequest,
+                                 now_ms: int) -> list[Effect]:
+        """Forwarded to the controller, which answers once every live broker knows the new partitions."""
+        return self.controller_forwarder.forward(request_id, request, lambda response: create_partitions_messages.refused(
+            request, response) if isinstance(response, ErrorCode) else response)
+
+    def handle_describe_log_dirs(self, request_id: int, request: DescribeLogDirsRequest,
+                                 now_ms: int) -> list[Effect]:
+        """This broker's log directory and the size and lag of each partition logged there."""
+        return describe_log_dirs(self.replica_manager, self.log_dir, request_id, request)
 
     def handle_metadata(self, request_id: int, request: MetadataRequest, now_ms: int) -> list[Effect]:
         """Kafka's ``KafkaApis.handleTopicMetadataRequest``: the metadata cache's answer, with topics

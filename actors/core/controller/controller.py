@@ -40,6 +40,7 @@ from actors.core.controller.context import BrokerInfo, ControllerContext
 from actors.core.controller.deletion import TopicDeletion
 from actors.core.controller.metadata_propagation import MetadataPropagation, refusal
 from actors.core.controller.metadata_store import MetadataStore
+from actors.core.controller.partition_creation import create_partitions
 from actors.core.controller.producer_id_control import allocate_producer_ids
 from actors.core.controller.reassignment import PartitionReassignments
 from actors.core.controller.state import PartitionState, ReplicaState
@@ -51,6 +52,8 @@ from actors.core.messages.alter_partition import AlterPartitionRequest, AlterPar
 from actors.core.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from actors.core.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
 from actors.core.messages.controlled_shutdown import ControlledShutdownRequest, ControlledShutdownResponse
+from actors.core.messages import create_partitions as create_partitions_messages
+from actors.core.messages.create_partitions import CreatePartitionsRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.delete_topics import DeleteTopicsRequest
 from actors.core.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
@@ -424,6 +427,16 @@ class ControllerCore:
         return self._guarded(request_id, refusal(request), lambda: self.propagation.hold(create_topics(
             self.requests, request_id, request, defaults=self.config, random_source=self.random_source,
             elect_offline_partitions=self._elect_offline_partitions, log=self._log), request_id, request, now_ms))
+
+    def handle_create_partitions(self, request_id: int, request: CreatePartitionsRequest,
+                                 now_ms: int) -> list[Effect]:
+        """New partitions, answered once every live broker knows their leaders (as CreateTopics)."""
+        def step() -> list[Effect]:
+            reassigning = {tp[0] for tp in self.reassignments.ongoing}
+            effects, added = create_partitions(self.requests, request_id, request, reassigning_topics=reassigning,
+                                               elect_offline_partitions=self._elect_offline_partitions, log=self._log)
+            return self.propagation.hold(effects, request_id, request, now_ms, added)
+        return self._guarded(request_id, lambda code: create_partitions_messages.refused(request, code), step)
 
     def handle_delete_topics(self, request_id: int, request: DeleteTopicsRequest, now_ms: int) -> list[Effect]:
         partitions = self.propagation.partitions_of(request.topic_names)  # before a finished deletion forgets them

@@ -1,4 +1,5 @@
-"""The controller's CreateTopics and DeleteTopics answers, held until every live broker knows.
+"""The controller's CreateTopics, CreatePartitions and DeleteTopics answers, held until every live
+broker knows (a CreatePartitions answer waits, as a CreateTopics one, for the new partitions' leaders).
 
 Theory of operation. Kafka 2.4's broker holds a CreateTopics answer until its own metadata cache
 shows the new partitions led, and a DeleteTopics answer until the topic left it (raykafka's broker
@@ -39,6 +40,7 @@ from actors.core.effects import Effect, Respond
 from actors.core.errors import ErrorCode
 from actors.core.messages import create_topics, delete_topics
 from actors.core.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from actors.core.messages.delete_topics import DeleteTopicsResponse
 from actors.core.messages.update_metadata import UpdateMetadataRequest
 
 HELD_MAX = 1000
@@ -68,14 +70,15 @@ class MetadataPropagation:
 
     def hold(self, effects: list[Effect], request_id: int, request: Any, now_ms: int,
              partitions: dict[str, list[int]] | None = None) -> list[Effect]:
-        """``effects`` of a CreateTopics or DeleteTopics step, with its answer taken out and held
+        """``effects`` of a CreateTopics, CreatePartitions or DeleteTopics step, with its answer taken out and held
         when there is something to wait for; ``partitions``: each topic's, if not the current ones."""
         answer = next((e for e in effects if isinstance(e, Respond) and e.request_id == request_id), None)
         if (answer is None or request.timeout_ms <= 0 or getattr(request, "validate_only", False)
                 or len(self._held) >= HELD_MAX):
             return effects
-        deleting = not isinstance(answer.response, CreateTopicsResponse)
-        results = answer.response.responses if deleting else answer.response.topics
+        deleting = isinstance(answer.response, DeleteTopicsResponse)
+        results = (answer.response.responses if deleting else answer.response.topics
+                   if isinstance(answer.response, CreateTopicsResponse) else answer.response.results)
         named = [r.name for r in results if r.error_code == ErrorCode.NONE]
         partitions = self.partitions_of(named) if partitions is None else partitions
         unseen = {(broker_id, name, partition) for name in named for partition in partitions.get(name, ())

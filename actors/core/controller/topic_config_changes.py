@@ -94,7 +94,9 @@ def describe_topic_config(context, name: str, config: KafkaConfig) -> dict | Non
         described[key] = {"value": entry.value, "source": _SOURCE_NAMES[entry.source]}
         if entry.source == "broker":
             described[key]["synonym"] = entry.synonym
-    return described
+    for key in sorted(set(topic.config) - set(described)):  # the keys raykafka stores and reports only
+        described[key] = {"value": topic.config[key], "source": _SOURCE_NAMES["topic"]}
+    return dict(sorted(described.items()))
 
 
 def refused(request: IncrementalAlterConfigsRequest | AlterConfigsRequest, code: ErrorCode):

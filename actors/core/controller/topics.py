@@ -19,8 +19,11 @@ from actors.core.topics import validate_topic_name
 
 
 def assign_replicas_to_brokers(*, num_partitions: int, replication_factor: int, brokers: list[int],
-                               start_index: int = 0, next_replica_shift: int = 0) -> dict[int, list[int]]:
-    """Partition index -> replica list, leader first. Raises Kafka's errors for impossible asks."""
+                               start_index: int = 0, next_replica_shift: int = 0,
+                               start_partition_id: int = 0) -> dict[int, list[int]]:
+    """Partition index -> replica list, leader first. Raises Kafka's errors for impossible asks.
+    ``start_partition_id``: the first partition's index, where CreatePartitions continues a topic
+    (Kafka's ``assignReplicasToBrokersRackUnaware`` with ``startPartitionId``)."""
     if not isinstance(num_partitions, int) or num_partitions <= 0:
         raise KafkaProtocolError(ErrorCode.INVALID_PARTITIONS, "number of partitions must be larger than 0")
     if not isinstance(replication_factor, int) or replication_factor <= 0:
@@ -35,8 +38,8 @@ def assign_replicas_to_brokers(*, num_partitions: int, replication_factor: int, 
     start_index %= count
     shift = next_replica_shift % count
     assignment: dict[int, list[int]] = {}
-    for partition in range(num_partitions):
-        if partition > 0 and (partition + start_index) % count == 0:
+    for partition in range(max(0, start_partition_id), max(0, start_partition_id) + num_partitions):
+        if partition > 0 and partition % count == 0:
             shift += 1
         first_index = (partition + start_index) % count
         replicas = [ordered[first_index]]

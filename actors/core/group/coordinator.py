@@ -12,7 +12,8 @@ which partitions exist from its broker's metadata cache, through ``on_metadata_u
 Inputs, each returning a list of effects the driver applies in order:
 
 - client requests ``handle_<api>(request_id, request, now_ms)`` for JoinGroup, SyncGroup,
-  Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups and DeleteGroups;
+  Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups and
+  OffsetDelete;
 - ``on_offsets_log_response(request, response_or_error, now_ms)``: the outcome of an append the
   core asked for;
 - ``on_metadata_update(update, now_ms)``: the partitions the broker's metadata cache holds, and
@@ -48,6 +49,7 @@ from actors.core.group.group_config import GroupConfig
 from actors.core.group.group_manager import GroupMetadataManager
 from actors.core.group.group_metadata import GroupMetadata, GroupState, OffsetAndMetadata
 from actors.core.group.membership import GroupMembership, join_error, sync_error
+from actors.core.group import offset_delete
 from actors.core.group.partition_view import PartitionView
 from actors.core.group.messages import (
     DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse, OffsetsLogAppendRequest,
@@ -63,6 +65,7 @@ from actors.core.messages.list_groups import ListedGroup, ListGroupsRequest, Lis
 from actors.core.messages.offset_commit import (
     OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 )
+from actors.core.messages.offset_delete import OffsetDeleteRequest
 from actors.core.messages.offset_fetch import (
     OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponsePartition, OffsetFetchResponseTopic,
 )
@@ -315,6 +318,10 @@ class GroupCoordinatorCore:
         effects.append(Respond(request_id=request_id, response=DeleteGroupsResponse(results=tuple(
             DeletableGroupResult(group_id=group_id, error_code=error) for group_id, error in results.items()))))
         return self._finish(effects, now_ms)
+
+    def handle_offset_delete(self, request_id: int, request: OffsetDeleteRequest, now_ms: int) -> list[Effect]:
+        """KIP-496: the offsets of partitions the group does not consume (offset_delete.py)."""
+        return offset_delete.handle_offset_delete(self, request_id, request, now_ms)
 
     # -------------------------------------------------------------------------------- ownership
     def begin_loading(self, offsets_partition: int) -> list[Effect]:
