@@ -60,3 +60,6 @@
 # Apache Kafka as a peer to compare with (orchestration/apache_kafka.py): the conformance tests
 # (tests/integration/test_conformance_tools.py) fetch, start and drive it; the benchmarks will too.
 (_.fetch_kafka, _.run_tool, _.ApacheKafkaCluster)
+
+# DescribeCluster's wire fields (actors/core/messages/describe_cluster.py): read from and written to the wire by name.
+(_.include_fenced_brokers, _.cluster_authorized_operations)

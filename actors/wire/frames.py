@@ -12,8 +12,11 @@ What Kafka does with bad input, and what ``decode_request`` reports for it:
 - a size over ``socket.request.max.bytes`` (or negative): the connection is closed before the
   body is read (``check_frame_size``);
 - an API key raykafka does not serve, or a version outside its range: the connection is closed
-  (``InvalidFrame``), except ApiVersions at an unknown version, answered UNSUPPORTED_VERSION
-  with ApiVersions v0 (``UnsupportedApiVersions``);
+  (``InvalidFrame``), as Kafka's ``SocketServer`` closes it for a version it has not enabled,
+  except ApiVersions at an unknown version, answered UNSUPPORTED_VERSION with ApiVersions v0 and
+  the served ranges (``UnsupportedApiVersions``);
+- a tagged field of a tag kio's schema does not name is skipped, as Kafka skips it
+  (``tagged_fields``);
 - a header or body kio cannot read, or bytes left over after the body: the connection is closed.
 """
 from __future__ import annotations
@@ -23,9 +26,10 @@ import struct
 from typing import Any, NamedTuple
 
 from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_writer
 from kio.serial.errors import SerialError
 
+from actors.wire.tagged_fields import entity_reader
 from actors.wire.versions import API_VERSIONS_KEY, SUPPORTED_VERSIONS
 
 SIZE_PREFIX = struct.Struct(">i")
@@ -188,10 +192,12 @@ def encode_response_segments(correlation_id: int, body: Any) -> list:
     return segments
 
 
-def encode_response_body(correlation_id: int, body: bytes) -> list:
-    """A whole response frame with header v0 (non-flexible versions) for a body already written
-    (``produce_codec``), as one piece."""
-    return [RESPONSE_PREFIX.pack(RESPONSE_PREFIX.size - SIZE_PREFIX.size + len(body), correlation_id) + body]
+def encode_response_body(correlation_id: int, body: bytes, *, flexible: bool = False) -> list:
+    """A whole response frame for a body already written (``produce_codec``), as one piece: header
+    v0, or v1 (the correlation id and no tagged fields) for a flexible version."""
+    header_end = b"\0" if flexible else b""
+    size = RESPONSE_PREFIX.size - SIZE_PREFIX.size + len(header_end) + len(body)
+    return [RESPONSE_PREFIX.pack(size, correlation_id) + header_end + body]
 
 
 def encode_response(correlation_id: int, body: Any) -> bytes:
