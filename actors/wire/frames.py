@@ -105,15 +105,17 @@ def decode_header(frame) -> RequestHeader:
             raise UnsupportedApiVersions(correlation_id)
         raise InvalidFrame(f"API key {api_key} version {api_version} is not served")
     schema = request_schema(api_key, api_version)
-    if not schema.__flexible__ and len(frame) >= _HEADER_V1.size:
-        # Header v1 (every non-flexible version): read here, as kio would, without an entity.
+    flexible = schema.__flexible__
+    if len(frame) >= _HEADER_V1.size and not (flexible and _has_header_tags(frame)):
+        # Header v1 (every non-flexible version), or v2 with no tagged fields (v1's fields, then a
+        # count of 0): read here, as kio would, without an entity.
         _, _, correlation_id, length = _HEADER_V1.unpack_from(frame, 0)
-        position = _HEADER_V1.size + max(length, 0)
+        position = _HEADER_V1.size + max(length, 0) + flexible
         if length < -1 or position > len(frame):
             raise InvalidFrame(f"API key {api_key} version {api_version}: client id length {length} "
                                f"in a frame of {len(frame)} bytes")
         try:
-            client_id = None if length == -1 else bytes(frame[_HEADER_V1.size:position]).decode("utf-8")
+            client_id = None if length == -1 else bytes(frame[_HEADER_V1.size:position - flexible]).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidFrame(f"API key {api_key} version {api_version}: client id is no UTF-8: {exc}") from None
         return RequestHeader(api_key, api_version, correlation_id, client_id, position)
@@ -122,6 +124,13 @@ def decode_header(frame) -> RequestHeader:
     except _KIO_READ_ERRORS as exc:
         raise _unreadable(api_key, api_version, exc, frame) from None
     return RequestHeader(api_key, api_version, int(header.correlation_id), header.client_id, position)
+
+
+def _has_header_tags(frame) -> bool:
+    """Whether a header v2 has tagged fields (or is cut short before their count): kio reads those."""
+    length = _HEADER_V1.unpack_from(frame, 0)[3]
+    tags_at = _HEADER_V1.size + max(length, 0)
+    return tags_at >= len(frame) or frame[tags_at] != 0
 
 
 # What kio raises on bytes it cannot read (KeyError for a tagged field its schema does not name).

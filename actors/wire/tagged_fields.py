@@ -12,9 +12,10 @@ then, the same request is read again by ``lenient_entity_reader``: kio's schema 
 each primitive field read by kio's own native field reader, known tagged fields read as kio reads
 them, unknown ones skipped by their size. No API has a codec of its own here: every kio schema
 is read this way. The fix kio itself wants is a few lines in ``parse_entity`` (skip ``size``
-bytes where it raises); ``KIO_VERSIONS`` pins the kio this was checked against (kio 0.6.5 is
-the newest release and its main branch still raises), so a kio that changes the reader is looked
-at again.
+bytes where it raises), with a test: ci/upstream/kio-skip-unknown-tagged-fields.patch, against
+kio's main branch (f4c187a), which still raises; ``KIO_VERSIONS`` pins the kio this was checked
+against (0.6.5, the newest release), so a kio that changes the reader is looked at again, and
+this module goes once a kio release skips them.
 """
 from __future__ import annotations
 
