@@ -126,7 +126,7 @@ APIS: tuple[Api, ...] = (
     # ------------------------------------------------------------------ a client's data APIs
     # Produce v3 is the first carrying v2 record batches.
     _api("produce", ProduceRequest, (3, 12), broker=_replica(ReplicaManager.handle_produce)),
-    _api("fetch", FetchRequest, (4, 11), broker=_replica(ReplicaManager.handle_fetch)),
+    _api("fetch", FetchRequest, (4, 12), broker=_replica(ReplicaManager.handle_fetch)),
     _api("list_offsets", ListOffsetsRequest, (1, 6), broker=_replica(ReplicaManager.handle_list_offsets)),
     # Kafka 2.4 serves 0-1 (v1 only adds throttling semantics); the leader of each partition answers.
     _api("delete_records", DeleteRecordsRequest, (0, 2), broker=_replica(ReplicaManager.handle_delete_records)),

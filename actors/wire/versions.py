@@ -11,10 +11,11 @@ below a version that needs what raykafka lacks:
   metadata) and transactional error codes; v12 is KIP-890's transactions v2, which a client uses
   only where ApiVersions finalizes ``transaction.version`` (raykafka lists no features). v13 names
   topics by id (KIP-516), which raykafka does not keep.
-- Fetch 4-11: v12, the first flexible version, adds LastFetchedEpoch, whose answer is a diverging
-  epoch computed on the fetch path (KIP-595/KIP-320's follower protocol); raykafka's followers
-  truncate with OffsetForLeaderEpoch (Kafka 2.4's design) and the fetch path does not compute it,
-  then v13 names topics by id and v14 answers KIP-405 tiered storage.
+- Fetch 4-12: v12 is flexible and adds a consumer's LastFetchedEpoch, answered with the
+  diverging epoch when the log ends that epoch before the fetch offset, as Kafka answers any
+  fetcher (Kafka's Java consumer and librdkafka send -1); its tagged ClusterId is KRaft's
+  controller quorum's and ignored by Kafka's brokers too. v13 names topics by id (KIP-516), v14
+  answers KIP-405 tiered storage.
 - ListOffsets 1-6: v6 is flexible; v7 looks up the max timestamp (-3, KIP-734), v8-v9 tiered
   storage's offsets (KIP-405), which raykafka's log does not answer.
 - Metadata 0-9: v9 is flexible; v10 answers topic ids.

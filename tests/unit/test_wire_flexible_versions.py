@@ -145,7 +145,7 @@ def test_every_served_version_reads_a_request_and_writes_a_response_kio_reads(ap
 
 def test_every_api_a_kafka_4_client_uses_is_served_at_a_flexible_version():
     # The APIs whose caps sit below their first flexible version, each for a reason versions.py gives.
-    capped = {1: "Fetch v12's LastFetchedEpoch", 19: "CreateTopics v5's topic configs"}
+    capped = {19: "CreateTopics v5's topic configs"}
     for api_key, (_, high) in SUPPORTED_VERSIONS.items():
         flexible = load_request_schema(api_key, high).__flexible__
         assert flexible or api_key in capped or api_key == 17, (api_key, high)  # SaslHandshake has none
@@ -224,3 +224,16 @@ def test_seeded_mutations_of_a_header_v2_read_as_kios_reader_reads_them():
         for _ in range(rng.randrange(0, 3)):
             frame[rng.randrange(4, len(frame))] = rng.choice((0, 0xFF, 0x80, rng.randrange(256)))
         assert ours(bytes(frame)) == kios(bytes(frame)), bytes(frame).hex()
+
+
+def test_fetch_v12_carries_a_consumers_last_fetched_epoch_in_and_the_diverging_epoch_out():
+    from actors.core.messages.fetch import EpochEndOffset, FetchPartitionData, FetchResponse, FetchableTopicResponse
+    schema = load_request_schema(1, 12)
+    body = sample(schema)
+    request = CODECS[1].to_core(decode_request(request_frame(1, 12, body)).body, 12, CONTEXT)
+    assert request.replica_id == -1 and request.topics[0].partitions[0].last_fetched_epoch == 3
+    response = FetchResponse(responses=(FetchableTopicResponse(topic="s", partitions=(FetchPartitionData(
+        partition_index=3, high_watermark=9, diverging_epoch=EpochEndOffset(epoch=1, end_offset=4)),)),))
+    _, answer = read_response(1, 12, encode_response(2, CODECS[1].to_kio(response, 12, body)))
+    (partition,) = answer.responses[0].partitions
+    assert (partition.diverging_epoch.epoch, partition.diverging_epoch.end_offset) == (1, 4)
