@@ -3,7 +3,8 @@
 A frame is a 4-byte big-endian size and that many bytes. The request header starts with the API
 key and version, which say the header's own version (v2, with tagged fields, for a flexible
 request version; else v1). ``decode_header`` reads a v1 header itself (four fields: building
-kio's entity for them cost as much as a small request's body) and leaves a v2 one to kio;
+kio's entity for them cost as much as a small request's body), and a v2 one with no tagged fields
+(the same four and a count of 0); a v2 header with tagged fields is left to kio;
 ``decode_body`` has kio read the body. The response header is v1
 for flexible versions and v0 otherwise, except that ApiVersions always answers with v0, so that
 a client speaking a version the broker does not know can still read the answer (KIP-511).
@@ -133,7 +134,8 @@ def _has_header_tags(frame) -> bool:
     return tags_at >= len(frame) or frame[tags_at] != 0
 
 
-# What kio raises on bytes it cannot read (KeyError for a tagged field its schema does not name).
+# What kio raises on bytes it cannot read (a tagged field of a tag its schema does not name no
+# longer among them: ``tagged_fields`` skips it).
 _KIO_READ_ERRORS = (SerialError, ValueError, TypeError, KeyError, UnicodeDecodeError, OverflowError)
 
 

@@ -8,9 +8,10 @@ see ``versions.py``) share one layout, read and written here with ``struct``; ev
 still goes through kio. v9 on are flexible (KIP-482): strings, byte arrays and arrays carry an
 unsigned varint length plus one (0 for null), and each entity (the body, each topic, each
 partition) ends with tagged fields, a count and then each a tag, a size and that many bytes; a
-request's tagged fields are skipped (Produce names none below v10, and Kafka skips a tag it does
-not know), a response's are none (v10's optional ``CurrentLeader`` and ``NodeEndpoints`` are left
-out, as Kafka leaves them out but for NOT_LEADER_OR_FOLLOWER; the client then refreshes metadata).
+request's tagged fields are skipped (Produce requests name none at any version, and Kafka skips
+a tag it does not know), a response's are none (v10's optional ``CurrentLeader`` and
+``NodeEndpoints`` are left out, as Kafka leaves them out but for NOT_LEADER_OR_FOLLOWER; the
+client then refreshes metadata).
 
 The layouts (Kafka's ProduceRequest.json and ProduceResponse.json; strings are an int16 length
 and UTF-8, -1 for null; arrays an int32 count; records an int32 length, -1 for null):
