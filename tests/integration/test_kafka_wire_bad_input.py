@@ -107,7 +107,7 @@ def seeded_topic(cluster):
     (struct.pack(">i", -5), "a negative size"),
     (struct.pack(">i", 10) + struct.pack(">hhi", 999, 0, 1) + b"\x00\x00", "an unknown API key"),
     (struct.pack(">i", 10) + struct.pack(">hhi", 3, 77, 1) + b"\x00\x00", "an unserved Metadata version"),
-    (struct.pack(">i", 10) + struct.pack(">hhi", 1, 12, 1) + b"\x00\x00", "Fetch v12, above the served range"),
+    (struct.pack(">i", 10) + struct.pack(">hhi", 1, 13, 1) + b"\x00\x00", "Fetch v13, above the served range"),
     (struct.pack(">i", 10) + struct.pack(">hhi", 0, 13, 1) + b"\x00\x00", "Produce v13, above the served range"),
     (struct.pack(">i", 40) + b"\xff" * 40, "garbage"),
 ])
