@@ -130,7 +130,7 @@ APIS: tuple[Api, ...] = (
     _api("list_offsets", ListOffsetsRequest, (1, 6), broker=_replica(ReplicaManager.handle_list_offsets)),
     # Kafka 2.4 serves 0-1 (v1 only adds throttling semantics); the leader of each partition answers.
     _api("delete_records", DeleteRecordsRequest, (0, 2), broker=_replica(ReplicaManager.handle_delete_records)),
-    _api("metadata", MetadataRequest, (0, 9), broker=BrokerCore.handle_metadata),
+    _api("metadata", MetadataRequest, (0, 8), broker=BrokerCore.handle_metadata),
     # Flexible only; the brokers on the request's listener and a broker standing in for the controller.
     _api("describe_cluster", DescribeClusterRequest, (0, 2), broker=BrokerCore.handle_describe_cluster),
     _api("find_coordinator", FindCoordinatorRequest, (0, 3),

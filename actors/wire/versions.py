@@ -18,7 +18,13 @@ below a version that needs what raykafka lacks:
   answers KIP-405 tiered storage.
 - ListOffsets 1-6: v6 is flexible; v7 looks up the max timestamp (-3, KIP-734), v8-v9 tiered
   storage's offsets (KIP-405), which raykafka's log does not answer.
-- Metadata 0-9: v9 is flexible; v10 answers topic ids.
+- Metadata 0-8: v9, the first flexible version, is what librdkafka 2.x (2.16 too) gets wrong:
+  its all-topics request leaves the topic array's 4-byte placeholder (00 00 00 00) where a
+  compact null (one byte) belongs, so the flags after it shift, the body seems to end with a
+  tagged field of tag 0, and one byte is left over. Kafka reads it only because it ignores bytes
+  after a request's body (and skips the tag); raykafka closes a connection whose request has
+  bytes after its body, so librdkafka's ``list_topics()`` would time out. v8 carries the same
+  information; v10 would answer topic ids.
 - FindCoordinator 0-3: v3 is flexible; v4 batches several keys in one request (KIP-699), which
   the coordinator finder answers one at a time.
 - InitProducerId 0-5: idempotent producers (a transactional id is refused at every version); v3's
@@ -42,8 +48,7 @@ below a version that needs what raykafka lacks:
   removed, so ranges start no lower than kio's.
 
 A flexible request may carry tagged fields its schema does not name (a newer client's optional
-fields; librdkafka 2.x sends such on Metadata v9): they are skipped, as Kafka skips them
-(``tagged_fields``; kio 0.6.5 alone refuses them).
+fields): they are skipped, as Kafka skips them (``tagged_fields``; kio 0.6.5 alone refuses them).
 
 SaslHandshake and SaslAuthenticate are listed although no listener speaks SASL: Kafka lists every
 API on every listener. A client configured for SASL against a PLAINTEXT listener then sends its

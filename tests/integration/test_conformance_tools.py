@@ -188,8 +188,9 @@ def test_the_java_client_negotiates_flexible_versions_and_describes_the_cluster(
                 if key in usable[APACHE]}
     assert usable[RAYKAFKA] == expected | {key: v for key, v in usable[RAYKAFKA].items() if key not in expected}
     flexible = {key for key, version in usable[RAYKAFKA].items() if load_request_schema(key, version).__flexible__}
-    # CreateTopics (19) stops below its first flexible version; SaslHandshake (17) has none.
-    assert set(expected) - flexible <= {17, 19}, sorted(set(expected) - flexible)
+    # Metadata (3) and CreateTopics (19) stop below their first flexible version (versions.py);
+    # SaslHandshake (17) has none.
+    assert set(expected) - flexible <= {3, 17, 19}, sorted(set(expected) - flexible)
     assert usable[RAYKAFKA][60] == 2, "DescribeCluster, flexible only"
     record(table, "kafka-broker-api-versions: usable = min(both)", {RAYKAFKA: usable[RAYKAFKA]}, expected |
            {key: v for key, v in usable[RAYKAFKA].items() if key not in expected})
