@@ -31,7 +31,6 @@ TOOLS = {
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
-    "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
 }
 # A broker's heap on this 2-core, 24 GiB machine kind; the tools are short-lived clients and start
 # faster without the optimising compiler.

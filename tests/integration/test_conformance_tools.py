@@ -167,23 +167,19 @@ def usable_versions(text: str) -> dict[int, int]:
             for key, usable in re.findall(r"\w+\((\d+)\): (?:\d+ to )?\d+ \[usable: (\d+)\]", text)}
 
 
-def test_the_java_client_negotiates_flexible_versions_and_describes_the_cluster(kafka_libs, systems, table):
+def test_the_java_client_negotiates_flexible_versions(kafka_libs, systems, table):
     """kafka-broker-api-versions prints what Kafka 4.x's Java client negotiates with each broker:
     against raykafka, each API at the highest version both have (Apache Kafka's usable version,
-    capped by raykafka's), which is flexible wherever versions.py does not cap below it; and
-    kafka-cluster cluster-id asks DescribeCluster (Admin.describeCluster) and prints the id the
-    Metadata of each system names."""
+    capped by raykafka's), which is flexible wherever versions.py does not cap below it, and
+    DescribeCluster (flexible only) usable."""
     from kio.index import load_request_schema
 
     from actors.wire.versions import SUPPORTED_VERSIONS
-    usable, cluster_ids = {}, {}
+    usable = {}
     for name, bootstrap in systems.items():
         text = tool(kafka_libs, "kafka-broker-api-versions", "--bootstrap-server", bootstrap)
         # One broker's block is enough: every broker of a system serves the same versions.
         usable[name] = usable_versions(text.split(") -> (")[1] if ") -> (" in text else text)
-        printed = tool(kafka_libs, "kafka-cluster", "cluster-id", "--bootstrap-server", bootstrap).strip()
-        metadata_id = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).cluster_id
-        cluster_ids[name] = printed == f"Cluster ID: {metadata_id}"
     expected = {key: min(high, usable[APACHE][key]) for key, (_, high) in SUPPORTED_VERSIONS.items()
                 if key in usable[APACHE]}
     assert usable[RAYKAFKA] == expected | {key: v for key, v in usable[RAYKAFKA].items() if key not in expected}
@@ -194,4 +190,3 @@ def test_the_java_client_negotiates_flexible_versions_and_describes_the_cluster(
     assert usable[RAYKAFKA][60] == 2, "DescribeCluster, flexible only"
     record(table, "kafka-broker-api-versions: usable = min(both)", {RAYKAFKA: usable[RAYKAFKA]}, expected |
            {key: v for key, v in usable[RAYKAFKA].items() if key not in expected})
-    record(table, "kafka-cluster cluster-id (DescribeCluster)", cluster_ids, True)
