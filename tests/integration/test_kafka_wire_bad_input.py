@@ -59,9 +59,8 @@ def seed_frames() -> list[bytes]:
                 index=0, records=b"\x00" * 70),)),))),
         struct.pack(">hhi", 18, 3, 1) + b"\x00\x04fuzz\x00\x00\x00\x00",
         # Flexible versions, one with a tagged field of an unknown tag (read by the lenient reader).
-        frame_of(3, 9, load_request_schema(3, 9)(topics=None, allow_auto_topic_creation=False,
-                                                 include_cluster_authorized_operations=False,
-                                                 include_topic_authorized_operations=False))[:-1] + b"\x01\x63\x01\x00",
+        frame_of(18, 3, load_request_schema(18, 3)(client_software_name="fuzz", client_software_version="1"))[:-1]
+        + b"\x01\x63\x01\x00",
         frame_of(0, 12, load_request_schema(0, 12)(transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=1),
                                                    topic_data=())),
     ]
