@@ -46,7 +46,7 @@ from actors.wire.apis import CODECS, Codec, WireContext, api_versions_error_resp
 from actors.wire.describe_configs import RESOURCE_TOPIC, describe_configs
 from actors.wire.frames import (
     REQUEST_BYTES_MAX_DEFAULT, SIZE_PREFIX, InvalidFrame, UnsupportedApiVersions, check_frame_size, decode_body,
-    decode_header, encode_response_body, encode_response_segments, load_served_schemas,
+    decode_header, encode_response_body, encode_response_segments, load_served_schemas, request_schema,
 )
 from actors.wire.listeners import (
     LISTENER_KEYS, LISTENER_PORTS_FILE, advertised_endpoints, configured_listeners, decode_remembered_ports,
@@ -234,7 +234,8 @@ class KafkaListener:
         if isinstance(request, ProduceRequest) and request.acks == 0:
             return None
         if codec.write is not None:
-            return encode_response_body(header.correlation_id, codec.write(response, header.api_version))
+            return encode_response_body(header.correlation_id, codec.write(response, header.api_version),
+                                        flexible=request_schema(header.api_key, header.api_version).__flexible__)
         return encode_response_segments(header.correlation_id, codec.to_kio(response, header.api_version, body))
 
     async def _route(self, codec: Codec, request: Any, version: int) -> Any:

@@ -66,3 +66,6 @@
 
 # DescribeLogDirs' answer fields: read by the wire codec by name (actors/wire/convert.py).
 (_.partition_size, _.offset_lag, _.is_future_key)
+
+# DescribeCluster's wire fields (actors/core/messages/describe_cluster.py): read from and written to the wire by name.
+(_.include_fenced_brokers, _.cluster_authorized_operations)

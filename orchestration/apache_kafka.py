@@ -34,6 +34,7 @@ TOOLS = {
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
     "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
+    "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
 }
 # A broker's heap on this 2-core, 24 GiB machine kind; the tools are short-lived clients and start
 # faster without the optimising compiler.

@@ -46,6 +46,7 @@ from actors.core.messages.create_partitions import CreatePartitionsRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.delete_records import DeleteRecordsRequest
 from actors.core.messages.delete_topics import DeleteTopicsRequest
+from actors.core.messages.describe_cluster import DescribeClusterRequest
 from actors.core.messages.describe_groups import DescribeGroupsRequest
 from actors.core.messages.describe_log_dirs import DescribeLogDirsRequest
 from actors.core.messages.elect_leaders import ElectLeadersRequest
@@ -127,57 +128,59 @@ def _listener_api(name: str, key: int, versions: tuple[int, int]) -> Api:
 APIS: tuple[Api, ...] = (
     # ------------------------------------------------------------------ a client's data APIs
     # Produce v3 is the first carrying v2 record batches.
-    _api("produce", ProduceRequest, (3, 8), broker=_replica(ReplicaManager.handle_produce)),
-    _api("fetch", FetchRequest, (4, 11), broker=_replica(ReplicaManager.handle_fetch)),
-    _api("list_offsets", ListOffsetsRequest, (1, 5), broker=_replica(ReplicaManager.handle_list_offsets)),
+    _api("produce", ProduceRequest, (3, 12), broker=_replica(ReplicaManager.handle_produce)),
+    _api("fetch", FetchRequest, (4, 12), broker=_replica(ReplicaManager.handle_fetch)),
+    _api("list_offsets", ListOffsetsRequest, (1, 6), broker=_replica(ReplicaManager.handle_list_offsets)),
     # Kafka 2.4 serves 0-1 (v1 only adds throttling semantics); the leader of each partition answers.
-    _api("delete_records", DeleteRecordsRequest, (0, 1), broker=_replica(ReplicaManager.handle_delete_records)),
+    _api("delete_records", DeleteRecordsRequest, (0, 2), broker=_replica(ReplicaManager.handle_delete_records)),
     _api("metadata", MetadataRequest, (0, 8), broker=BrokerCore.handle_metadata),
-    _api("find_coordinator", FindCoordinatorRequest, (0, 2),
+    # Flexible only; the brokers on the request's listener and a broker standing in for the controller.
+    _api("describe_cluster", DescribeClusterRequest, (0, 2), broker=BrokerCore.handle_describe_cluster),
+    _api("find_coordinator", FindCoordinatorRequest, (0, 3),
          broker=lambda core, *step: core.coordinator_finder.handle_find_coordinator(*step)),
     # Idempotent producers; a transactional id is refused.
-    _api("init_producer_id", InitProducerIdRequest, (0, 1), broker=BrokerCore.handle_init_producer_id),
-    _api("offset_for_leader_epoch", OffsetForLeaderEpochRequest, (2, 3),
+    _api("init_producer_id", InitProducerIdRequest, (0, 5), broker=BrokerCore.handle_init_producer_id),
+    _api("offset_for_leader_epoch", OffsetForLeaderEpochRequest, (2, 4),
          broker=_replica(ReplicaManager.handle_offset_for_leader_epoch)),
     # Each broker answers for its own log directory; v2 is flexible, and kio has no v0 (Kafka 4 dropped it).
-    _api("describe_log_dirs", DescribeLogDirsRequest, (1, 1), broker=BrokerCore.handle_describe_log_dirs),
+    _api("describe_log_dirs", DescribeLogDirsRequest, (1, 2), broker=BrokerCore.handle_describe_log_dirs),
     # ----------------------------------------------------------------------- admin APIs
     # The broker forwards them to the controller and answers once its own metadata agrees.
     _api("create_topics", CreateTopicsRequest, (2, 4),
          broker=lambda core, *step: core.topic_operations.handle_create_topics(*step),
          controller=ControllerCore.handle_create_topics),
-    _api("delete_topics", DeleteTopicsRequest, (1, 3),
+    _api("delete_topics", DeleteTopicsRequest, (1, 5),
          broker=lambda core, *step: core.topic_operations.handle_delete_topics(*step),
          controller=ControllerCore.handle_delete_topics),
     # Forwarded to the controller, which continues the topic's assignment or takes the given one; v2 is flexible.
-    _api("create_partitions", CreatePartitionsRequest, (0, 1), broker=BrokerCore.handle_create_partitions,
+    _api("create_partitions", CreatePartitionsRequest, (0, 3), broker=BrokerCore.handle_create_partitions,
          controller=ControllerCore.handle_create_partitions),
-    # Topic resources; a broker resource is INVALID_REQUEST (no dynamic broker config). v1 is flexible.
-    _api("incremental_alter_configs", IncrementalAlterConfigsRequest, (0, 0),
+    # Topic resources; a broker resource is INVALID_REQUEST (no dynamic broker config).
+    _api("incremental_alter_configs", IncrementalAlterConfigsRequest, (0, 1),
          broker=BrokerCore.handle_incremental_alter_configs,
          controller=ControllerCore.handle_incremental_alter_configs),
     # The whole-set form: the request's configs replace the topic's overrides.
-    _api("alter_configs", AlterConfigsRequest, (0, 1), broker=BrokerCore.handle_alter_configs,
+    _api("alter_configs", AlterConfigsRequest, (0, 2), broker=BrokerCore.handle_alter_configs,
          controller=ControllerCore.handle_alter_configs),
-    # Preferred and unclean (v1's election_type; v0 is preferred only); v2 is flexible.
-    _api("elect_leaders", ElectLeadersRequest, (0, 1), broker=BrokerCore.handle_elect_leaders,
+    # Preferred and unclean (v1's election_type; v0 is preferred only).
+    _api("elect_leaders", ElectLeadersRequest, (0, 2), broker=BrokerCore.handle_elect_leaders,
          controller=ControllerCore.handle_elect_leaders),
     _api("alter_partition_reassignments", AlterPartitionReassignmentsRequest,
          controller=ControllerCore.handle_alter_partition_reassignments),
     _api("list_partition_reassignments", ListPartitionReassignmentsRequest,
          controller=ControllerCore.handle_list_partition_reassignments),
     # ----------------------------------------------------------------------- group APIs
-    _api("offset_commit", OffsetCommitRequest, (2, 7), group_coordinator=GroupCoordinatorCore.handle_offset_commit),
-    _api("offset_fetch", OffsetFetchRequest, (1, 5), group_coordinator=GroupCoordinatorCore.handle_offset_fetch),
-    _api("join_group", JoinGroupRequest, (0, 5), group_coordinator=GroupCoordinatorCore.handle_join_group),
-    _api("heartbeat", HeartbeatRequest, (0, 3), group_coordinator=GroupCoordinatorCore.handle_heartbeat),
-    _api("leave_group", LeaveGroupRequest, (0, 3), group_coordinator=GroupCoordinatorCore.handle_leave_group),
-    _api("sync_group", SyncGroupRequest, (0, 3), group_coordinator=GroupCoordinatorCore.handle_sync_group),
-    _api("describe_groups", DescribeGroupsRequest, (0, 4),
+    _api("offset_commit", OffsetCommitRequest, (2, 9), group_coordinator=GroupCoordinatorCore.handle_offset_commit),
+    _api("offset_fetch", OffsetFetchRequest, (1, 7), group_coordinator=GroupCoordinatorCore.handle_offset_fetch),
+    _api("join_group", JoinGroupRequest, (0, 9), group_coordinator=GroupCoordinatorCore.handle_join_group),
+    _api("heartbeat", HeartbeatRequest, (0, 4), group_coordinator=GroupCoordinatorCore.handle_heartbeat),
+    _api("leave_group", LeaveGroupRequest, (0, 5), group_coordinator=GroupCoordinatorCore.handle_leave_group),
+    _api("sync_group", SyncGroupRequest, (0, 5), group_coordinator=GroupCoordinatorCore.handle_sync_group),
+    _api("describe_groups", DescribeGroupsRequest, (0, 5),
          group_coordinator=GroupCoordinatorCore.handle_describe_groups),
-    _api("list_groups", ListGroupsRequest, (0, 2), group_coordinator=GroupCoordinatorCore.handle_list_groups),
-    # Each group's coordinator answers for it (NOT_COORDINATOR for a group it does not own); v2 is flexible.
-    _api("delete_groups", DeleteGroupsRequest, (0, 1), group_coordinator=GroupCoordinatorCore.handle_delete_groups),
+    _api("list_groups", ListGroupsRequest, (0, 4), group_coordinator=GroupCoordinatorCore.handle_list_groups),
+    # Each group's coordinator answers for it (NOT_COORDINATOR for a group it does not own).
+    _api("delete_groups", DeleteGroupsRequest, (0, 2), group_coordinator=GroupCoordinatorCore.handle_delete_groups),
     # KIP-496 (Kafka 2.4): a group's offsets of topics it does not consume; v0 only.
     _api("offset_delete", OffsetDeleteRequest, (0, 0), group_coordinator=GroupCoordinatorCore.handle_offset_delete),
     # ------------------------------------------------------------- the controller's requests
@@ -203,10 +206,10 @@ APIS: tuple[Api, ...] = (
     # ------------------------------------------------------- answered by the listener alone
     # SaslHandshake and SaslAuthenticate answer ILLEGAL_SASL_STATE: listeners are PLAINTEXT.
     _listener_api("sasl_handshake", 17, (0, 1)),
-    # ApiVersions v3 is flexible; clients send it first (KIP-511).
-    _listener_api("api_versions", 18, (0, 3)),
-    _listener_api("describe_configs", 32, (1, 3)),  # read-only
-    _listener_api("sasl_authenticate", 36, (0, 1)),
+    # Clients send it first (KIP-511).
+    _listener_api("api_versions", 18, (0, 4)),
+    _listener_api("describe_configs", 32, (1, 4)),  # read-only
+    _listener_api("sasl_authenticate", 36, (0, 2)),
 )
 
 BY_KEY: Mapping[int, Api] = MappingProxyType({api.key: api for api in APIS if api.key is not None})

@@ -22,6 +22,7 @@ from actors.core.messages.alter_configs import AlterConfigsRequest
 from actors.core.messages.create_topics import CreateTopicsRequest
 from actors.core.messages.incremental_alter_configs import OP_SET, AlterableConfig, AlterConfigsResource
 from actors.core.messages.delete_topics import DeleteTopicsRequest
+from actors.core.messages.describe_cluster import DescribeClusterRequest
 from actors.core.messages.describe_groups import DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse
 from actors.core.messages.fetch import FetchRequest
 from actors.core.messages.find_coordinator import FindCoordinatorRequest
@@ -108,6 +109,10 @@ def _metadata_to_kio(response: Any, version: int, body: Any) -> Any:
     lowest listed broker id stands in (it must be one the client can reach)."""
     controller_id = min((b.node_id for b in response.brokers), default=-1)
     return to_kio(response_class(3, version), response, controller_id=controller_id)
+
+
+def _describe_cluster_to_core(body: Any, version: int, context: WireContext) -> DescribeClusterRequest:
+    return from_kio(DescribeClusterRequest, body, listener_name=context.listener_name, request_api_version=version)
 
 
 def _find_coordinator_to_core(body: Any, version: int, context: WireContext) -> FindCoordinatorRequest:
@@ -257,6 +262,7 @@ _DIFFERENCES: dict[int, dict[str, Callable]] = {
     36: {"to_kio": _sasl_authenticate_to_kio},
     42: {"error_response": _delete_groups_error},
     47: {"error_response": _simple_error(OffsetDeleteResponse)},
+    60: {"to_core": _describe_cluster_to_core},
 }
 
 

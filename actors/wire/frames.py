@@ -3,7 +3,8 @@
 A frame is a 4-byte big-endian size and that many bytes. The request header starts with the API
 key and version, which say the header's own version (v2, with tagged fields, for a flexible
 request version; else v1). ``decode_header`` reads a v1 header itself (four fields: building
-kio's entity for them cost as much as a small request's body) and leaves a v2 one to kio;
+kio's entity for them cost as much as a small request's body), and a v2 one with no tagged fields
+(the same four and a count of 0); a v2 header with tagged fields is left to kio;
 ``decode_body`` has kio read the body. The response header is v1
 for flexible versions and v0 otherwise, except that ApiVersions always answers with v0, so that
 a client speaking a version the broker does not know can still read the answer (KIP-511).
@@ -12,8 +13,11 @@ What Kafka does with bad input, and what ``decode_request`` reports for it:
 - a size over ``socket.request.max.bytes`` (or negative): the connection is closed before the
   body is read (``check_frame_size``);
 - an API key raykafka does not serve, or a version outside its range: the connection is closed
-  (``InvalidFrame``), except ApiVersions at an unknown version, answered UNSUPPORTED_VERSION
-  with ApiVersions v0 (``UnsupportedApiVersions``);
+  (``InvalidFrame``), as Kafka's ``SocketServer`` closes it for a version it has not enabled,
+  except ApiVersions at an unknown version, answered UNSUPPORTED_VERSION with ApiVersions v0 and
+  the served ranges (``UnsupportedApiVersions``);
+- a tagged field of a tag kio's schema does not name is skipped, as Kafka skips it
+  (``tagged_fields``);
 - a header or body kio cannot read, or bytes left over after the body: the connection is closed.
 """
 from __future__ import annotations
@@ -23,9 +27,10 @@ import struct
 from typing import Any, NamedTuple
 
 from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_writer
 from kio.serial.errors import SerialError
 
+from actors.wire.tagged_fields import entity_reader
 from actors.wire.versions import API_VERSIONS_KEY, SUPPORTED_VERSIONS
 
 SIZE_PREFIX = struct.Struct(">i")
@@ -101,15 +106,17 @@ def decode_header(frame) -> RequestHeader:
             raise UnsupportedApiVersions(correlation_id)
         raise InvalidFrame(f"API key {api_key} version {api_version} is not served")
     schema = request_schema(api_key, api_version)
-    if not schema.__flexible__ and len(frame) >= _HEADER_V1.size:
-        # Header v1 (every non-flexible version): read here, as kio would, without an entity.
+    flexible = schema.__flexible__
+    if len(frame) >= _HEADER_V1.size and not (flexible and _has_header_tags(frame)):
+        # Header v1 (every non-flexible version), or v2 with no tagged fields (v1's fields, then a
+        # count of 0): read here, as kio would, without an entity.
         _, _, correlation_id, length = _HEADER_V1.unpack_from(frame, 0)
-        position = _HEADER_V1.size + max(length, 0)
+        position = _HEADER_V1.size + max(length, 0) + flexible
         if length < -1 or position > len(frame):
             raise InvalidFrame(f"API key {api_key} version {api_version}: client id length {length} "
                                f"in a frame of {len(frame)} bytes")
         try:
-            client_id = None if length == -1 else bytes(frame[_HEADER_V1.size:position]).decode("utf-8")
+            client_id = None if length == -1 else bytes(frame[_HEADER_V1.size:position - flexible]).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidFrame(f"API key {api_key} version {api_version}: client id is no UTF-8: {exc}") from None
         return RequestHeader(api_key, api_version, correlation_id, client_id, position)
@@ -120,7 +127,15 @@ def decode_header(frame) -> RequestHeader:
     return RequestHeader(api_key, api_version, int(header.correlation_id), header.client_id, position)
 
 
-# What kio raises on bytes it cannot read (KeyError for a tagged field its schema does not name).
+def _has_header_tags(frame) -> bool:
+    """Whether a header v2 has tagged fields (or is cut short before their count): kio reads those."""
+    length = _HEADER_V1.unpack_from(frame, 0)[3]
+    tags_at = _HEADER_V1.size + max(length, 0)
+    return tags_at >= len(frame) or frame[tags_at] != 0
+
+
+# What kio raises on bytes it cannot read (a tagged field of a tag its schema does not name no
+# longer among them: ``tagged_fields`` skips it).
 _KIO_READ_ERRORS = (SerialError, ValueError, TypeError, KeyError, UnicodeDecodeError, OverflowError)
 
 
@@ -188,10 +203,12 @@ def encode_response_segments(correlation_id: int, body: Any) -> list:
     return segments
 
 
-def encode_response_body(correlation_id: int, body: bytes) -> list:
-    """A whole response frame with header v0 (non-flexible versions) for a body already written
-    (``produce_codec``), as one piece."""
-    return [RESPONSE_PREFIX.pack(RESPONSE_PREFIX.size - SIZE_PREFIX.size + len(body), correlation_id) + body]
+def encode_response_body(correlation_id: int, body: bytes, *, flexible: bool = False) -> list:
+    """A whole response frame for a body already written (``produce_codec``), as one piece: header
+    v0, or v1 (the correlation id and no tagged fields) for a flexible version."""
+    header_end = b"\0" if flexible else b""
+    size = RESPONSE_PREFIX.size - SIZE_PREFIX.size + len(header_end) + len(body)
+    return [RESPONSE_PREFIX.pack(size, correlation_id) + header_end + body]
 
 
 def encode_response(correlation_id: int, body: Any) -> bytes:

@@ -157,3 +157,36 @@ def test_console_producer_consumer_with_keys_and_consumer_groups(kafka_libs, sys
     assert sum(lag for _, _, lag in apache.values()) == len(MORE), apache
     record(table, "kafka-consumer-groups --describe (LAG)",
            {n: s["describe"] for n, s in observed.items()}, apache)
+
+
+def usable_versions(text: str) -> dict[int, int]:
+    """API key -> the version the Java client would use, from kafka-broker-api-versions' lines
+    ``Produce(0): 3 to 12 [usable: 12]`` or ``SaslHandshake(17): 1 [usable: 1]`` (Kafka's
+    NodeApiVersions.toString; an API the client cannot use has no ``usable``)."""
+    return {int(key): int(usable)
+            for key, usable in re.findall(r"\w+\((\d+)\): (?:\d+ to )?\d+ \[usable: (\d+)\]", text)}
+
+
+def test_the_java_client_negotiates_flexible_versions(kafka_libs, systems, table):
+    """kafka-broker-api-versions prints what Kafka 4.x's Java client negotiates with each broker:
+    against raykafka, each API at the highest version both have (Apache Kafka's usable version,
+    capped by raykafka's), which is flexible wherever versions.py does not cap below it, and
+    DescribeCluster (flexible only) usable."""
+    from kio.index import load_request_schema
+
+    from actors.wire.versions import SUPPORTED_VERSIONS
+    usable = {}
+    for name, bootstrap in systems.items():
+        text = tool(kafka_libs, "kafka-broker-api-versions", "--bootstrap-server", bootstrap)
+        # One broker's block is enough: every broker of a system serves the same versions.
+        usable[name] = usable_versions(text.split(") -> (")[1] if ") -> (" in text else text)
+    expected = {key: min(high, usable[APACHE][key]) for key, (_, high) in SUPPORTED_VERSIONS.items()
+                if key in usable[APACHE]}
+    assert usable[RAYKAFKA] == expected | {key: v for key, v in usable[RAYKAFKA].items() if key not in expected}
+    flexible = {key for key, version in usable[RAYKAFKA].items() if load_request_schema(key, version).__flexible__}
+    # Metadata (3) and CreateTopics (19) stop below their first flexible version (versions.py);
+    # SaslHandshake (17) has none.
+    assert set(expected) - flexible <= {3, 17, 19}, sorted(set(expected) - flexible)
+    assert usable[RAYKAFKA][60] == 2, "DescribeCluster, flexible only"
+    record(table, "kafka-broker-api-versions: usable = min(both)", {RAYKAFKA: usable[RAYKAFKA]}, expected |
+           {key: v for key, v in usable[RAYKAFKA].items() if key not in expected})

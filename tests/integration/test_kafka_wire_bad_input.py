@@ -1,6 +1,8 @@
 """Bad input on a broker's Kafka listener hurts nothing but its own connection: an oversize size,
-a truncated frame, an unknown API key and garbage are closed; ApiVersions at an unknown version is
-answered UNSUPPORTED_VERSION; then thousands of seeded random and mutated frames later every
+a truncated frame, an unknown API key, a version above the served range and garbage are closed
+(as Kafka's SocketServer closes a version it has not enabled); ApiVersions at an unknown version is
+answered UNSUPPORTED_VERSION with every served range; a flexible request carrying tagged fields of
+tags no schema names is answered as if they were not there (Kafka skips them); then thousands of seeded random and mutated frames later every
 broker is the same incarnation (no restart), every replica's log is byte-for-byte unchanged, and
 a stock client still produces and consumes; and raw Produce and Fetch requests carrying what Kafka
 refuses (a control batch, a negative base sequence, two batches, zstd below Produce v7 or served to
@@ -56,6 +58,11 @@ def seed_frames() -> list[bytes]:
             produce_module.TopicProduceData(name=TOPIC, partition_data=(produce_module.PartitionProduceData(
                 index=0, records=b"\x00" * 70),)),))),
         struct.pack(">hhi", 18, 3, 1) + b"\x00\x04fuzz\x00\x00\x00\x00",
+        # Flexible versions, one with a tagged field of an unknown tag (read by the lenient reader).
+        frame_of(18, 3, load_request_schema(18, 3)(client_software_name="fuzz", client_software_version="1"))[:-1]
+        + b"\x01\x63\x01\x00",
+        frame_of(0, 12, load_request_schema(0, 12)(transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=1),
+                                                   topic_data=())),
     ]
 
 
@@ -99,6 +106,8 @@ def seeded_topic(cluster):
     (struct.pack(">i", -5), "a negative size"),
     (struct.pack(">i", 10) + struct.pack(">hhi", 999, 0, 1) + b"\x00\x00", "an unknown API key"),
     (struct.pack(">i", 10) + struct.pack(">hhi", 3, 77, 1) + b"\x00\x00", "an unserved Metadata version"),
+    (struct.pack(">i", 10) + struct.pack(">hhi", 1, 13, 1) + b"\x00\x00", "Fetch v13, above the served range"),
+    (struct.pack(">i", 10) + struct.pack(">hhi", 0, 13, 1) + b"\x00\x00", "Produce v13, above the served range"),
     (struct.pack(">i", 40) + b"\xff" * 40, "garbage"),
 ])
 def test_unreadable_input_closes_the_connection(cluster, seeded_topic, payload, why):
@@ -126,7 +135,9 @@ def test_api_versions_at_an_unknown_version_is_answered_unsupported_version(clus
     header, position = entity_reader(schema.__header_schema__)(data, 0)
     body, _ = entity_reader(schema)(data, position)
     assert (header.correlation_id, int(body.error_code)) == (77, 35)
-    assert any(k.api_key == 3 for k in body.api_keys), "the answer still lists what the broker serves"
+    from actors.wire.versions import SUPPORTED_VERSIONS
+    assert {k.api_key: (k.min_version, k.max_version) for k in body.api_keys} == SUPPORTED_VERSIONS, \
+        "the answer still lists every range the broker serves"
 
 
 def test_thousands_of_random_and_mutated_frames_leave_the_cluster_serving_and_its_logs_unchanged(cluster, seeded_topic):
@@ -297,3 +308,27 @@ def test_a_fetch_below_v10_is_refused_zstd_and_v10_reads_it(cluster, validated_t
     assert [r.value for r in read_records("wire-zstd", 0, bytes(new.records), 0)] == [b"squeezed"]
     plain = send_and_read(validated_topics, 1, 9, fetch_body(9, "wire-validated", 1)).responses[0].partitions[0]
     assert int(plain.error_code) == 0 and len(plain.records) > 0, "a partition with no zstd is served to v9"
+
+
+def test_a_flexible_produce_with_tagged_fields_of_unknown_tags_is_answered_and_stored(cluster, validated_topics):
+    """Produce v12 with a tagged field of an unknown tag in the request header, in a partition and
+    at the body's end: the broker skips them, as Kafka does, and appends the batch."""
+    from tests.support.batches import client_batch
+    before = partition_state(cluster, "wire-validated", 1)
+    frame = frame_of(0, 12, produce_body(12, "wire-validated", {1: client_batch([b"tagged"], [b"k"])}))
+    # The header v2 ends at client id "fuzz" and its tagged fields (one byte, 0).
+    header_end = frame.index(b"fuzz") + len(b"fuzz") + 1
+    header, body = frame[:header_end - 1] + b"\x01\x21\x02hi", frame[header_end:]
+    # The partition's tagged fields follow its records; the topic's and the body's are the last bytes
+    # but for the throttle-free end: the body is ... records, 0 (partition), 0 (topic), 0 (body).
+    assert body.endswith(b"\x00\x00\x00")
+    body = body[:-3] + b"\x01\x40\x01z" + b"\x00" + b"\x01\x41\x00"
+    with connect(validated_topics) as sock:
+        sock.sendall(struct.pack(">i", len(header + body)) + header + body)
+        data = read_frame(sock)
+    schema = load_response_schema(0, 12)
+    response_header, position = entity_reader(schema.__header_schema__)(data, 0)
+    answer, _ = entity_reader(schema)(data, position)
+    assert response_header.correlation_id == 1
+    assert [(p.index, int(p.error_code)) for t in answer.responses for p in t.partition_responses] == [(1, 0)]
+    assert partition_state(cluster, "wire-validated", 1)[2] == before[2] + 1, "the batch was appended once"

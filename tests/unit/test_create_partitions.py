@@ -114,9 +114,9 @@ def test_a_topic_queued_for_deletion_is_invalid_topic(controller):
     assert _codes(response) == {"orders": ErrorCode.INVALID_TOPIC_EXCEPTION}
 
 
-@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
 def test_create_partitions_is_served_on_the_wire(controller, version):
-    assert SUPPORTED_VERSIONS[37] == (0, 1)  # v2 is flexible
+    assert SUPPORTED_VERSIONS[37] == (0, 3)  # v2 and v3 are flexible (v3 as v2, for KIP-599)
     schema = load_request_schema(37, version)
     module = __import__(schema.__module__, fromlist=["*"])
     body = schema(timeout=datetime.timedelta(milliseconds=3000), validate_only=False, topics=(

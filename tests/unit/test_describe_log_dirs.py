@@ -63,9 +63,9 @@ def test_a_failed_directory_is_kafka_storage_error(driver):
     assert (result.log_dir, result.error_code, result.topics) == (LOG_DIR, ErrorCode.KAFKA_STORAGE_ERROR, ())
 
 
-def test_describe_log_dirs_is_served_on_the_wire(driver):
-    version = 1
-    assert SUPPORTED_VERSIONS[35] == (1, 1)  # v2 is flexible; Kafka 4 dropped v0
+@pytest.mark.parametrize("version", [1, 2])
+def test_describe_log_dirs_is_served_on_the_wire(driver, version):
+    assert SUPPORTED_VERSIONS[35] == (1, 2)  # Kafka 4 dropped v0; v2 is the first flexible version
     schema = load_request_schema(35, version)
     module = __import__(schema.__module__, fromlist=["*"])
     request = _through_the_wire(35, version, schema(topics=(module.DescribableLogDirTopic(topic="t", partitions=(0,)),)))

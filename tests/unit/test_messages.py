@@ -70,6 +70,7 @@ KAFKA_API_KEYS = {
     "AlterPartitionReassignments": 45,
     "ListPartitionReassignments": 46,
     "AlterPartition": 56,
+    "DescribeCluster": 60,
     "BrokerRegistration": 62,
     "BrokerHeartbeat": 63,
     "AllocateProducerIds": 67,

@@ -77,6 +77,15 @@ def test_follower_fetch_past_its_epochs_end_gets_a_diverging_epoch_instead_of_da
     assert in_step.diverging_epoch is None and len(in_step.records) > 0
 
 
+def test_a_consumer_fetch_with_a_last_fetched_epoch_gets_the_diverging_epoch_as_kafka_answers_it():
+    # Fetch v12's LastFetchedEpoch, from a consumer: Kafka's Partition.readRecords checks it for any fetcher.
+    driver = leader_with_history()
+    diverged = follower_fetch(driver, 4, last_fetched_epoch=1, replica_id=-1)
+    assert (diverged.diverging_epoch.epoch, diverged.diverging_epoch.end_offset) == (0, 3)
+    assert len(diverged.records) == 0
+    assert follower_fetch(driver, 3, last_fetched_epoch=-1, replica_id=-1).diverging_epoch is None
+
+
 def test_follower_fetches_expand_the_isr_through_the_controller():
     driver = RecordingDriver(broker_id=0)
     driver.become("t", 0, leader=0, replicas=(0, 1), isr=(0,), leader_epoch=1)

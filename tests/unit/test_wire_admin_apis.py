@@ -39,9 +39,9 @@ def _answer(api_key: int, version: int, response):
 
 
 # ----------------------------------------------------------------------------- DeleteGroups (42)
-@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("version", [0, 1, 2])
 def test_delete_groups_is_served_on_the_wire(version):
-    assert SUPPORTED_VERSIONS[42] == (0, 1)  # v2 is flexible
+    assert SUPPORTED_VERSIONS[42] == (0, 2)  # v2 is flexible
     schema, _ = _schema_module(42, version)
     request = _through_the_wire(42, version, schema(groups_names=("a", "b")))
     assert request == DeleteGroupsRequest(groups_names=("a", "b"))
@@ -87,9 +87,9 @@ def _codes(response) -> dict:
     return {r.resource_name: r.error_code for r in response.responses}
 
 
-@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("version", [0, 1, 2])
 def test_alter_configs_replaces_the_whole_override_set(controller, version):
-    assert SUPPORTED_VERSIONS[33] == (0, 1)
+    assert SUPPORTED_VERSIONS[33] == (0, 2)  # v2 is flexible
     first = _through_the_wire(33, version, _alter_configs_body(version, "orders", {"retention.ms": "1000",
                                                                                     "min.insync.replicas": "2"}))
     assert isinstance(first, AlterConfigsRequest)
@@ -138,18 +138,19 @@ def test_the_broker_answers_a_forwarded_alter_configs_with_alter_configs_respons
     assert isinstance(answer.response, AlterConfigsResponse) and _codes(answer.response) == {"orders": ErrorCode.NONE}
 
 
-def test_incremental_alter_configs_v0_is_served_on_the_wire(controller):
-    assert SUPPORTED_VERSIONS[44] == (0, 0)  # v1 is flexible
-    schema, module = _schema_module(44, 0)
+@pytest.mark.parametrize("version", [0, 1])
+def test_incremental_alter_configs_is_served_on_the_wire(controller, version):
+    assert SUPPORTED_VERSIONS[44] == (0, 1)  # v1 is flexible
+    schema, module = _schema_module(44, version)
     body = schema(validate_only=False, resources=(module.AlterConfigsResource(
         resource_type=2, resource_name="orders", configs=(
             module.AlterableConfig(name="retention.ms", config_operation=0, value="1234"),)),))
-    request = _through_the_wire(44, 0, body)
+    request = _through_the_wire(44, version, body)
     assert request == IncrementalAlterConfigsRequest(resources=(AlterConfigsResource(
         resource_type=2, resource_name="orders", configs=(AlterableConfig(name="retention.ms", value="1234"),)),))
     response = controller.ask("handle_incremental_alter_configs", request)
     assert controller.stored().topics()["orders"]["config"] == {"retention.ms": "1234"}
-    assert [(r.resource_name, r.error_code) for r in _answer(44, 0, response).responses] == [("orders", 0)]
+    assert [(r.resource_name, r.error_code) for r in _answer(44, version, response).responses] == [("orders", 0)]
 
 
 # ----------------------------------------------------------------------------- ElectLeaders (43)
@@ -160,10 +161,10 @@ def _elect_body(version: int, election_type: int, partitions: dict[str, list[int
         module.TopicPartitions(topic=t, partitions=tuple(ps)) for t, ps in partitions.items()))
 
 
-@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("version", [0, 1, 2])
 def test_elect_leaders_preferred_on_the_wire_answers_kafkas_per_partition_codes(version):
     from tests.unit.test_controller import cluster, create
-    assert SUPPORTED_VERSIONS[43] == (0, 1)  # v2 is flexible
+    assert SUPPORTED_VERSIONS[43] == (0, 2)  # v2 is flexible
     driver = cluster(1, 2, 3)
     create(driver, "t", {0: [2, 1], 1: [1, 2], 2: [3, 1]})
     driver.register(2, new_incarnation=True)  # t-0 moves to 1, away from its preferred replica 2

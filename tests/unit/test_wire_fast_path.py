@@ -106,8 +106,9 @@ async def main():
     await listener.start()
     await listener.close()
 asyncio.run(main())
-wanted = ["kio.schema.fetch.v11.request", "kio.schema.fetch.v11.response", "kio.schema.produce.v8.request",
-          "kio.schema.produce.v8.response", "kio.schema.metadata.v8.response"]
+from actors.wire.versions import SUPPORTED_VERSIONS
+top = {{name: SUPPORTED_VERSIONS[key][1] for name, key in (("fetch", 1), ("produce", 0), ("metadata", 3))}}
+wanted = [f"kio.schema.{{name}}.v{{top[name]}}.{{kind}}" for name in top for kind in ("request", "response")]
 missing = [name for name in wanted if name not in sys.modules]
 assert not missing, missing
 """

@@ -34,7 +34,7 @@ def test_a_sasl_handshake_is_answered_illegal_sasl_state_with_no_mechanisms(vers
     assert response.mechanisms == ()
 
 
-@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("version", [0, 1, 2])
 def test_a_sasl_authenticate_is_answered_illegal_sasl_state_with_a_message(version):
     response = answer(36, version, load_request_schema(36, version)(auth_bytes=b"\x00user\x00secret"))
     assert int(response.error_code) == ErrorCode.ILLEGAL_SASL_STATE
@@ -44,4 +44,4 @@ def test_a_sasl_authenticate_is_answered_illegal_sasl_state_with_a_message(versi
 def test_api_versions_lists_the_sasl_apis_as_kafka_does_on_every_listener():
     _, body = read_response(18, 3, encode_response(1, CODECS[18].to_kio(ErrorCode.NONE, 3, None)))
     listed = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
-    assert listed[17] == (0, 1) and listed[36] == (0, 1)
+    assert listed[17] == (0, 1) and listed[36] == (0, 2)

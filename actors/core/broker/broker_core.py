@@ -35,6 +35,7 @@ from typing import Any
 from actors.core.config import KafkaConfig
 from actors.core.effects import CoordinatorMetadataUpdate, Effect, LogEvent, Respond
 from actors.core.errors import ErrorCode
+from actors.core.messages.describe_cluster import DescribeClusterRequest, describe_cluster
 from actors.core.group.messages import InternalProduceRequest
 from actors.core.log.compression import CompressionCodecs
 from actors.core.log.meta_properties import load_or_create_directory_id
@@ -196,6 +197,11 @@ class BrokerCore:
         response, effects = self.topic_auto_creation.apply(
             request, self.metadata_cache.handle_metadata(request), len(self.metadata_cache.brokers), now_ms)
         return effects + [Respond(request_id=request_id, response=response)]
+
+    def handle_describe_cluster(self, request_id: int, request: DescribeClusterRequest, now_ms: int) -> list[Effect]:
+        """Kafka's ``handleDescribeCluster``: see actors/core/messages/describe_cluster.py."""
+        return [Respond(request_id=request_id, response=describe_cluster(self.metadata_cache.handle_metadata(
+            MetadataRequest(topics=(), listener_name=request.listener_name)), request))]
 
     def handle_leader_and_isr(self, request_id: int, request, now_ms: int) -> list[Effect]:
         return self._control(self.replica_manager.handle_leader_and_isr, request_id, request, now_ms)

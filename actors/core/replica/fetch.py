@@ -252,7 +252,7 @@ class FetchPath:
         if asked.partition_max_bytes < 0 or asked.fetch_offset < 0:
             return FetchPartitionData(partition_index=asked.partition, error_code=ErrorCode.OFFSET_OUT_OF_RANGE
                                       if asked.fetch_offset < 0 else ErrorCode.INVALID_REQUEST, **positions), 0
-        if from_follower and asked.last_fetched_epoch >= 0:
+        if asked.last_fetched_epoch >= 0:  # any fetcher's, as Kafka's Partition.readRecords checks it
             diverging = _diverging_epoch(partition, asked)
             if diverging is not None:
                 return FetchPartitionData(partition_index=asked.partition, diverging_epoch=diverging, **positions), 0
@@ -303,9 +303,11 @@ def _served(response: FetchResponse) -> dict[TopicPartition, FetchPartitionData]
 
 
 def _diverging_epoch(partition, asked) -> EpochEndOffset | None:
-    """KIP-320's check, in the form later Kafka puts in the fetch itself: if the follower's last
+    """KIP-320's check, in the form later Kafka puts in the fetch itself: if the fetcher's last
     fetched epoch ends on this leader before the fetch offset (or the leader never had that epoch),
-    the follower's log has diverged; answer with where that epoch ends instead of with data."""
+    its log (a follower's, or what a consumer read) has diverged; answer with where that epoch ends
+    instead of with data. A consumer sends the epoch from Fetch v12 on (Kafka's Java consumer and
+    librdkafka send -1, no check); Kafka checks it for consumers and followers alike."""
     epoch, end_offset = partition.log.end_offset_for_epoch(asked.last_fetched_epoch)
     if epoch != asked.last_fetched_epoch or end_offset < asked.fetch_offset:
         return EpochEndOffset(epoch=epoch, end_offset=end_offset)
