@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(VPY) benchmarks/throughput.py --profile default
 	$(VPY) benchmarks/failover_time.py
 	$(VPY) benchmarks/retention_disk.py
+	$(VPY) benchmarks/coordinator_failover.py
 	$(VPY) benchmarks/idempotent_produce.py
 	$(VPY) benchmarks/spark_produce_throughput.py
 
