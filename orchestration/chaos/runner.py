@@ -157,6 +157,7 @@ class Run:
         self.checks: list[Check] = []
         self.notes: list[str] = []
         self.topics: list[str] = []
+        self.compacted_topics: set[str] = set()  # cleanup.policy holds compact: checked per key
         self._loads: list[Load] = []
         self._value_counter = 0
         self._lock = threading.Lock()
@@ -167,6 +168,10 @@ class Run:
         self.cluster.create_topic(name, partitions=partitions, replication_factor=replication_factor,
                                   config=config, assignment=assignment)
         self.topics.append(name)
+        if "compact" in (config or {}).get("cleanup.policy", ""):
+            self.compacted_topics.add(name)
+            if self.sampler is not None:
+                self.sampler.undigested_topics.add(name)
 
     def partition_state(self, topic: str, partition: int = 0):
         return next(p for p in self.cluster.describe_topic(topic) if p.partition == partition)
@@ -207,11 +212,14 @@ class Run:
         return self.cluster.producer(settings, history=self.history, process=process)
 
     def produce(self, topic: str, values: list[str], *, partition: int | None = 0, acks: str = "all",
-                timeout_s: float = 60, **config) -> dict[str, Any]:
-        """Send ``values`` (unique strings) and wait for every outcome; returns value -> offset
-        (acknowledged) or the error name. The producer records the history itself."""
+                timeout_s: float = 60, keys: list[str] | None = None, **config) -> dict[str, Any]:
+        """Send ``values`` (unique strings; with ``keys``, each with its key) and wait for every
+        outcome; returns value -> offset (acknowledged) or the error name. The producer records
+        the history itself."""
         producer = self.producer(f"producer-{len(self._loads)}-{self.rng.randrange(1 << 30)}", acks=acks, **config)
-        futures = [(v, producer.send(topic, value=v.encode(), partition=partition)) for v in values]
+        keys = keys if keys is not None else [None] * len(values)
+        futures = [(v, producer.send(topic, value=v.encode(), key=None if k is None else k.encode(),
+                                     partition=partition)) for v, k in zip(values, keys, strict=True)]
         try:
             producer.flush(timeout=timeout_s)
         except Exception as exc:
@@ -436,7 +444,8 @@ def run_scenario(scenario: Scenario, *, seed: int = 0, output_dir: str | Path | 
             if own_log_dir:
                 shutil.rmtree(log_dir, ignore_errors=True)
     progress("check", "checking the history")
-    report = check(read_history(history_path), unseen_is_anomaly=scenario.unseen_is_anomaly)
+    report = check(read_history(history_path), unseen_is_anomaly=scenario.unseen_is_anomaly,
+                   compacted_topics=run.compacted_topics if run is not None else ())
     checks = list(run.checks) if run is not None else []
     checks += expectation_checks(scenario, report, producer_mode)
     passed = error is None and all(c.ok for c in checks)

@@ -396,8 +396,10 @@ CODED: list[Scenario] = [
 
 def all_scenarios() -> dict[str, Scenario]:
     """Every row of the matrix by name: schedule files, coded rows, group rows."""
+    from orchestration.chaos.cleaner_scenarios import CLEANER_SCENARIOS
     from orchestration.chaos.group_scenarios import GROUP_SCENARIOS
-    rows = [load_schedule(path) for path in sorted(SCHEDULES_DIR.glob("*.toml"))] + CODED + list(GROUP_SCENARIOS)
+    rows = [load_schedule(path) for path in sorted(SCHEDULES_DIR.glob("*.toml"))] + CODED + list(GROUP_SCENARIOS) \
+        + list(CLEANER_SCENARIOS)
     by_name: dict[str, Scenario] = {}
     for row in rows:
         assert row.name not in by_name, f"two scenarios named {row.name!r}"

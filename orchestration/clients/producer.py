@@ -119,7 +119,8 @@ class Producer(ProducerDrain):
         value_text = None
         if self._history is not None:
             value_text = history_text(value)
-            self._history.invoke(self.process, topic, partition, value_text)
+            self._history.invoke(self.process, topic, partition, value_text,
+                                 key=None if key is None else history_text(key), tombstone=value is None)
         try:
             future = self._append(topic, value, key, partition, timestamp_ms, headers)
         except KafkaError as exc:
