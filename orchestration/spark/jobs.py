@@ -71,8 +71,13 @@ class TaskHistory:
     def _add(self, process: str, type_: str, f: str, value: dict) -> None:
         self.events.append((time.time(), process, type_, f, value))
 
-    def invoke(self, process, topic, partition, value, time=None) -> None:
-        self._add(process, "invoke", "send", {"topic": topic, "partition": partition, "value": record_id(value)})
+    def invoke(self, process, topic, partition, value, time=None, *, key=None, tombstone=False) -> None:
+        event = {"topic": topic, "partition": partition, "value": record_id(value)}
+        if key is not None:
+            event["key"] = key
+        if tombstone:
+            event["tombstone"] = True
+        self._add(process, "invoke", "send", event)
 
     def ok(self, process, topic, partition, offset, value, time=None) -> None:
         self._add(process, "ok", "send", {"topic": topic, "partition": int(partition), "offset": int(offset),

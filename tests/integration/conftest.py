@@ -51,6 +51,16 @@ def netns_hosts(request):
 
 
 @pytest.fixture(scope="session")
+def apache_kafka(kafka_libs, tmp_path_factory):
+    """A 1-node Apache Kafka (KRaft) on 127.0.0.1, shared by the conformance modules of a session
+    (each uses topic and group names of its own); a module that needs another shape defines its
+    own ``apache_kafka``."""
+    from orchestration.apache_kafka import ApacheKafkaCluster
+    with ApacheKafkaCluster(kafka_libs, tmp_path_factory.mktemp("apache-kafka"), nodes=1) as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
 def kafka_libs():
     """Apache Kafka's jars (orchestration.apache_kafka), fetched once and then reused from the cache;
     a test that needs them skips, saying what to install, where Java or Maven is missing."""

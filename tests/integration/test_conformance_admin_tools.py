@@ -13,7 +13,7 @@ import re
 import pytest
 
 from tests.integration.test_conformance_tools import (  # noqa: F401 (module-scoped fixtures, shared)
-    APACHE, apache_kafka, describe_topic, record as record_one, systems, table, tool,
+    APACHE, describe_topic, record as record_one, systems, table, tool,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from orchestration.apache_kafka import ApacheKafkaCluster
 from tests.integration.test_conformance_tools import APACHE, RAYKAFKA, print_table, record
 from tests.support.kafkajs import run_node
 
@@ -21,12 +20,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 JAVA_STORY = Path(__file__).resolve().parent.parent / "support" / "java" / "ClientStory.java"
 JAVA_TIMEOUT_S = 300.0
 KAFKAJS_TIMEOUT_S = 180.0
-
-
-@pytest.fixture(scope="module")
-def apache_kafka(kafka_libs, tmp_path_factory):
-    with ApacheKafkaCluster(kafka_libs, tmp_path_factory.mktemp("apache-kafka"), nodes=1) as started:
-        yield started
 
 
 @pytest.fixture(scope="module")

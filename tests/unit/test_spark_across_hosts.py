@@ -78,3 +78,21 @@ def test_a_librdkafka_consumer_records_its_polls_with_the_positions_before_them(
     [(_, process, type_, f, value)] = history.events  # an empty poll is not recorded
     assert (process, type_, f) == ("c", "ok", "poll")
     assert value == {"records": [["t", 1, 7, "p:7"], ["t", 1, 8, "p:8"]], "positions_before": {"t-1": 7}}
+
+
+def test_a_spark_tasks_history_takes_every_send_the_producer_records():
+    """The raykafka producer hands its history sink a send's key and tombstone flag; a Spark task's
+    in-memory history must take the same calls as the file history, or every send fails."""
+    import inspect
+
+    from orchestration.history import HistoryWriter
+    from orchestration.spark.jobs import TaskHistory
+    assert list(inspect.signature(TaskHistory.invoke).parameters) == list(inspect.signature(HistoryWriter.invoke).parameters)
+    history = TaskHistory()
+    history.invoke("p", "t", None, b"p:1|xx", key="k1")
+    history.invoke("p", "t", 0, b"p:2|xx", key="k1", tombstone=True)
+    history.invoke("p", "t", 0, b"p:3|xx")
+    assert [event[4] for event in history.events] == [
+        {"topic": "t", "partition": None, "value": "p:1", "key": "k1"},
+        {"topic": "t", "partition": 0, "value": "p:2", "key": "k1", "tombstone": True},
+        {"topic": "t", "partition": 0, "value": "p:3"}]
