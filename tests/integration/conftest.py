@@ -60,6 +60,27 @@ def apache_kafka(kafka_libs, tmp_path_factory):
         yield started
 
 
+@pytest.fixture(scope="module")
+def systems(apache_kafka, cluster):
+    """A conformance module's two systems' bootstrap servers, Apache Kafka first."""
+    from tests.support.conformance import APACHE, RAYKAFKA
+    return {APACHE: apache_kafka.bootstrap_servers, RAYKAFKA: cluster.bootstrap_servers}
+
+
+@pytest.fixture(scope="module")
+def table(request):
+    """check -> system -> what it showed (``tests.support.conformance.record`` fills it); printed
+    when the module ends, under the module's ``CONFORMANCE_TABLE`` title."""
+    from tests.support.conformance import print_table
+    rows: dict[str, dict[str, str]] = {}
+    yield rows
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None and rows:
+        with capture.global_and_fixture_disabled():
+            print_table(reporter, rows, getattr(request.module, "CONFORMANCE_TABLE", "Kafka's tools"))
+
+
 @pytest.fixture(scope="session")
 def kafka_libs():
     """Apache Kafka's jars (orchestration.apache_kafka), fetched once and then reused from the cache;

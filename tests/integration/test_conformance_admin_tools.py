@@ -12,9 +12,8 @@ import re
 
 import pytest
 
-from tests.integration.test_conformance_tools import (  # noqa: F401 (module-scoped fixtures, shared)
-    APACHE, describe_topic, record as record_one, systems, table, tool,
-)
+from tests.integration.test_conformance_tools import describe_topic, tool
+from tests.support.conformance import APACHE, record as record_one
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 

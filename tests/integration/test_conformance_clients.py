@@ -12,31 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_conformance_tools import APACHE, RAYKAFKA, print_table, record
+from tests.support.conformance import APACHE, RAYKAFKA, record
 from tests.support.kafkajs import run_node
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 
 JAVA_STORY = Path(__file__).resolve().parent.parent / "support" / "java" / "ClientStory.java"
+CONFORMANCE_TABLE = "Kafka's Java client and KafkaJS"  # the table's title (conftest.table)
 JAVA_TIMEOUT_S = 300.0
 KAFKAJS_TIMEOUT_S = 180.0
-
-
-@pytest.fixture(scope="module")
-def systems(apache_kafka, cluster):
-    """Each system's bootstrap servers, Apache Kafka first."""
-    return {APACHE: apache_kafka.bootstrap_servers, RAYKAFKA: cluster.bootstrap_servers}
-
-
-@pytest.fixture(scope="module")
-def table(request):
-    rows: dict[str, dict[str, str]] = {}
-    yield rows
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    if reporter is not None and capture is not None and rows:
-        with capture.global_and_fixture_disabled():
-            print_table(reporter, rows, "Kafka's Java client and KafkaJS")
 
 
 def run_java_story(libs: Path, bootstrap: str, topic: str, group: str) -> dict:

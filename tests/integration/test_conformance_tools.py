@@ -12,41 +12,12 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from orchestration.admin.wait import wait_until
-from orchestration.apache_kafka import kafka_version, run_tool
+from orchestration.apache_kafka import run_tool
+from tests.support.conformance import APACHE, RAYKAFKA, record
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 
-APACHE, RAYKAFKA = "Apache Kafka", "raykafka"
 TOOL_TIMEOUT_S = 90.0
-
-
-@pytest.fixture(scope="module")
-def systems(apache_kafka, cluster):
-    """Each system's bootstrap servers, Apache Kafka first."""
-    return {APACHE: apache_kafka.bootstrap_servers, RAYKAFKA: cluster.bootstrap_servers}
-
-
-@pytest.fixture(scope="module")
-def table(request):
-    """check -> system -> what it showed; printed as a table when the module ends."""
-    rows: dict[str, dict[str, str]] = {}
-    yield rows
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    if reporter is None or capture is None or not rows:
-        return
-    with capture.global_and_fixture_disabled():
-        print_table(reporter, rows)
-
-
-def print_table(reporter, rows, what="Kafka's tools"):
-    width = max(len(check) for check in rows)
-    reporter.write_line("")
-    reporter.write_line(f"{what} against Apache Kafka {kafka_version()} and raykafka:")
-    reporter.write_line(f"{'check':<{width}} | {APACHE:<12} | {RAYKAFKA}")
-    for check, by_system in rows.items():
-        reporter.write_line(f"{check:<{width}} | {by_system.get(APACHE, 'not run'):<12} | "
-                            f"{by_system.get(RAYKAFKA, 'not run')}")
 
 
 def tool(libs, name, *args, stdin=None):
@@ -54,13 +25,6 @@ def tool(libs, name, *args, stdin=None):
     done = run_tool(libs, name, *args, stdin=stdin, timeout_s=TOOL_TIMEOUT_S)
     assert done.returncode == 0, f"{name} {' '.join(args)} exited {done.returncode}: {done.stderr[-3000:]}"
     return done.stdout
-
-
-def record(table, check, observed: dict, expected):
-    """Puts each system's result in the table, then fails unless both showed what Kafka's tools show."""
-    table[check] = {system: "ok" if seen == expected else f"DIFFERS: {seen!r}"[:200]
-                    for system, seen in observed.items()}
-    assert observed == {system: expected for system in observed}, f"{check}: expected {expected!r}"
 
 
 def describe_topic(text: str) -> dict:

@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from orchestration.admin.wait import wait_until
 from orchestration.apache_kafka import ApacheKafkaCluster, start_tool
-from tests.integration.test_conformance_tools import APACHE, RAYKAFKA, print_table, record
+from tests.support.conformance import APACHE, RAYKAFKA, record
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 
@@ -23,6 +23,7 @@ PARTITIONS = 3
 MESSAGES, THROUGHPUT = 2400, 200  # twelve seconds of sends; the kill lands in the second or third
 KILL_AFTER_ACKS = 400
 WAIT_S = 180.0
+CONFORMANCE_TABLE = "Kafka's verifiable producer and consumer across a leader kill"  # conftest.table's title
 
 
 class ToolEvents:
@@ -61,17 +62,6 @@ class ToolEvents:
 def apache_kafka(kafka_libs, tmp_path_factory):
     with ApacheKafkaCluster(kafka_libs, tmp_path_factory.mktemp("apache-kafka"), nodes=3) as started:
         yield started
-
-
-@pytest.fixture(scope="module")
-def table(request):
-    rows: dict[str, dict[str, str]] = {}
-    yield rows
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    if reporter is not None and capture is not None and rows:
-        with capture.global_and_fixture_disabled():
-            print_table(reporter, rows, "Kafka's verifiable producer and consumer across a leader kill")
 
 
 def leader_of_partition_0(admin: AdminClient) -> int:
