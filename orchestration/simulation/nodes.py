@@ -11,12 +11,14 @@ fetchers, send threads, the client), each running its Ray actor's driver over a 
   and the controller's ``send-thread:<id>`` the node ``channel:<id>``. A broker's group
   coordinator is the node ``coordinator:<id>`` (with ``group_coordinators``; otherwise what the
   broker tells it is only noted in the trace), which calls ``broker:<id>`` by name; consumers in
-  groups are simulated clients (orchestration/simulation/consumer.py).
+  groups are simulated clients (orchestration/simulation/consumer.py). With ``log.cleaner.enable``
+  a broker's log cleaner is the node ``cleaner:<id>`` (orchestration/simulation/log_cleaner.py),
+  which calls its own broker's incarnation and goes down with it.
 - a controller hands a batch to its send thread at once (a thread of the same process), while
   every other message crosses the simulated network.
 - Ray's word that an actor died: a killed broker's send thread hears it when ``kill`` says so
-  (``notify_controller``); a killed fetcher is replaced by its broker a second later, as the Ray
-  broker's watch does; a group coordinator's call to a broker that is down fails with
+  (``notify_controller``); a killed fetcher or log cleaner is replaced by its broker a second
+  later, as the Ray broker's watch does; a group coordinator's call to a broker that is down fails with
   BROKER_NOT_AVAILABLE, as the Ray coordinator maps a dead or missing broker actor.
 
 A node that goes down (``_take_down``) loses its messages, the calls it made, and fails every

@@ -35,7 +35,9 @@ raises ``SimulationInvariantError`` naming the seed and the step, so the run rep
 Observing: ``leader`` / ``isr`` / ``leader_epoch`` (the controller's view), ``replica``,
 ``high_watermark``, ``log_end_offset``, ``log_of`` (each broker's own), ``check`` (what a history
 checker reports: acknowledged values lost, offsets where replicas differ), and the histories
-``acknowledged``, ``truncations``, ``isr_joins``, ``elections``, ``log_events`` and ``trace``; for
+``acknowledged``, ``truncations``, ``isr_joins``, ``elections``, ``cleaner_rounds`` (the log
+cleaners' rounds and how each ended), ``log_events`` and ``trace``; ``cleaner`` (a broker's log
+cleaner); for
 groups ``coordinator``, ``coordinators_of`` (the brokers whose coordinator coordinates a group
 now) and ``consumer`` (a ``GroupMember``: its state, generation, assignment and commits).
 
