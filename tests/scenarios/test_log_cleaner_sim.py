@@ -89,14 +89,24 @@ def test_every_brokers_cleaner_compacts_its_replica_and_keeps_each_keys_latest_v
     assert sim.replica(leader, TOPIC).log_start_offset < first_offset, "cleaning left a gap where values were"
 
 
-def test_a_cleaner_killed_mid_round_is_replaced_and_the_next_cleaner_compacts_the_log():
+@pytest.mark.parametrize("phase", ["cleaning", "swapping"])
+def test_a_cleaner_killed_mid_round_is_replaced_and_the_next_cleaner_compacts_the_log(phase):
+    """Killed while it reads, or once its .cleaned files are written and the hand-over is on its way."""
     sim = _cluster()
     _write(sim, 10, "a")
     leader = sim.leader(TOPIC)
-    sim.run_until(lambda: (c := sim.cleaner(leader)) is not None and c.phase == "cleaning", limit_ms=30_000,
-                  what="the leader's cleaner in a round")
+    if phase == "swapping":
+        sim.hold("swap", source=f"cleaner:{leader}", message="LogCleaned")
+    sim.run_until(lambda: (c := sim.cleaner(leader)) is not None and c.phase == phase, limit_ms=30_000,
+                  what=f"the leader's cleaner {phase}")
+    if phase == "swapping":
+        sim.run_until(lambda: sim.held("swap"), limit_ms=1_000, what="the hand-over held")
+        directory = sim.replica(leader, TOPIC).log.directory
+        assert [n for n in sim.storages[leader].list_dir(directory) if n.endswith(".cleaned")]
     before = len(_swapped(sim, leader))
     sim.kill_cleaner(leader)
+    if phase == "swapping":
+        assert sim.drop("swap") == 0, "the hand-over went down with its cleaner"
     assert sim.cleaner(leader) is None
     _write(sim, 4, "b")
     sim.run_until(lambda: sim.cleaner(leader) is not None, limit_ms=5_000, what="the broker to start another cleaner")
@@ -155,9 +165,8 @@ def test_the_checker_catches_a_cleaner_that_drops_a_keys_latest_value(monkeypatc
     monkeypatch.setattr(cleaner_core, "_keep", drops_latest_values)
     results = _random_seeds(range(1, 5))
     assert all(r.cleaner["swapped"] >= 1 for r in results), [r.cleaner for r in results]
-    caught = [r for r in results if r.verdict == "LOST"]
-    assert caught, [(r.verdict, r.detail) for r in results]
-    assert all(r.anomalies.get("latest-value-lost") for r in caught), [r.anomalies for r in caught]
+    assert all(r.verdict == "LOST" and r.anomalies.get("latest-value-lost") for r in results), \
+        [(r.verdict, r.anomalies, r.detail) for r in results]
 
 
 def test_raykafka_sim_runs_the_compacted_workload(capsys):
