@@ -34,7 +34,8 @@ segments and swapping them in is segment_swap.py's (the ``.cleaned`` / ``.swap``
 A round crosses processes: the broker plans it (``plan_cleaning``: a ``CleaningPlan`` of plain data,
 its non-active segments as ``SegmentSnapshot``s), the cleaner actor reads those segments through
 its own storage, cleans them (``clean_log``) and writes the ``.cleaned`` files
-(``write_cleaned_segments``), and the broker swaps them in (cleaner_manager.py, ``Log.swap_cleaned``).
+(``write_cleaned_segments``; the two together are ``carry_out_round``, which the simulator's cleaner
+runs too), and the broker swaps them in (cleaner_manager.py, ``Log.swap_cleaned``).
 """
 from __future__ import annotations
 
