@@ -18,7 +18,7 @@ from loguru import logger
 import ray
 
 from actors.core.config import KafkaConfig
-from actors.core.log.cleaner import CleaningPlan, clean_log, offset_map_entries, write_cleaned_segments
+from actors.core.log.cleaner import CleaningPlan, carry_out_round, offset_map_entries
 from actors.file_storage import FileStorage
 
 
@@ -71,9 +71,8 @@ class LogCleanerActor:
         # segment file the broker has swapped out since.
         storage = FileStorage(self._log_dir)
         try:
-            cleaned = clean_log(plan, storage, offset_map_entries=self._offset_map_entries,
-                                on_segment_read=self._throttle)
-            return write_cleaned_segments(plan, cleaned, storage)
+            return carry_out_round(plan, storage, offset_map_entries=self._offset_map_entries,
+                                   on_segment_read=self._throttle)
         finally:
             storage.close()
 

@@ -7,7 +7,9 @@ wall-clock time have passed (without ``--seeds`` it runs seeds 1, 2, 3 ... until
 a row per seed (seed, steps, simulated time, faults, acknowledged, lost, verdict), and for every
 failing seed the one command that replays it. While it runs, a rich progress bar shows the seeds
 done and the failures so far when the output is a terminal; otherwise each seed's row is printed
-as it ends. ``--json`` prints one JSON object per seed and a summary instead. ``--scale`` runs the
+as it ends. ``--json`` prints one JSON object per seed and a summary instead. ``--compacted`` runs
+the keyed workload on a compacted topic with the log cleaners on (random_faults.py); its JSON rows
+also carry the cleaners' figures. ``--scale`` runs the
 scale measurement of scale.py instead of fault schedules. The exit status is 1 when any seed
 failed.
 """
@@ -65,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the followers' truncation rule (raykafka.truncation.policy); high-watermark is "
                              "the rule KIP-101 replaced, which loses acknowledged records")
     parser.add_argument("--steps", type=int, default=40, help="random actions per seed (default: 40)")
+    parser.add_argument("--compacted", action="store_true",
+                        help="a keyed workload (some tombstones) on a compacted topic with a log cleaner per broker "
+                             "(and the kill-cleaner fault), judged by the latest value per key")
     parser.add_argument("--json", action="store_true", help="one JSON object per seed, then a summary")
     parser.add_argument("--scale", action="store_true",
                         help="measure instead: leadership after a broker loss and a controller failover at "
@@ -104,7 +109,7 @@ def run_seeds(args: argparse.Namespace, out=print) -> list[SeedResult]:
     live = console.is_terminal and not args.json
     deadline = None if args.minutes is None else time.monotonic() + 60 * args.minutes
     base = dict(brokers=args.brokers, partitions=args.partitions, faults=args.faults, policy=args.policy,
-                schedule_steps=args.steps)
+                schedule_steps=args.steps, compacted=args.compacted)
     seeds = list(_seeds(args)) if args.minutes is None else None
     results: list[SeedResult] = []
     progress = Progress(TextColumn("seeds"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[failed]}"),

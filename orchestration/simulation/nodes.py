@@ -11,12 +11,14 @@ fetchers, send threads, the client), each running its Ray actor's driver over a 
   and the controller's ``send-thread:<id>`` the node ``channel:<id>``. A broker's group
   coordinator is the node ``coordinator:<id>`` (with ``group_coordinators``; otherwise what the
   broker tells it is only noted in the trace), which calls ``broker:<id>`` by name; consumers in
-  groups are simulated clients (orchestration/simulation/consumer.py).
+  groups are simulated clients (orchestration/simulation/consumer.py). With ``log.cleaner.enable``
+  a broker's log cleaner is the node ``cleaner:<id>`` (orchestration/simulation/log_cleaner.py),
+  which calls its own broker's incarnation and goes down with it.
 - a controller hands a batch to its send thread at once (a thread of the same process), while
   every other message crosses the simulated network.
 - Ray's word that an actor died: a killed broker's send thread hears it when ``kill`` says so
-  (``notify_controller``); a killed fetcher is replaced by its broker a second later, as the Ray
-  broker's watch does; a group coordinator's call to a broker that is down fails with
+  (``notify_controller``); a killed fetcher or log cleaner is replaced by its broker a second
+  later, as the Ray broker's watch does; a group coordinator's call to a broker that is down fails with
   BROKER_NOT_AVAILABLE, as the Ray coordinator maps a dead or missing broker actor.
 
 A node that goes down (``_take_down``) loses its messages, the calls it made, and fails every
@@ -48,6 +50,7 @@ from actors.drivers.send_thread import RequestSendThreadDriver
 from actors.codecs.compression import KafkaCompressionCodecs
 from actors.codecs.record_batches import KafkaRecordCodec
 from orchestration.simulation.consumer import GroupMember
+from orchestration.simulation.log_cleaner import GrabFilthiestLog, LogCleaned, SimLogCleaner, serve_cleaner
 from orchestration.simulation.network import EVENT, REQUEST, RESPONSE, Message, MessageFilter
 from orchestration.simulation.seams import SimClock, SimLog, SimStorageWorker, SimMessenger
 from orchestration.simulation.watched_maps import WatchedLeaderships, WatchedPartitions
@@ -58,6 +61,7 @@ CONTROLLER, CLIENT = "controller", "client"
 CLUSTER_ID = "sim"
 FETCHER_REPLACEMENT_DELAY_MS = 1_000  # the Ray broker checks its fetchers once a second
 COORDINATOR_REQUESTS = (InternalProduceRequest, OffsetsLogReadRequest, BrokerStateRequest)
+CLEANER_REQUESTS = (GrabFilthiestLog, LogCleaned)
 
 
 @dataclass(eq=False)
@@ -81,12 +85,19 @@ class _BrokerNode(_Node):
     replace_fetchers: dict = field(default_factory=dict)  # (leader id, fetcher id) -> due ms
     storage_works: list = field(default_factory=list)  # (work, on_done) its SimStorageWorker holds
     storage_worker: Any = None
+    cleaner: Any = None  # its _CleanerNode, with log.cleaner.enable
+    replace_cleaner_at_ms: int | None = None  # a killed cleaner's replacement is due then
 
 
 @dataclass(eq=False)
 class _FetcherNode(_Node):
     broker_id: int = -1
     key: tuple[int, int] = (-1, -1)
+
+
+@dataclass(eq=False)
+class _CleanerNode(_Node):
+    broker_id: int = -1
 
 
 @dataclass(eq=False)
@@ -229,7 +240,9 @@ class Nodes:
             self._on_event(node, payload)
             return
         respond = self._responder(node, message.call_id)
-        if isinstance(node, _BrokerNode) and isinstance(payload, COORDINATOR_REQUESTS):
+        if isinstance(node, _BrokerNode) and isinstance(payload, CLEANER_REQUESTS):
+            self._step_broker(node, type(payload).__name__, lambda: serve_cleaner(self, node, payload, respond))
+        elif isinstance(node, _BrokerNode) and isinstance(payload, COORDINATOR_REQUESTS):
             self._step_broker(node, type(payload).__name__, lambda: node.driver.serve_coordinator(payload, respond))
         elif isinstance(node, _BrokerNode):
             self._step_broker(node, type(payload).__name__, lambda: node.driver.handle(payload, respond))
@@ -283,6 +296,8 @@ class Nodes:
             halt=lambda reason: None)  # the step's end takes the node down (_step_broker)
         self.nodes[name] = node
         self._step_broker(node, "start", node.driver.start)
+        if self.kafka_config.get_bool("log.cleaner.enable") and self.nodes.get(name) is node:
+            self._start_cleaner(node)
 
     def _step_broker(self, node: _BrokerNode, cause: str, step: Callable[[], Any]) -> None:
         """Step the broker's driver; then note any log end offset that moved down and check the
@@ -338,6 +353,32 @@ class Nodes:
         fetcher = broker.fetchers.pop((int(leader_id), int(fetcher_id)), None)
         if fetcher is not None:
             self._take_down(fetcher)
+
+    # --------------------------------------------------------------------------- log cleaners
+    def _start_cleaner(self, broker: _BrokerNode) -> None:
+        name = f"cleaner:{broker.broker_id}"
+        cleaner = _CleanerNode(name=name, incarnation=self._next_incarnation(name), periodic=False,
+                               broker_id=broker.broker_id)
+        cleaner.driver = SimLogCleaner(self, cleaner, broker, self.kafka_config)
+        broker.cleaner = cleaner
+        self.nodes[name] = cleaner
+        cleaner.driver.start()
+
+    def kill_cleaner(self, broker_id: int) -> None:
+        """Kill the broker's log cleaner, in whatever phase of a round; its broker starts another
+        a second later, as the Ray broker's watch does."""
+        broker = self.nodes[f"broker:{broker_id}"]
+        assert broker.cleaner is not None, f"broker {broker_id} runs no log cleaner"
+        self.record(f"kill cleaner {broker_id} ({broker.cleaner.driver.phase})")
+        self._take_down(broker.cleaner)
+        broker.cleaner = None
+        broker.replace_cleaner_at_ms = self.now_ms + FETCHER_REPLACEMENT_DELAY_MS
+        broker.timers.add(broker.replace_cleaner_at_ms)
+
+    def cleaner(self, broker_id: int) -> SimLogCleaner | None:
+        """The broker's log cleaner driver (None while it or its broker is down)."""
+        broker = self.nodes.get(f"broker:{broker_id}")
+        return None if broker is None or broker.cleaner is None else broker.cleaner.driver
 
     # --------------------------------------------------------------------------- controller
     def _start_controller(self) -> None:
@@ -402,6 +443,8 @@ class Nodes:
     def _take_down(self, node: _Node) -> None:
         """The node is gone: its messages are lost and every call to it fails at the caller."""
         doomed = [node] + (list(node.fetchers.values()) if isinstance(node, _BrokerNode) else [])
+        if isinstance(node, _BrokerNode) and node.cleaner is not None:  # a Ray actor's child dies with it
+            doomed.append(node.cleaner)
         names = {(n.name, n.incarnation) for n in doomed}
         for gone in doomed:
             if self.nodes.get(gone.name) is gone:
@@ -492,6 +535,9 @@ class Nodes:
             if due_ms <= self.now_ms:
                 del node.replace_fetchers[key]
                 node.driver.on_fetcher_died(key)
+        if node.replace_cleaner_at_ms is not None and node.replace_cleaner_at_ms <= self.now_ms:
+            node.replace_cleaner_at_ms = None
+            self._start_cleaner(node)
         node.driver.on_wakeup()
 
 

@@ -19,7 +19,19 @@ options allow:
   partitions keep two other live members of the ISR that no fault is holding;
 - ``storage-fault``: a broker's disk fills up (what fits of the next append lands), or fails its
   writes or fsyncs: its log directory goes offline, and it halts and restarts with a healthy disk
-  (actors/core/replica/log_dir_failure_handler.py). Like a crash, safe for any broker.
+  (actors/core/replica/log_dir_failure_handler.py). Like a crash, safe for any broker;
+- ``kill-cleaner`` (compacted runs only): kill a broker's log cleaner, one in the middle of a
+  round if there is one; its broker starts another a second later.
+
+``compacted`` (``raykafka sim --compacted``) makes ``t`` a compacted topic (small segments, a low
+``min.cleanable.dirty.ratio``, tombstones kept for 5 s) written with keys from a small key space,
+some sends tombstones, and runs a throttled log cleaner per broker (log_cleaner.py). Before the
+faults, ``PRELOAD_SENDS`` keyed sends are acknowledged, so that the cleaners have segments to
+clean while brokers crash and followers truncate. The checker then judges ``t`` by the latest
+value per key (its ``latest-value-lost`` rule, counted as lost): a superseded value or a
+tombstone may be gone, a key's latest acknowledged value may not. ``SeedResult.cleaner`` counts
+the cleaners' rounds by outcome and the bytes the swapped rounds rewrote and kept. Without
+``compacted`` no cleaner runs and no seed draws anything it did not draw before.
 
 Then everything heals, every broker runs, and the run goes on until every send is answered, every
 partition has its full ISR and nothing changes any more. The invariants (invariants.py) are
@@ -34,6 +46,7 @@ the seed, so the same options give the same steps, faults and verdict.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import random
 from dataclasses import dataclass, field
@@ -45,7 +58,7 @@ from orchestration.simulation.network import MessageFilter
 from orchestration.simulation.simulation import Simulation, SimulationStalled
 
 FAULT_KINDS = ("crash", "restart", "pause", "partition", "drop", "delay", "lose-disk", "unflushed-tail",
-               "storage-fault")
+               "storage-fault", "kill-cleaner")
 POLICIES = ("leader-epoch", "high-watermark")
 TOPIC, GROUP, OFFSETS_TOPIC = "t", "g", "__consumer_offsets"
 # Message kinds a drop or delay may take, as filters over (leader-ish broker b, other broker o).
@@ -64,7 +77,18 @@ ACTIONS = (("produce", 10, None), ("run", 5, None), ("commit", 1, None), ("heal"
            ("crash", 1, "crash"), ("restart", 1.5, "restart"), ("pause", 0.7, "pause"),
            ("partition", 0.7, "partition"), ("drop", 1, "drop"), ("delay", 1.5, "delay"),
            ("lose-disk", 0.4, "lose-disk"), ("unflushed-tail", 0.6, "unflushed-tail"),
-           ("storage-fault", 0.6, "storage-fault"))
+           ("storage-fault", 0.6, "storage-fault"), ("kill-cleaner", 1, "kill-cleaner"))
+# Actions that only a compacted run has: the log cleaners run only there.
+COMPACTED_ACTIONS = frozenset({"kill-cleaner"})
+# The compacted workload (``--compacted``): keys from a small key space, some of them tombstones,
+# on a compacted topic with small segments, cleaned by a throttled cleaner per broker.
+KEYS = tuple(f"k{i}" for i in range(6))
+TOMBSTONE_CHANCE = 0.15
+PRELOAD_SENDS, PRELOAD_RECORDS = 12, 5  # acknowledged before the faults: every key written many times
+COMPACTED_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "400", "min.cleanable.dirty.ratio": "0.1",
+                          "delete.retention.ms": "5000"}
+CLEANER_CONFIG = {"log.cleaner.enable": "true", "log.cleaner.backoff.ms": "300",
+                  "log.cleaner.io.max.bytes.per.second": "20000"}
 HEAL_LIMIT_MS = 180_000
 # Errors after which a send may have been appended (orchestration/clients/producer.py's rule): a
 # lost call or timeout, or the produce purgatory's answers after the leader appended (a storage
@@ -83,6 +107,7 @@ class RunOptions:
     faults: tuple[str, ...] = FAULT_KINDS
     policy: str = "leader-epoch"
     schedule_steps: int = 40
+    compacted: bool = False  # the keyed workload on a compacted topic, with the log cleaners on
 
     def __post_init__(self) -> None:
         unknown = set(self.faults) - set(FAULT_KINDS)
@@ -93,7 +118,8 @@ class RunOptions:
     def replay_command(self) -> str:
         faults = ",".join(self.faults) if self.faults else "none"
         return (f"raykafka sim --seed {self.seed} --brokers {self.brokers} --partitions {self.partitions} "
-                f"--faults {faults} --policy {self.policy} --steps {self.schedule_steps}")
+                f"--faults {faults} --policy {self.policy} --steps {self.schedule_steps}"
+                + (" --compacted" if self.compacted else ""))
 
 
 @dataclass
@@ -110,6 +136,10 @@ class SeedResult:
     acknowledged: int = 0
     lost: int = 0
     commits_acknowledged: int = 0  # offset commits the group coordinator acknowledged
+    # A compacted run's cleaner rounds by outcome, the bytes the swapped ones rewrote and kept,
+    # and the records the final read found on the topic (cleaner_figures).
+    cleaner: dict = field(default_factory=dict)
+    anomalies: dict = field(default_factory=dict)  # the checker's counts by kind, those found
     detail: str = ""
     schedule: list[str] = field(default_factory=list)
 
@@ -121,7 +151,8 @@ class SeedResult:
         return {"seed": self.options.seed, "verdict": self.verdict, "steps": self.steps,
                 "simulated_ms": self.simulated_ms, "faults": self.faults, "acknowledged": self.acknowledged,
                 "lost": self.lost, "detail": self.detail,
-                "replay": None if self.passed else self.options.replay_command()}
+                "replay": None if self.passed else self.options.replay_command(),
+                **({"cleaner": self.cleaner} if self.options.compacted else {})}
 
 
 class _Schedule:
@@ -140,12 +171,13 @@ class _Schedule:
         self.commits_acknowledged = 0
         self.later_commits: list[dict] = []  # commits tried after the last acknowledged one
         self.members = [sim.add_consumer(name, GROUP, [TOPIC]) for name in ("a", "b")]
-        self.actions = [(a, w) for a, w, kind in ACTIONS if kind is None or kind in options.faults]
+        self.actions = [(a, w) for a, w, kind in ACTIONS if (kind is None or kind in options.faults)
+                        and (options.compacted or a not in COMPACTED_ACTIONS)]
         self._steps = {"produce": self._produce, "run": self._run, "commit": self._commit, "heal": self._heal,
                        "crash": self._crash, "restart": self._restart, "pause": self._pause,
                        "partition": self._partition, "drop": self._drop, "delay": self._delay,
                        "lose-disk": self._lose_disk, "unflushed-tail": self._unflushed_tail,
-                       "storage-fault": self._storage_fault}
+                       "storage-fault": self._storage_fault, "kill-cleaner": self._kill_cleaner}
 
     def step(self, index: int) -> None:
         live = [b for b in self.brokers if self.sim.is_up(b)]
@@ -161,6 +193,12 @@ class _Schedule:
     def _produce(self, index: int, live: list[int]) -> None:
         partition = self.chooser.randrange(self.options.partitions)
         batch = [f"v{next(self.values)}" for _ in range(self.chooser.randint(1, 3))]
+        if self.options.compacted:
+            keys = [self.chooser.choice(KEYS) for _ in batch]
+            tombstones = [v for v in batch if self.chooser.random() < TOMBSTONE_CHANCE]
+            self.sim.produce(TOPIC, partition, batch, acks="all", wait=False, keys=keys, tombstones=tombstones)
+            self._note(f"produce {TOPIC}-{partition} {list(zip(keys, batch))} tombstones {tombstones}", fault=False)
+            return
         self.sim.produce(TOPIC, partition, batch, acks="all", wait=False)
         self._note(f"produce {TOPIC}-{partition} {batch}", fault=False)
 
@@ -221,6 +259,27 @@ class _Schedule:
             self.sim.fail_storage(broker, fault, room_bytes=self.chooser.choice((0, 40, 4000)))
             self._note(f"storage fault {fault} on {broker}")
 
+    def _kill_cleaner(self, index: int, live: list[int]) -> None:
+        cleaners = {b: c for b in live if (c := self.sim.cleaner(b)) is not None}
+        mid_round = [b for b, c in cleaners.items() if c.phase in ("cleaning", "swapping")]
+        if cleaners:  # one in the middle of a round if there is one
+            broker = self.chooser.choice(mid_round or sorted(cleaners))
+            phase = cleaners[broker].phase
+            self.sim.kill_cleaner(broker)
+            self._note(f"kill-cleaner {broker} ({phase})")
+
+    def preload(self) -> None:
+        """A compacted run's first writes, acknowledged before any fault: segments for the
+        cleaners to clean while the faults happen."""
+        for _ in range(PRELOAD_SENDS):
+            partition = self.chooser.randrange(self.options.partitions)
+            batch = [f"v{next(self.values)}" for _ in range(PRELOAD_RECORDS)]
+            keys = [self.chooser.choice(KEYS) for _ in batch]
+            tombstones = [v for v in batch if self.chooser.random() < TOMBSTONE_CHANCE]
+            sent = self.sim.produce(TOPIC, partition, batch, acks="all", keys=keys, tombstones=tombstones)
+            assert sent.status == "acked", f"a preload send was not acknowledged: {sent}"
+        self._note(f"preload {PRELOAD_SENDS} sends of {PRELOAD_RECORDS} keyed records", fault=False)
+
     def _others_in_isr(self, broker: int) -> bool:
         """Every partition the broker hosts (the offsets topic's too) keeps two other ISR members that
         are up, reachable and hold the leader's high watermark. A replica that lost its disk stays
@@ -253,7 +312,7 @@ class _Schedule:
 
     def _partition(self, index: int, live: list[int]) -> None:
         broker = self.chooser.choice(self.brokers)
-        ends = (f"broker:{broker}", f"fetcher:{broker}:", f"coordinator:{broker}")
+        ends = (f"broker:{broker}", f"fetcher:{broker}:", f"coordinator:{broker}", f"cleaner:{broker}")
 
         def on_its_side(name: str) -> bool:
             return name in ends or name.startswith(ends[1])
@@ -306,7 +365,8 @@ def build_simulation(options: RunOptions, chooser: random.Random) -> Simulation:
                       latency_ms=(1, chooser.choice((2, 5, 20))), config={
                           "raykafka.truncation.policy": options.policy, "min.insync.replicas": "2",
                           "replica.lag.time.max.ms": "2000", "unclean.leader.election.enable": "false",
-                          "offsets.topic.replication.factor": str(replication_factor)})
+                          "offsets.topic.replication.factor": str(replication_factor),
+                          **(CLEANER_CONFIG if options.compacted else {})})
 
 
 def run_seed(options: RunOptions) -> SeedResult:
@@ -317,11 +377,15 @@ def run_seed(options: RunOptions) -> SeedResult:
     sim = build_simulation(options, chooser)
     schedule = None
     try:
-        sim.create_topic(TOPIC, partitions=options.partitions, replication_factor=min(3, options.brokers))
+        sim.create_topic(TOPIC, partitions=options.partitions, replication_factor=min(3, options.brokers),
+                         config=COMPACTED_TOPIC_CONFIG if options.compacted else None)
         for partition in range(options.partitions):
-            baseline = sim.produce(TOPIC, partition, [f"base{partition}"], acks="all")
+            keyed = {"keys": [f"base{partition}"]} if options.compacted else {}
+            baseline = sim.produce(TOPIC, partition, [f"base{partition}"], acks="all", **keyed)
             assert baseline.status == "acked", f"the baseline send was not acknowledged: {baseline}"
         schedule = _Schedule(sim, options, chooser)
+        if options.compacted:
+            schedule.preload()
         # The group settles before the faults begin: the offsets topic is created on the first
         # FindCoordinator with its replication factor capped by the brokers alive then.
         sim.run_until(lambda: _group_stable(sim, schedule), limit_ms=60_000, what="the group stable before faults")
@@ -339,7 +403,27 @@ def run_seed(options: RunOptions) -> SeedResult:
     if schedule is not None:
         result.faults, result.schedule = schedule.faults, schedule.done
         result.commits_acknowledged = schedule.commits_acknowledged
+    if options.compacted:
+        result.cleaner = cleaner_figures(sim)
     return result
+
+
+def cleaner_figures(sim: Simulation) -> dict:
+    """A compacted run's cleaning: rounds by outcome, the bytes the swapped rounds rewrote
+    (``planned_bytes``) and kept (``cleaned_bytes``), the records each partition's leader holds
+    below its high watermark (``records_read``), the records acknowledged (``acknowledged``) and
+    the times a replica of the topic truncated its log (``truncations``)."""
+    outcomes = collections.Counter(r.outcome for r in sim.cleaner_rounds)
+    swapped = [r for r in sim.cleaner_rounds if r.outcome == "swapped"]
+    records = 0
+    for described in sim.controller.describe_topic(TOPIC) or ():
+        leader, partition = described["leader"], described["partition"]
+        high_watermark = sim.high_watermark(leader, TOPIC, partition) or 0
+        records += sum(1 for offset, _ in sim.log_of(leader, TOPIC, partition) or () if offset < high_watermark)
+    return {**{name: outcomes[name] for name in ("swapped", "aborted", "stale", "failed", "lost")},
+            "planned_bytes": sum(r.planned_bytes for r in swapped), "cleaned_bytes": sum(r.cleaned_bytes for r in swapped),
+            "records_read": records, "acknowledged": sum(1 for t, *_ in sim.acknowledged if t == TOPIC),
+            "truncations": sum(1 for t in sim.truncations if t.topic_partition[0] == TOPIC)}
 
 
 def _run_until_healed(sim: Simulation, options: RunOptions) -> None:
@@ -380,9 +464,13 @@ def history_of(sim: Simulation) -> list[dict]:
     poll per partition of everything below its leader's high watermark."""
     events: list[dict] = []
     for index, sent in enumerate(sim.produce_results):
-        for value, offset in zip(sent.values, sent.offsets):
-            events.append({"time": index, "process": "producer", "type": "invoke", "f": "send",
-                           "value": {"topic": sent.topic, "partition": sent.partition, "value": value}})
+        for position, (value, offset) in enumerate(zip(sent.values, sent.offsets)):
+            invoked = {"topic": sent.topic, "partition": sent.partition, "value": value}
+            if sent.keys:
+                invoked["key"] = sent.keys[position]
+            if value in sent.tombstones:
+                invoked["tombstone"] = True
+            events.append({"time": index, "process": "producer", "type": "invoke", "f": "send", "value": invoked})
             if sent.status == "acked":
                 events.append({"time": index + 0.5, "process": "producer", "type": "ok", "f": "send", "value": {
                     "topic": sent.topic, "partition": sent.partition, "offset": offset, "value": value}})
@@ -404,9 +492,10 @@ def history_of(sim: Simulation) -> list[dict]:
 
 
 def _judge(sim: Simulation, schedule: _Schedule, result: SeedResult) -> None:
-    report = check(history_of(sim), unseen_is_anomaly=True)
-    lost = report.of_kind("lost-write") + report.of_kind("unseen")
+    report = check(history_of(sim), unseen_is_anomaly=True, compacted_topics=(TOPIC,) if schedule.options.compacted else ())
+    lost = report.of_kind("lost-write") + report.of_kind("latest-value-lost") + report.of_kind("unseen")
     result.lost = len(lost)
+    result.anomalies = {kind: count for kind, count in report.counts.items() if count}
     divergent = {p: c["divergent_offsets"] for p in range(sim.partition_count(TOPIC))
                  if (c := sim.check(TOPIC, p))["divergent_offsets"]}
     if lost:

@@ -4,7 +4,8 @@ Theory of operation. ``Simulation`` runs the drivers the Ray actors run (actors/
 ``ControllerDriver``, a ``BrokerDriver`` per broker (each core over its own ``InMemoryStorage``,
 which outlives it so a restart recovers from it), the ``FetcherDriver`` per (follower, leader,
 fetcher id) and the ``RequestSendThreadDriver`` per registered broker that those drivers start,
-with ``group_coordinators`` a ``GroupCoordinatorDriver`` per broker, consumers in groups
+with ``group_coordinators`` a ``GroupCoordinatorDriver`` per broker, with ``log.cleaner.enable`` a
+log cleaner per broker (orchestration/simulation/log_cleaner.py), consumers in groups
 (orchestration/simulation/consumer.py) and a client. Only the seams differ from Ray's: every call
 between nodes is a ``Message`` on the ``Network`` (orchestration/simulation/network.py), time a fake
 clock (orchestration/simulation/seams.py, orchestration/simulation/nodes.py).
@@ -20,7 +21,8 @@ Faults: ``kill`` (a process kill; with ``clean=True`` a clean shutdown that flus
 checkpoints first), ``restart`` (a new process over the same disk; ``lose_unflushed`` first cuts
 every file back to what was fsynced, ``lose_disk`` gives it an empty disk), ``kill_fetcher`` (its
 broker replaces it after a second, as the shell's watcher does), ``restart_coordinator`` (Ray
-starts a killed group coordinator again, empty), ``pause``/``resume`` (a broker's process
+starts a killed group coordinator again, empty), ``kill_cleaner`` (its broker replaces it after a
+second), ``pause``/``resume`` (a broker's process
 stops and continues), ``restart_controller`` (a controller failover), ``stop_consumer`` (a consumer's process dies
 without leaving its group), and message rules (``hold``, ``release``, ``drop``). A node that goes
 down loses its in-flight messages, and every call made to it, in flight, already delivered and
@@ -33,7 +35,9 @@ raises ``SimulationInvariantError`` naming the seed and the step, so the run rep
 Observing: ``leader`` / ``isr`` / ``leader_epoch`` (the controller's view), ``replica``,
 ``high_watermark``, ``log_end_offset``, ``log_of`` (each broker's own), ``check`` (what a history
 checker reports: acknowledged values lost, offsets where replicas differ), and the histories
-``acknowledged``, ``truncations``, ``isr_joins``, ``elections``, ``log_events`` and ``trace``; for
+``acknowledged``, ``truncations``, ``isr_joins``, ``elections``, ``cleaner_rounds`` (the log
+cleaners' rounds and how each ended), ``log_events`` and ``trace``; ``cleaner`` (a broker's log
+cleaner); for
 groups ``coordinator``, ``coordinators_of`` (the brokers whose coordinator coordinates a group
 now) and ``consumer`` (a ``GroupMember``: its state, generation, assignment and commits).
 
@@ -81,14 +85,28 @@ SIM_DEFAULTS = {
     "raykafka.registration.retry.backoff.ms": "100", "auto.leader.rebalance.enable": "false",
     "group.min.session.timeout.ms": "500", "group.initial.rebalance.delay.ms": "100",
     "offsets.topic.num.partitions": "3",
+    # A log cleaner per broker (orchestration/simulation/log_cleaner.py) only where a run asks for it.
+    "log.cleaner.enable": "false",
 }
+# The header that names a tombstone's send (its value is null), so that a reader can tell which.
+SEND_ID_HEADER = "sim-send"
 
-def make_batch(values: list[bytes], timestamp_ms: int = 1_700_000_000_000) -> bytes:
-    """One v2 record batch of ``values`` (no keys), as a producer would send it."""
+def make_batch(values: list[bytes | None], timestamp_ms: int = 1_700_000_000_000, *,
+               keys: list[bytes | None] | None = None, headers: list[list] | None = None) -> bytes:
+    """One v2 record batch of ``values`` (with ``keys`` and ``headers``, one per value, if given),
+    as a producer would send it."""
     builder = BatchBuilder(batch_size=1 << 30)
-    for value in values:
-        assert builder.try_append(None, value, timestamp_ms, None)
+    for index, value in enumerate(values):
+        assert builder.try_append(None if keys is None else keys[index], value, timestamp_ms,
+                                  None if headers is None else headers[index])
     return builder.build()
+
+
+def record_text(record) -> str:
+    """A record's value as the simulation's histories name it: a tombstone by its send's header."""
+    if record.value is not None:
+        return record.value.decode()
+    return next((v.decode() for k, v in record.headers if k == SEND_ID_HEADER), "")
 
 
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0, -1: -1, 1: 1, 0: 0}
@@ -109,6 +127,8 @@ class ProduceResult:
     status: str = "pending"
     base_offset: int = -1
     error: str | None = None
+    keys: tuple[str, ...] = ()  # one per value, on a keyed send
+    tombstones: frozenset[str] = frozenset()  # the values sent as tombstones (a null value)
 
     @property
     def offsets(self) -> list[int | None]:
@@ -142,6 +162,7 @@ class Simulation(Invariants, Nodes):
         self.truncations: list[Truncation] = []
         self.isr_joins: list[IsrJoin] = []
         self.elections: list[Election] = []
+        self.cleaner_rounds: list = []  # CleanerRound, as the simulated log cleaners end them
         self._epoch_leaders: dict[tuple[TopicPartition, int], int] = {}
         self._leader_high_watermarks: dict[tuple, int] = {}
         self._controller_view: dict[TopicPartition, tuple[int, int, tuple[int, ...]]] = {}
@@ -218,7 +239,7 @@ class Simulation(Invariants, Nodes):
             buffer = log.read(offset, 1 << 20).records
             if not len(buffer):
                 break
-            records += [(r.offset, r.value.decode()) for r in read_records(topic, partition, buffer, offset)]
+            records += [(r.offset, record_text(r)) for r in read_records(topic, partition, buffer, offset)]
             offset = next_offset_after(buffer, offset)
         return records
 
@@ -292,25 +313,38 @@ class Simulation(Invariants, Nodes):
 
     def produce(self, topic: str, partition: int, values: Iterable[str], acks: int | str = -1, *,
                 wait: bool = True, timeout_ms: int = 30_000, to_broker: int | None = None,
-                limit_ms: int | None = None) -> ProduceResult:
+                limit_ms: int | None = None, keys: Iterable[str] | None = None,
+                tombstones: Iterable[str] = ()) -> ProduceResult:
         """Send ``values`` as one batch to the partition's leader (the controller's view, or
-        ``to_broker``). With ``wait``, runs until answered or ``limit_ms`` (then it stays pending)."""
+        ``to_broker``). With ``wait``, runs until answered or ``limit_ms`` (then it stays pending).
+        ``keys`` (one per value) makes it a keyed send, whose records carry the simulated time in
+        their timestamps; a value in ``tombstones`` is sent as a null value, named by a header."""
         acks = ACKS[acks if isinstance(acks, int) else str(acks).lower()]
         leader = self.leader(topic, partition) if to_broker is None else to_broker
-        result = ProduceResult(topic=topic, partition=partition, values=tuple(values), acks=acks)
+        result = ProduceResult(topic=topic, partition=partition, values=tuple(values), acks=acks,
+                               keys=tuple(keys or ()), tombstones=frozenset(tombstones))
+        assert not result.keys or len(result.keys) == len(result.values), result
         self.produce_results.append(result)
         if leader < 0:
             result.status, result.error = "error", ErrorCode.LEADER_NOT_AVAILABLE.name
             return result
         request = ProduceRequest(acks=acks, timeout_ms=timeout_ms, topic_data=(TopicProduceData(
             name=topic, partition_data=(PartitionProduceData(
-                index=partition, records=make_batch([v.encode() for v in result.values])),)),))
+                index=partition, records=self._batch_of(result)),)),))
         self._client_call(f"broker:{leader}", request, lambda response: self._on_produced(result, response),
                           timeout_ms=timeout_ms + 5_000)
         if wait:
             self.run_until(lambda: result.status != "pending", limit_ms=limit_ms or timeout_ms + 10_000,
                            what="produce answered", stall_ok=limit_ms is not None)
         return result
+
+    def _batch_of(self, result: ProduceResult) -> bytes:
+        if not result.keys:
+            return make_batch([v.encode() for v in result.values])
+        return make_batch([None if v in result.tombstones else v.encode() for v in result.values],
+                          1_700_000_000_000 + self.now_ms, keys=[k.encode() for k in result.keys],
+                          headers=[[(SEND_ID_HEADER, v.encode())] if v in result.tombstones else None
+                                   for v in result.values])
 
     def _on_produced(self, result: ProduceResult, response: Any) -> None:
         if isinstance(response, ErrorCode):

@@ -34,7 +34,8 @@ segments and swapping them in is segment_swap.py's (the ``.cleaned`` / ``.swap``
 A round crosses processes: the broker plans it (``plan_cleaning``: a ``CleaningPlan`` of plain data,
 its non-active segments as ``SegmentSnapshot``s), the cleaner actor reads those segments through
 its own storage, cleans them (``clean_log``) and writes the ``.cleaned`` files
-(``write_cleaned_segments``), and the broker swaps them in (cleaner_manager.py, ``Log.swap_cleaned``).
+(``write_cleaned_segments``; the two together are ``carry_out_round``, which the simulator's cleaner
+runs too), and the broker swaps them in (cleaner_manager.py, ``Log.swap_cleaned``).
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ from actors.core.log.segment_swap import write_cleaned
 from actors.core.log.segment_window import SegmentWindow
 
 __all__ = ["CleanedSegments", "CleaningPlan", "LogToClean", "OffsetMap", "SegmentSnapshot", "build_offset_map",
-           "clean_log", "clean_segment", "cleanable_offsets", "filthiest_log", "plan_cleaning",
+           "clean_log", "clean_segment", "cleanable_offsets", "carry_out_round", "filthiest_log", "plan_cleaning",
            "write_cleaned_segments"]
 
 # Kafka's log.cleaner.dedupe.buffer.size (128 MiB) at its load factor (0.9), 24 bytes an entry.
@@ -417,6 +418,16 @@ def write_cleaned_segments(plan: CleaningPlan, cleaned: CleanedLog, storage) -> 
     return CleanedSegments(plan.key, plan.round_id, cleaned.end_offset, tuple(written), summary)
 
 
+def carry_out_round(plan: CleaningPlan, storage, *, offset_map_entries: int = OFFSET_MAP_ENTRIES_DEFAULT,
+                    on_segment_read: Callable[[int], None] | None = None) -> CleanedSegments:
+    """A cleaner's half of a round, as the log cleaner actor (actors/log_cleaner.py) and the
+    simulator's cleaner (orchestration/simulation/log_cleaner.py) both run it: the plan's segments
+    read and cleaned through ``storage`` (``clean_log``), then their ``.cleaned`` files written
+    (``write_cleaned_segments``). What it returns goes back to the broker for the swap."""
+    cleaned = clean_log(plan, storage, offset_map_entries=offset_map_entries, on_segment_read=on_segment_read)
+    return write_cleaned_segments(plan, cleaned, storage)
+
+
 def clean_filthiest_log(logs: Mapping, checkpoint_file, now_ms: int, high_watermarks: Mapping, *,
                         offset_map_entries: int = OFFSET_MAP_ENTRIES_DEFAULT) -> str | None:
     """One round of a cleaner in one place: the dirtiest log (``filthiest_log``) is cleaned
@@ -432,7 +443,7 @@ def clean_filthiest_log(logs: Mapping, checkpoint_file, now_ms: int, high_waterm
         return None
     plan = plan_cleaning(to_clean)
     storage = checkpoint_file.storage
-    written = write_cleaned_segments(plan, clean_log(plan, storage, offset_map_entries=offset_map_entries), storage)
+    written = carry_out_round(plan, storage, offset_map_entries=offset_map_entries)
     swapped = to_clean.log.swap_cleaned(written.segments)
     checkpoints = {key: offset for key, offset in checkpoints.items() if key in logs}
     checkpoints[to_clean.key] = written.end_offset
