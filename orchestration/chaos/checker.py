@@ -44,6 +44,14 @@ unseen, and a poll may skip them. The rule that remains is Kafka's compaction gu
 - latest-value-lost: a compacted topic's acknowledged value at offset o that nothing of its key
   supersedes; some poll read the partition at or past o; no poll returned it. (lost-write keeps
   its meaning for keyless values on those topics, which a compacted topic refuses anyway.)
+Topics under time retention (``check(..., retention_ms={topic: ms})``, cleanup.policy with
+``delete``): retention deletes whole segments whose newest record is more than retention.ms old,
+so a record can be gone by time t only if its timestamp, which is no earlier than its send's
+invoke, is more than retention.ms before t. A value is "expired" when its send was invoked more
+than retention.ms (in the history's seconds) before the latest poll that passed its offset
+(returned a higher one, or started above it); an expired value is neither lost nor unseen, and a
+poll may skip it. Everything retention keeps is held to lost-write and unseen as usual, so a log
+start offset that moved past a record retention still had to keep is a lost write.
 Invariant anomalies from the samples: multiple-leaders-in-epoch (two brokers seen leading one
 leader epoch), leader-not-in-isr, hw-above-leo (per replica), hw-moved-back (the leader's HW
 dropped within its epoch), replicas-diverge-below-hw (the sample's digest flag is false). Repeats
@@ -56,7 +64,7 @@ import itertools
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,8 +169,10 @@ class _Poll:
 class _Checker:
     """One pass over one history; ``check`` is the public entry."""
 
-    def __init__(self, events: Iterable[dict], compacted_topics: Iterable[str] = ()) -> None:
+    def __init__(self, events: Iterable[dict], compacted_topics: Iterable[str] = (),
+                 retention_ms: Mapping[str, float] | None = None) -> None:
         self.compacted_topics = frozenset(compacted_topics)
+        self.retention_s = {topic: float(ms) / 1000 for topic, ms in (retention_ms or {}).items()}
         self.key_of: dict[str, str] = {}
         self.tombstones: set[str] = set()
         ordered = sorted(enumerate(validate_event(e) for e in events), key=lambda pair: (pair[1]["time"], pair[0]))
@@ -201,6 +211,23 @@ class _Checker:
             for tp, offset in places:
                 if key is not None and self._compacted(tp):
                     self.key_latest[(tp, key)] = max(offset, self.key_latest.get((tp, key), offset))
+        # Per partition under retention, the polls by how far they passed (the highest offset each
+        # returned, or the offset before where it started) and, from each on, the latest poll time
+        # among those that passed at least as far: when a value's offset was last passed.
+        self.passed: dict[str, tuple[list[int], list[float]]] = {}
+        if self.retention_s:
+            reach: dict[str, list[tuple[int, float]]] = defaultdict(list)
+            for poll in self.polls:
+                highest: dict[str, int] = {tp: position - 1 for tp, position in poll.positions_before.items()}
+                for tp, offset, _ in poll.records:
+                    highest[tp] = max(offset, highest.get(tp, offset))
+                for tp, offset in highest.items():
+                    if split_topic_partition(tp)[0] in self.retention_s:
+                        reach[tp].append((offset, poll.time))
+            for tp, pairs in reach.items():
+                pairs.sort()
+                latest = list(itertools.accumulate((t for _, t in reversed(pairs)), max))[::-1]
+                self.passed[tp] = ([offset for offset, _ in pairs], latest)
 
     def _collect(self, index: int, event: dict) -> None:
         value, kind, f, t = event["value"], event["type"], event["f"], float(event["time"])
@@ -231,9 +258,22 @@ class _Checker:
     def _compacted(self, tp: str) -> bool:
         return split_topic_partition(tp)[0] in self.compacted_topics
 
+    def _expired(self, tp: str, offset: int, value: str) -> bool:
+        """True when time retention may legitimately have deleted ``value`` at ``offset`` before
+        the last poll that passed it (see the module docstring)."""
+        retention_s = self.retention_s.get(split_topic_partition(tp)[0])
+        if retention_s is None or value not in self.invokes or tp not in self.passed:
+            return False
+        offsets, latest = self.passed[tp]
+        at = bisect.bisect_left(offsets, offset)
+        return at < len(offsets) and self.invokes[value][0] + retention_s < latest[at]
+
     def _may_be_cleaned(self, tp: str, offset: int, value: str) -> bool:
-        """True when the log cleaner may legitimately have removed ``value`` at ``offset``: a
-        tombstone, or a value a later record of its key supersedes, on a compacted topic."""
+        """True when the log's own upkeep may legitimately have removed ``value`` at ``offset``:
+        time retention's deletion (``_expired``), or, on a compacted topic, a tombstone or a value a
+        later record of its key supersedes."""
+        if self._expired(tp, offset, value):
+            return True
         if not self._compacted(tp):
             return False
         if value in self.tombstones:
@@ -424,10 +464,12 @@ class _Checker:
                       stats, self.faults)
 
 
-def check(events: Iterable[dict], unseen_is_anomaly: bool = False, compacted_topics: Iterable[str] = ()) -> Report:
+def check(events: Iterable[dict], unseen_is_anomaly: bool = False, compacted_topics: Iterable[str] = (),
+          retention_ms: Mapping[str, float] | None = None) -> Report:
     """Checks a history (dicts in the ``orchestration.history`` format, in any order);
-    ``compacted_topics`` names the topics whose values the log cleaner may remove."""
-    return _Checker(events, compacted_topics).report(unseen_is_anomaly)
+    ``compacted_topics`` names the topics whose values the log cleaner may remove, and
+    ``retention_ms`` the topics whose old segments time retention deletes, with their retention.ms."""
+    return _Checker(events, compacted_topics, retention_ms).report(unseen_is_anomaly)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -439,9 +481,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unseen-is-anomaly", action="store_true", help="unseen acknowledged writes fail the run")
     parser.add_argument("--compacted-topic", action="append", default=[], metavar="TOPIC",
                         help="a topic with cleanup.policy=compact: the latest value per key rule (repeatable)")
+    parser.add_argument("--retention", action="append", default=[], metavar="TOPIC=MS",
+                        help="a topic under retention.ms=MS: values older than that may be gone (repeatable)")
     args = parser.parse_args(argv)
+    retention = {}
+    for item in args.retention:
+        topic, _, ms = item.rpartition("=")
+        if not topic or not ms.isdigit():
+            parser.error(f"--retention takes TOPIC=MS, not {item!r}")
+        retention[topic] = int(ms)
     report = check(read_history(args.history), unseen_is_anomaly=args.unseen_is_anomaly,
-                   compacted_topics=args.compacted_topic)
+                   compacted_topics=args.compacted_topic, retention_ms=retention)
     print(report.to_json(indent=2) if args.json else report.table())
     return 0 if report.valid else 1
 

@@ -9,7 +9,8 @@ failing seed the one command that replays it. While it runs, a rich progress bar
 done and the failures so far when the output is a terminal; otherwise each seed's row is printed
 as it ends. ``--json`` prints one JSON object per seed and a summary instead. ``--compacted`` runs
 the keyed workload on a compacted topic with the log cleaners on (random_faults.py); its JSON rows
-also carry the cleaners' figures. ``--scale`` runs the
+also carry the cleaners' figures. ``--retention`` puts the topic under time retention, and its
+rows carry the log start offsets' figures. ``--scale`` runs the
 scale measurement of scale.py instead of fault schedules. The exit status is 1 when any seed
 failed.
 """
@@ -21,7 +22,7 @@ import sys
 import time
 from collections.abc import Iterator
 
-from orchestration.simulation.random_faults import FAULT_KINDS, POLICIES, RunOptions, SeedResult, run_seed
+from orchestration.simulation.random_faults import FAULT_KINDS, POLICIES, RETENTION_MS, RunOptions, SeedResult, run_seed
 
 COLUMNS = ("seed", "steps", "simulated", "faults", "acknowledged", "lost", "verdict")
 DEFAULT_SEEDS = "1..10"
@@ -70,6 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compacted", action="store_true",
                         help="a keyed workload (some tombstones) on a compacted topic with a log cleaner per broker "
                              "(and the kill-cleaner fault), judged by the latest value per key")
+    parser.add_argument("--retention", action="store_true",
+                        help=f"the topic under retention.ms={RETENTION_MS} with small segments: the brokers delete "
+                             "old segments while the faults happen, judged by what retention must keep")
     parser.add_argument("--json", action="store_true", help="one JSON object per seed, then a summary")
     parser.add_argument("--scale", action="store_true",
                         help="measure instead: leadership after a broker loss and a controller failover at "
@@ -109,7 +113,8 @@ def run_seeds(args: argparse.Namespace, out=print) -> list[SeedResult]:
     live = console.is_terminal and not args.json
     deadline = None if args.minutes is None else time.monotonic() + 60 * args.minutes
     base = dict(brokers=args.brokers, partitions=args.partitions, faults=args.faults, policy=args.policy,
-                schedule_steps=args.steps, compacted=args.compacted)
+                schedule_steps=args.steps, compacted=args.compacted,
+                retention=args.retention)
     seeds = list(_seeds(args)) if args.minutes is None else None
     results: list[SeedResult] = []
     progress = Progress(TextColumn("seeds"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[failed]}"),

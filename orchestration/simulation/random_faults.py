@@ -33,6 +33,16 @@ tombstone may be gone, a key's latest acknowledged value may not. ``SeedResult.c
 the cleaners' rounds by outcome and the bytes the swapped rounds rewrote and kept. Without
 ``compacted`` no cleaner runs and no seed draws anything it did not draw before.
 
+``retention`` (``raykafka sim --retention``) puts ``t`` under time retention (``retention.ms`` of
+``RETENTION_MS``, small segments, a retention check every simulated half second) with records
+stamped on the brokers' clock, so the brokers' own retention (ReplicaManager.tick, the code a
+broker runs) deletes old segments and moves the log start offset while the faults happen. The
+checker is told the topic's retention.ms: a value whose send is more than that older than the read
+that passed it may be gone, any other acknowledged value may not. ``SeedResult.retention`` counts
+the partitions whose log start moved and the acknowledged records below it. With both options the
+topic is ``cleanup.policy=compact,delete``. Like ``compacted``, ``retention`` draws nothing from
+the seed that a default run does not.
+
 Then everything heals, every broker runs, and the run goes on until every send is answered, every
 partition has its full ISR and nothing changes any more. The invariants (invariants.py) are
 checked after every step; at the end a reader polls every partition from its log start to its
@@ -89,6 +99,10 @@ COMPACTED_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "400", "
                           "delete.retention.ms": "5000"}
 CLEANER_CONFIG = {"log.cleaner.enable": "true", "log.cleaner.backoff.ms": "300",
                   "log.cleaner.io.max.bytes.per.second": "20000"}
+# The retention workload (``--retention``): old segments deleted by time while the faults happen.
+RETENTION_MS = 8_000
+RETENTION_TOPIC_CONFIG = {"retention.ms": str(RETENTION_MS), "segment.bytes": "400"}
+RETENTION_BROKER_CONFIG = {"log.retention.check.interval.ms": "500"}
 HEAL_LIMIT_MS = 180_000
 # Errors after which a send may have been appended (orchestration/clients/producer.py's rule): a
 # lost call or timeout, or the produce purgatory's answers after the leader appended (a storage
@@ -108,6 +122,7 @@ class RunOptions:
     policy: str = "leader-epoch"
     schedule_steps: int = 40
     compacted: bool = False  # the keyed workload on a compacted topic, with the log cleaners on
+    retention: bool = False  # the topic under time retention, judged by what retention must keep
 
     def __post_init__(self) -> None:
         unknown = set(self.faults) - set(FAULT_KINDS)
@@ -119,7 +134,7 @@ class RunOptions:
         faults = ",".join(self.faults) if self.faults else "none"
         return (f"raykafka sim --seed {self.seed} --brokers {self.brokers} --partitions {self.partitions} "
                 f"--faults {faults} --policy {self.policy} --steps {self.schedule_steps}"
-                + (" --compacted" if self.compacted else ""))
+                + (" --compacted" if self.compacted else "") + (" --retention" if self.retention else ""))
 
 
 @dataclass
@@ -139,6 +154,9 @@ class SeedResult:
     # A compacted run's cleaner rounds by outcome, the bytes the swapped ones rewrote and kept,
     # and the records the final read found on the topic (cleaner_figures).
     cleaner: dict = field(default_factory=dict)
+    # A retention run's partitions whose log start offset moved, and the acknowledged records
+    # below the log start offsets at the end (retention_figures).
+    retention: dict = field(default_factory=dict)
     anomalies: dict = field(default_factory=dict)  # the checker's counts by kind, those found
     detail: str = ""
     schedule: list[str] = field(default_factory=list)
@@ -152,7 +170,8 @@ class SeedResult:
                 "simulated_ms": self.simulated_ms, "faults": self.faults, "acknowledged": self.acknowledged,
                 "lost": self.lost, "detail": self.detail,
                 "replay": None if self.passed else self.options.replay_command(),
-                **({"cleaner": self.cleaner} if self.options.compacted else {})}
+                **({"cleaner": self.cleaner} if self.options.compacted else {}),
+                **({"retention": self.retention} if self.options.retention else {})}
 
 
 class _Schedule:
@@ -366,7 +385,19 @@ def build_simulation(options: RunOptions, chooser: random.Random) -> Simulation:
                           "raykafka.truncation.policy": options.policy, "min.insync.replicas": "2",
                           "replica.lag.time.max.ms": "2000", "unclean.leader.election.enable": "false",
                           "offsets.topic.replication.factor": str(replication_factor),
-                          **(CLEANER_CONFIG if options.compacted else {})})
+                          **(CLEANER_CONFIG if options.compacted else {}),
+                          **(RETENTION_BROKER_CONFIG if options.retention else {})})
+
+
+def topic_config(options: RunOptions) -> dict | None:
+    """Topic ``t``'s configuration for the workloads the options ask for."""
+    if not (options.compacted or options.retention):
+        return None
+    config = {**(COMPACTED_TOPIC_CONFIG if options.compacted else {}),
+              **(RETENTION_TOPIC_CONFIG if options.retention else {})}
+    if options.compacted and options.retention:
+        config["cleanup.policy"] = "compact,delete"
+    return config
 
 
 def run_seed(options: RunOptions) -> SeedResult:
@@ -375,10 +406,12 @@ def run_seed(options: RunOptions) -> SeedResult:
     result = SeedResult(options=options)
     chooser = random.Random(options.seed)
     sim = build_simulation(options, chooser)
+    if options.retention:
+        sim.record_clock_base_ms = 0
     schedule = None
     try:
         sim.create_topic(TOPIC, partitions=options.partitions, replication_factor=min(3, options.brokers),
-                         config=COMPACTED_TOPIC_CONFIG if options.compacted else None)
+                         config=topic_config(options))
         for partition in range(options.partitions):
             keyed = {"keys": [f"base{partition}"]} if options.compacted else {}
             baseline = sim.produce(TOPIC, partition, [f"base{partition}"], acks="all", **keyed)
@@ -405,7 +438,23 @@ def run_seed(options: RunOptions) -> SeedResult:
         result.commits_acknowledged = schedule.commits_acknowledged
     if options.compacted:
         result.cleaner = cleaner_figures(sim)
+    if options.retention:
+        result.retention = retention_figures(sim)
     return result
+
+
+def retention_figures(sim: Simulation) -> dict:
+    """A retention run's deletions: the partitions of ``t`` whose leader's log start offset moved
+    (``partitions_moved``), and the acknowledged records below the log start offsets at the end
+    (``acknowledged_below_start``), of ``acknowledged``."""
+    starts = {}
+    for described in sim.controller.describe_topic(TOPIC) or ():
+        replica = sim.replica(described["leader"], TOPIC, described["partition"])
+        starts[described["partition"]] = 0 if replica is None else replica.log.log_start_offset
+    acknowledged = [(p, o) for t, p, o, _ in sim.acknowledged if t == TOPIC]
+    return {"partitions_moved": sum(1 for start in starts.values() if start > 0),
+            "acknowledged_below_start": sum(1 for p, o in acknowledged if o < starts.get(p, 0)),
+            "acknowledged": len(acknowledged)}
 
 
 def cleaner_figures(sim: Simulation) -> dict:
@@ -460,10 +509,12 @@ def isr_views(sim: Simulation, topic: str) -> str:
 
 
 def history_of(sim: Simulation) -> list[dict]:
-    """The run as the checker's history: every send (invoke, then ok, fail or info), then one
-    poll per partition of everything below its leader's high watermark."""
+    """The run as the checker's history: every send (invoke, then ok, fail or info) at its
+    simulated second, then one poll per partition, now, of everything from its leader's log start
+    to its high watermark."""
     events: list[dict] = []
-    for index, sent in enumerate(sim.produce_results):
+    for sent in sim.produce_results:
+        index = sent.sent_ms / 1000
         for position, (value, offset) in enumerate(zip(sent.values, sent.offsets)):
             invoked = {"topic": sent.topic, "partition": sent.partition, "value": value}
             if sent.keys:
@@ -471,28 +522,31 @@ def history_of(sim: Simulation) -> list[dict]:
             if value in sent.tombstones:
                 invoked["tombstone"] = True
             events.append({"time": index, "process": "producer", "type": "invoke", "f": "send", "value": invoked})
-            if sent.status == "acked":
-                events.append({"time": index + 0.5, "process": "producer", "type": "ok", "f": "send", "value": {
+            if sent.status == "acked":  # at the send's time too: the file's order puts it after
+                events.append({"time": index, "process": "producer", "type": "ok", "f": "send", "value": {
                     "topic": sent.topic, "partition": sent.partition, "offset": offset, "value": value}})
             elif sent.status == "error":
                 # As the producer judges it: indeterminate when the attempt may have appended.
                 kind = "info" if sent.error in MAYBE_APPENDED or sent.base_offset >= 0 else "fail"
-                events.append({"time": index + 0.5, "process": "producer", "type": kind, "f": "send",
+                events.append({"time": index, "process": "producer", "type": kind, "f": "send",
                                "value": {"value": value, "error": sent.error}})
-    end = len(sim.produce_results) + 1
+    end = sim.now_ms / 1000
     for described in sim.controller.describe_topic(TOPIC):
         partition, leader = described["partition"], described["leader"]
         log = sim.log_of(leader, TOPIC, partition) or []
         high_watermark = sim.high_watermark(leader, TOPIC, partition) or 0
         records = [[TOPIC, partition, offset, value] for offset, value in log if offset < high_watermark]
-        start = records[0][2] if records else 0
+        replica = sim.replica(leader, TOPIC, partition)
+        start = records[0][2] if records else (replica.log.log_start_offset if replica is not None else 0)
         events.append({"time": end, "process": "reader", "type": "ok", "f": "poll",
                        "value": {"records": records, "positions_before": {f"{TOPIC}-{partition}": start}}})
     return events
 
 
 def _judge(sim: Simulation, schedule: _Schedule, result: SeedResult) -> None:
-    report = check(history_of(sim), unseen_is_anomaly=True, compacted_topics=(TOPIC,) if schedule.options.compacted else ())
+    options = schedule.options
+    report = check(history_of(sim), unseen_is_anomaly=True, compacted_topics=(TOPIC,) if options.compacted else (),
+                   retention_ms={TOPIC: RETENTION_MS} if options.retention else None)
     lost = report.of_kind("lost-write") + report.of_kind("latest-value-lost") + report.of_kind("unseen")
     result.lost = len(lost)
     result.anomalies = {kind: count for kind, count in report.counts.items() if count}

@@ -129,6 +129,7 @@ class ProduceResult:
     error: str | None = None
     keys: tuple[str, ...] = ()  # one per value, on a keyed send
     tombstones: frozenset[str] = frozenset()  # the values sent as tombstones (a null value)
+    sent_ms: int = 0  # the simulated time the send was made, which its records' timestamps carry
 
     @property
     def offsets(self) -> list[int | None]:
@@ -149,6 +150,10 @@ class Simulation(Invariants, Nodes):
         self.latency_ms = latency_ms
         self.tick_interval_ms = tick_interval_ms
         self.now_ms = 0
+        # Records' timestamps are this plus the simulated time of their send. The brokers' clock is
+        # ``now_ms`` itself: a run that needs retention.ms to judge records by their age sets 0, so
+        # producer and broker share one clock as they do on real hosts.
+        self.record_clock_base_ms = 1_700_000_000_000
         self.step_count = 0
         self.network = Network()
         self.broker_ids = sorted(brokers)
@@ -317,12 +322,12 @@ class Simulation(Invariants, Nodes):
                 tombstones: Iterable[str] = ()) -> ProduceResult:
         """Send ``values`` as one batch to the partition's leader (the controller's view, or
         ``to_broker``). With ``wait``, runs until answered or ``limit_ms`` (then it stays pending).
-        ``keys`` (one per value) makes it a keyed send, whose records carry the simulated time in
-        their timestamps; a value in ``tombstones`` is sent as a null value, named by a header."""
+        Records carry the simulated time in their timestamps (``record_clock_base_ms``).
+        ``keys`` (one per value) makes it a keyed send; a value in ``tombstones`` is sent as a null value, named by a header."""
         acks = ACKS[acks if isinstance(acks, int) else str(acks).lower()]
         leader = self.leader(topic, partition) if to_broker is None else to_broker
         result = ProduceResult(topic=topic, partition=partition, values=tuple(values), acks=acks,
-                               keys=tuple(keys or ()), tombstones=frozenset(tombstones))
+                               keys=tuple(keys or ()), tombstones=frozenset(tombstones), sent_ms=self.now_ms)
         assert not result.keys or len(result.keys) == len(result.values), result
         self.produce_results.append(result)
         if leader < 0:
@@ -339,10 +344,11 @@ class Simulation(Invariants, Nodes):
         return result
 
     def _batch_of(self, result: ProduceResult) -> bytes:
+        timestamp_ms = self.record_clock_base_ms + result.sent_ms
         if not result.keys:
-            return make_batch([v.encode() for v in result.values])
+            return make_batch([v.encode() for v in result.values], timestamp_ms)
         return make_batch([None if v in result.tombstones else v.encode() for v in result.values],
-                          1_700_000_000_000 + self.now_ms, keys=[k.encode() for k in result.keys],
+                          timestamp_ms, keys=[k.encode() for k in result.keys],
                           headers=[[(SEND_ID_HEADER, v.encode())] if v in result.tombstones else None
                                    for v in result.values])
 

@@ -1,7 +1,9 @@
 """Proves the history checker names each anomaly exactly where it is, and nothing in clean
 histories, by running it on small hand-written histories, and that the history writer's JSON
 lines read back intact, also when threads write at once; on compacted topics, that values a later
-record of their key supersedes may vanish while every key's latest acknowledged value may not."""
+record of their key supersedes may vanish while every key's latest acknowledged value may not; on
+topics under time retention, that values older than retention.ms at the read that passed them may
+vanish while every value retention still had to keep may not."""
 from __future__ import annotations
 
 import json
@@ -402,3 +404,57 @@ def test_the_history_writer_records_a_sends_key_and_tombstone(tmp_path):
     assert values == [{"topic": "c", "partition": 0, "value": "v1", "key": "k1"},
                       {"topic": "c", "partition": 0, "value": "v2", "key": "k1", "tombstone": True},
                       {"topic": "t", "partition": None, "value": "v3"}]
+
+
+# Topic r under retention.ms=10000 (10 s of history time): a at 0 (sent at 0 s), b at 1 (sent at
+# 30 s), c at 2 (sent at 35 s). A read at 40 s passes all three.
+RETAINED = [invoke(0, "p0", "a", topic="r"), ok(0.5, "p0", "a", 0, topic="r"),
+            invoke(30, "p0", "b", topic="r"), ok(30.5, "p0", "b", 1, topic="r"),
+            invoke(35, "p0", "c", topic="r"), ok(35.5, "p0", "c", 2, topic="r")]
+
+
+def test_retention_lets_a_value_older_than_retention_ms_vanish():
+    # The log start moved to 1 (a's segment deleted: a was 40 s old at the read).
+    history = RETAINED + [poll(40, "reader", [(1, "b"), (2, "c")], 1, topic="r")]
+    report = check(history, unseen_is_anomaly=True, retention_ms={"r": 10_000})
+    assert report.valid and not report.kinds(), report.table()
+    # Without retention the same history is a lost write: the read passed offset 0.
+    assert check(history, unseen_is_anomaly=True).kinds() == {"lost-write"}
+
+
+def test_retention_never_excuses_a_value_younger_than_retention_ms():
+    # The log start moved to 2: b (sent at 30 s, 10 s old at the read) had to be kept.
+    history = RETAINED + [poll(40, "reader", [(2, "c")], 2, topic="r")]
+    report = check(history, unseen_is_anomaly=True, retention_ms={"r": 10_000})
+    assert [(a.kind, a.offset, a.value) for a in report.of_kind("lost-write")] == [("lost-write", 1, "b")]
+    assert not report.valid
+
+
+def test_retention_judges_a_value_by_the_latest_read_that_passed_it():
+    # An early read at 12 s skipped a (then 12 s old: fine); b was never read though a read at 40 s
+    # started above it, and b was only 10 s old then.
+    history = RETAINED + [poll(12, "c1", [], 1, topic="r"), poll(40, "c2", [], 3, topic="r")]
+    report = check(history, unseen_is_anomaly=True, retention_ms={"r": 10_000})
+    assert {(a.kind, a.value) for anomalies in report.anomalies.values() for a in anomalies} == \
+        {("unseen", "b"), ("unseen", "c")}
+    # Had the empty read come 50 s in, all three were old enough to be gone.
+    late = RETAINED + [poll(50, "c2", [], 3, topic="r")]
+    assert check(late, unseen_is_anomaly=True, retention_ms={"r": 10_000}).valid
+
+
+def test_retention_applies_to_its_topics_only():
+    other = [invoke(0, "p0", "x"), ok(0.5, "p0", "x", 0), invoke(1, "p0", "y"), ok(1.5, "p0", "y", 1),
+             poll(40, "reader", [(1, "y")], 1)]
+    report = check(RETAINED + other + [poll(40, "reader", [(1, "b"), (2, "c")], 1, topic="r")],
+                   retention_ms={"r": 10_000})
+    assert [(a.kind, a.topic_partition, a.value) for a in report.of_kind("lost-write")] == [("lost-write", "t-0", "x")]
+
+
+def test_the_command_line_takes_a_topics_retention(tmp_path, capsys):
+    path = tmp_path / "history.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in RETAINED + [poll(40, "r", [(1, "b"), (2, "c")], 1, topic="r")]))
+    assert main([str(path), "--unseen-is-anomaly"]) == 1
+    assert main([str(path), "--unseen-is-anomaly", "--retention", "r=10000"]) == 0
+    with pytest.raises(SystemExit):
+        main([str(path), "--retention", "r"])
+    capsys.readouterr()
