@@ -158,6 +158,9 @@ class Run:
         self.notes: list[str] = []
         self.topics: list[str] = []
         self.compacted_topics: set[str] = set()  # cleanup.policy holds compact: checked per key
+        # Topics created with a retention.ms and cleanup.policy holding delete: retention.ms each,
+        # which the checker is told (values older than that at a read may be gone).
+        self.retention_ms: dict[str, int] = {}
         self._loads: list[Load] = []
         self._value_counter = 0
         self._lock = threading.Lock()
@@ -168,10 +171,13 @@ class Run:
         self.cluster.create_topic(name, partitions=partitions, replication_factor=replication_factor,
                                   config=config, assignment=assignment)
         self.topics.append(name)
-        if "compact" in (config or {}).get("cleanup.policy", ""):
+        policy = (config or {}).get("cleanup.policy", "delete")
+        if "compact" in policy:
             self.compacted_topics.add(name)
             if self.sampler is not None:
                 self.sampler.undigested_topics.add(name)
+        if "delete" in policy and int((config or {}).get("retention.ms", -1)) >= 0:
+            self.retention_ms[name] = int(config["retention.ms"])
 
     def partition_state(self, topic: str, partition: int = 0):
         return next(p for p in self.cluster.describe_topic(topic) if p.partition == partition)
@@ -445,7 +451,8 @@ def run_scenario(scenario: Scenario, *, seed: int = 0, output_dir: str | Path | 
                 shutil.rmtree(log_dir, ignore_errors=True)
     progress("check", "checking the history")
     report = check(read_history(history_path), unseen_is_anomaly=scenario.unseen_is_anomaly,
-                   compacted_topics=run.compacted_topics if run is not None else ())
+                   compacted_topics=run.compacted_topics if run is not None else (),
+                   retention_ms=run.retention_ms if run is not None else None)
     checks = list(run.checks) if run is not None else []
     checks += expectation_checks(scenario, report, producer_mode)
     passed = error is None and all(c.ok for c in checks)

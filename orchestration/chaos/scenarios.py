@@ -395,11 +395,12 @@ CODED: list[Scenario] = [
 
 
 def all_scenarios() -> dict[str, Scenario]:
-    """Every row of the matrix by name: schedule files, coded rows, group rows."""
+    """Every row of the matrix by name: schedule files, coded rows, group, log-cleaner and retention rows."""
     from orchestration.chaos.cleaner_scenarios import CLEANER_SCENARIOS
     from orchestration.chaos.group_scenarios import GROUP_SCENARIOS
+    from orchestration.chaos.retention_scenarios import RETENTION_SCENARIOS
     rows = [load_schedule(path) for path in sorted(SCHEDULES_DIR.glob("*.toml"))] + CODED + list(GROUP_SCENARIOS) \
-        + list(CLEANER_SCENARIOS)
+        + list(CLEANER_SCENARIOS) + list(RETENTION_SCENARIOS)
     by_name: dict[str, Scenario] = {}
     for row in rows:
         assert row.name not in by_name, f"two scenarios named {row.name!r}"

@@ -3,7 +3,7 @@
 and the history checker's verdict must match the row's expectation: a clean history, or exactly
 the anomalies the row demonstrates (the KIP-101 stories under the high-watermark rule, an unclean
 election, a lost disk); the log-cleaner rows judge their compacted topic by the latest value per
-key. Each row runs once per producer mode it names (idempotent producers with
+key, and the retention row its topic by what retention.ms must keep. Each row runs once per producer mode it names (idempotent producers with
 retries on, where "no duplicate" is part of the criterion, and/or retries=0). Rows share this
 module's Ray, each with a cluster of its own; the Ray-node row is in ``test_chaos_nodes.py``. Slow
 rows carry the ``chaos`` marker (``make chaos``)."""
@@ -12,13 +12,14 @@ from __future__ import annotations
 import pytest
 
 from orchestration.chaos.cleaner_scenarios import CLEANER_SCENARIOS
+from orchestration.chaos.retention_scenarios import RETENTION_SCENARIOS
 from orchestration.chaos.runner import matrix_runs, run_scenario
 from orchestration.chaos.scenarios import CODED, SCHEDULES_DIR
 from orchestration.chaos.schedule import load_schedule
 
 pytestmark = pytest.mark.integration
 
-ROWS = [load_schedule(path) for path in sorted(SCHEDULES_DIR.glob("*.toml"))] + CODED + CLEANER_SCENARIOS
+ROWS = [load_schedule(path) for path in sorted(SCHEDULES_DIR.glob("*.toml"))] + CODED + CLEANER_SCENARIOS + RETENTION_SCENARIOS
 
 
 @pytest.mark.parametrize(("scenario", "producer_mode"), [
