@@ -2,7 +2,7 @@
 the same answers against raykafka as against Apache Kafka itself: each check runs the same tool
 invocations against a 1-node Apache Kafka (KRaft) and a 3-broker raykafka's PLAINTEXT listeners in
 the same run, compares what matters (topics with their partitions and replication factor, the exact
-key:value lines the console consumer prints, a group's offsets and lag), and the module prints a
+key:value lines the console consumer prints, with headers, a group's offsets and lag), and the module prints a
 table of both (check | Apache Kafka | raykafka)."""
 from __future__ import annotations
 
@@ -115,6 +115,32 @@ def test_console_producer_consumer_with_keys_and_consumer_groups(kafka_libs, sys
     assert sum(lag for _, _, lag in apache.values()) == len(MORE), apache
     record(table, "kafka-consumer-groups --describe (LAG)",
            {n: s["describe"] for n, s in observed.items()}, apache)
+
+
+HEADED = ["app:demo,trace:t1\tk1:v1", "app:demo\tk2:v2", "trace:t3,app:other\tk1:v3"]
+
+
+def test_console_producer_consumer_with_headers(kafka_libs, systems, table):
+    """The console producer parses headers (parse.headers: headers, a tab, then key:value) and the
+    console consumer prints them back (print.headers), in order, as Apache Kafka does."""
+    topic = "conformance-headers"
+    produce = ("--reader-property", "parse.key=true", "--reader-property", "key.separator=:",
+               "--reader-property", "parse.headers=true")
+    consume = ("--formatter-property", "print.headers=true", "--formatter-property", "print.key=true",
+               "--formatter-property", "key.separator=:")
+    printed = {}
+    for name, bootstrap in systems.items():
+        server = ("--bootstrap-server", bootstrap)
+        tool(kafka_libs, "kafka-topics", *server, "--create", "--topic", topic, "--partitions", "1",
+             "--replication-factor", "1")
+        tool(kafka_libs, "kafka-console-producer", *server, "--topic", topic, *produce,
+             stdin="".join(line + "\n" for line in HEADED))
+        printed[name] = tool(kafka_libs, "kafka-console-consumer", *server, "--topic", topic, "--from-beginning",
+                             "--max-messages", str(len(HEADED)), "--timeout-ms", "60000", *consume).splitlines()
+    # Apache Kafka's lines are the expectation; they carry every header, in order, and each value.
+    apache = printed[APACHE]
+    assert len(apache) == len(HEADED) and all(h.split("\t")[0] in line for h, line in zip(HEADED, apache)), apache
+    record(table, "console producer then consumer (headers)", printed, apache)
 
 
 def usable_versions(text: str) -> dict[int, int]:
