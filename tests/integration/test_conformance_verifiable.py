@@ -3,7 +3,8 @@ nothing acknowledged is lost) run unchanged across a leader kill, against a 3-no
 3-broker raykafka in the same test: the producer sends keyed values with acks=all, idempotent and
 retrying as Kafka's system tests run it, while the leader of partition 0 is killed (the table shows
 how many batches were in flight to it and retried), the killed node comes back, and the consumer, in
-a group from the earliest offset, must read every acknowledged value at the offset it was acknowledged at.
+a group from the earliest offset, must read every acknowledged value at the offset it was
+acknowledged at, none twice.
 The module prints a table of both systems' answers."""
 from __future__ import annotations
 
