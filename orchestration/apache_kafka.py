@@ -10,6 +10,7 @@ the same jars with their real main classes. The conformance tests and the benchm
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import shutil
 import signal
@@ -40,6 +41,10 @@ TOOLS = {
 # faster without the optimising compiler.
 BROKER_JVM_OPTS = ("-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true")
 TOOL_JVM_OPTS = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Djava.awt.headless=true")
+# slf4j-simple (ci/kafka/pom.xml) writes to stderr: warnings and worse, stamped to the millisecond,
+# unless a caller asks for more (log_levels, e.g. {"org.apache.kafka.clients.producer.internals": "debug"}).
+LOG_JVM_OPTS = ("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS")
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
 
@@ -65,7 +70,8 @@ def kafka_version() -> str:
 def _cached_libs() -> Path | None:
     cache = os.environ.get("RAYKAFKA_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "raykafka")
-    root = Path(cache) / f"kafka-{kafka_version()}"
+    digest = hashlib.sha256((REPO_ROOT / "ci" / "kafka" / "pom.xml").read_bytes()).hexdigest()[:12]
+    root = Path(cache) / f"kafka-{kafka_version()}-{digest}"  # as ci/kafka/fetch.sh names it
     return root / "libs" if (root / "complete").exists() else None
 
 
@@ -80,17 +86,22 @@ def fetch_kafka(timeout_s: float = 600.0) -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
-def _java(libs: Path, jvm_opts: tuple[str, ...], main_class: str, *args: str) -> list[str]:
-    return ["java", *jvm_opts, "-cp", f"{libs}/*", main_class, *args]
+def _java(libs: Path, jvm_opts: tuple[str, ...], main_class: str, *args: str,
+          log_levels: dict[str, str] | None = None) -> list[str]:
+    levels = tuple(f"-Dorg.slf4j.simpleLogger.log.{name}={level}" for name, level in (log_levels or {}).items())
+    return ["java", *jvm_opts, *LOG_JVM_OPTS, *levels, "-cp", f"{libs}/*", main_class, *args]
 
 
-def start_tool(libs: Path, tool: str, *args: str, stderr_path: Path | None = None) -> subprocess.Popen:
+def start_tool(libs: Path, tool: str, *args: str, stderr_path: Path | None = None,
+               log_levels: dict[str, str] | None = None) -> subprocess.Popen:
     """Starts one of Kafka's command-line tools without waiting for it: its stdout is a pipe of
-    text lines (the verifiable clients print one JSON event per line), its stderr goes to
-    ``stderr_path`` (discarded without one)."""
+    text lines (the verifiable clients print one JSON event per line), its stderr (its log, at the
+    ``log_levels`` asked for by logger name, WARN otherwise) goes to ``stderr_path`` (discarded
+    without one)."""
     stderr = open(stderr_path, "ab") if stderr_path is not None else subprocess.DEVNULL  # noqa: SIM115
     try:
-        return subprocess.Popen(_java(libs, TOOL_JVM_OPTS, TOOLS[tool], *args), stdout=subprocess.PIPE,
+        return subprocess.Popen(_java(libs, TOOL_JVM_OPTS, TOOLS[tool], *args, log_levels=log_levels),
+                                stdout=subprocess.PIPE,
                                 stderr=stderr, stdin=subprocess.DEVNULL, text=True)
     finally:
         if stderr_path is not None:

@@ -2,13 +2,15 @@
 # Copies Apache Kafka's jars (ci/kafka/pom.xml pins the version) and their dependencies into a cache
 # outside the repo and prints that libs directory on stdout. Maven keeps its own repository in ~/.m2.
 # Idempotent: a complete copy is reused at once; an interrupted fetch leaves nothing half-copied.
-# The cache is ${RAYKAFKA_CACHE_DIR:-~/.cache/raykafka}/kafka-<version>/libs.
+# The cache is ${RAYKAFKA_CACHE_DIR:-~/.cache/raykafka}/kafka-<version>-<pom digest>/libs: a changed
+# pom.xml (another jar, another version) gets its own copy, and a copy in use is never replaced.
 # Exit status 3 with a message when Java or Maven is missing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/pom.xml")
 cache=${RAYKAFKA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/raykafka}
-dest="$cache/kafka-$version"
+digest=$(sha256sum "$here/pom.xml" | cut -c1-12)
+dest="$cache/kafka-$version-$digest"
 if [ -f "$dest/complete" ]; then echo "$dest/libs"; exit 0; fi
 if ! command -v java >/dev/null 2>&1; then
   echo "Apache Kafka $version needs Java 17+ (Debian: apt-get install openjdk-17-jre-headless)." >&2; exit 3
