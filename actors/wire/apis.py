@@ -100,7 +100,8 @@ def _metadata_to_core(body: Any, version: int, context: WireContext) -> Metadata
         names = None
     # The flag came with v4; before it every Metadata request allowed auto-creation.
     allow = True if version < 4 else bool(body.allow_auto_topic_creation)
-    return MetadataRequest(topics=names, allow_auto_topic_creation=allow, listener_name=context.listener_name)
+    return MetadataRequest(topics=names, allow_auto_topic_creation=allow, listener_name=context.listener_name,
+                           request_api_version=version)
 
 
 def _metadata_to_kio(response: Any, version: int, body: Any) -> Any:

@@ -1,7 +1,7 @@
 """A broker's metadata cache answers Metadata as Kafka 2.4's MetadataCache does: leader liveness
 comes from the live brokers of the newest UpdateMetadata, judged when the Metadata request is
-answered; a partition with a replica or ISR member that is not live answers REPLICA_NOT_AVAILABLE
-with the live ones listed; deleted partitions leave, and the broker tells its group coordinator
+answered; from Metadata v1 on every replica and ISR member is listed, live or not, while a v0
+request gets only the live ones and REPLICA_NOT_AVAILABLE where some are not; deleted partitions leave, and the broker tells its group coordinator
 which partitions exist and which were deleted. Driven with hand-built UpdateMetadata requests on
 the pure cache and BrokerCore, no Ray."""
 from __future__ import annotations
@@ -38,8 +38,8 @@ def update(live=(1, 2, 3), topics=None, broker_epoch=7) -> UpdateMetadataRequest
         live_brokers=tuple(UpdateMetadataBroker(id=b, host=f"raykafka-broker-{b}") for b in live))
 
 
-def partition(cache: MetadataCache, topic="t", index=0) -> MetadataResponsePartition:
-    response = cache.handle_metadata(MetadataRequest(topics=(topic,)))
+def partition(cache: MetadataCache, topic="t", index=0, version: int | None = None) -> MetadataResponsePartition:
+    response = cache.handle_metadata(MetadataRequest(topics=(topic,), request_api_version=version))
     (answered,) = response.topics
     assert answered.error_code == ErrorCode.NONE, answered
     return next(p for p in answered.partitions if p.partition_index == index)
@@ -50,10 +50,14 @@ def test_a_leader_that_dies_later_answers_leader_not_available_without_a_new_par
     cache.update(update(live=(1, 2, 3), topics={"t": [state(leader=1)]}))
     assert partition(cache).error_code == ErrorCode.NONE
     cache.update(update(live=(2, 3)))  # broker 1 died; its partitions' new leaders are not decided yet
-    answered = partition(cache)
-    assert (answered.error_code, answered.leader_id, answered.leader_epoch) == \
-        (ErrorCode.LEADER_NOT_AVAILABLE, NO_LEADER, NO_EPOCH)
-    assert (answered.replica_nodes, answered.isr_nodes) == ((2, 3), (2, 3)), "only live brokers are listed"
+    for version in (None, 1, 9):
+        answered = partition(cache, version=version)
+        assert (answered.error_code, answered.leader_id, answered.leader_epoch) == \
+            (ErrorCode.LEADER_NOT_AVAILABLE, NO_LEADER, NO_EPOCH)
+        assert (answered.replica_nodes, answered.isr_nodes) == ((1, 2, 3), (1, 2, 3)), "v1+ lists every broker"
+    answered = partition(cache, version=0)
+    assert (answered.error_code, answered.leader_id) == (ErrorCode.LEADER_NOT_AVAILABLE, NO_LEADER)
+    assert (answered.replica_nodes, answered.isr_nodes) == ((2, 3), (2, 3)), "v0 lists only live brokers"
     assert cache.partition_leader("t", 0) == (NO_LEADER, NO_EPOCH), "FindCoordinator and routing see it too"
 
 
@@ -67,10 +71,21 @@ def test_a_leader_that_was_down_when_the_state_arrived_serves_once_it_is_live_ag
     assert cache.partition_leader("t", 0) == (1, 4)
 
 
-def test_a_replica_that_is_not_live_answers_replica_not_available_with_the_leader_and_the_live_replicas():
+def test_a_replica_that_is_not_live_is_listed_from_v1_on_with_no_error():
+    # Kafka's getEndpoints lists a broker that is not live as a node without an endpoint unless the
+    # request is v0: the partition answers NONE, so a client sees no reason to refresh its metadata.
     cache = MetadataCache()
     cache.update(update(live=(1, 2), topics={"t": [state(leader=1, replicas=(1, 2, 3), isr=(1, 3), offline=(3,))]}))
-    answered = partition(cache)
+    for version in (None, 1, 5, 9):
+        assert partition(cache, version=version) == MetadataResponsePartition(
+            partition_index=0, error_code=ErrorCode.NONE, leader_id=1, leader_epoch=4, replica_nodes=(1, 2, 3),
+            isr_nodes=(1, 3), offline_replicas=(3,))
+
+
+def test_a_replica_that_is_not_live_answers_v0_replica_not_available_with_the_leader_and_the_live_replicas():
+    cache = MetadataCache()
+    cache.update(update(live=(1, 2), topics={"t": [state(leader=1, replicas=(1, 2, 3), isr=(1, 3), offline=(3,))]}))
+    answered = partition(cache, version=0)
     assert answered.error_code == ErrorCode.REPLICA_NOT_AVAILABLE
     assert int(answered.error_code) == 9
     assert answered.leader_id == 1, "the partition still has a usable leader"
@@ -79,14 +94,16 @@ def test_a_replica_that_is_not_live_answers_replica_not_available_with_the_leade
     assert answered.offline_replicas == (3,)
 
 
-def test_an_isr_member_that_is_not_live_answers_replica_not_available_even_when_every_replica_is():
+def test_an_isr_member_that_is_not_live_answers_v0_replica_not_available_even_when_every_replica_is():
     # Kafka checks the replicas first, then the ISR; an ISR member outside the replicas only
     # happens in the middle of a reassignment, but the second check is Kafka's too.
     cache = MetadataCache()
     cache.update(update(live=(1, 2), topics={"t": [state(leader=1, replicas=(1, 2), isr=(1, 2, 5))]}))
-    answered = partition(cache)
+    answered = partition(cache, version=0)
     assert (answered.error_code, answered.replica_nodes, answered.isr_nodes) == \
         (ErrorCode.REPLICA_NOT_AVAILABLE, (1, 2), (1, 2))
+    answered = partition(cache, version=1)
+    assert (answered.error_code, answered.replica_nodes, answered.isr_nodes) == (ErrorCode.NONE, (1, 2), (1, 2, 5))
 
 
 def test_every_replica_live_answers_none_with_the_full_lists():
@@ -101,6 +118,9 @@ def test_a_partition_without_a_leader_answers_leader_not_available():
     cache = MetadataCache()
     cache.update(update(live=(2, 3), topics={"t": [state(leader=NO_LEADER, replicas=(1,), isr=(1,))]}))
     answered = partition(cache)
+    assert (answered.error_code, answered.leader_id, answered.replica_nodes, answered.isr_nodes) == \
+        (ErrorCode.LEADER_NOT_AVAILABLE, NO_LEADER, (1,), (1,))
+    answered = partition(cache, version=0)
     assert (answered.error_code, answered.leader_id, answered.replica_nodes, answered.isr_nodes) == \
         (ErrorCode.LEADER_NOT_AVAILABLE, NO_LEADER, (), ())
 

@@ -84,12 +84,14 @@ def test_metadata_asks_on_the_connections_listener_and_v0s_empty_list_means_ever
     schema = load_request_schema(3, 0)
     request = CODECS[3].to_core(decode_request(request_frame(3, 0, schema(topics=()))).body, 0, CONTEXT)
     # Before v4 every Metadata request allowed topic auto-creation; from v4 the client says.
-    assert request == MetadataRequest(topics=None, allow_auto_topic_creation=True, listener_name="PLAINTEXT")
+    assert request == MetadataRequest(topics=None, allow_auto_topic_creation=True, listener_name="PLAINTEXT",
+                                      request_api_version=0)
     v4 = load_request_schema(3, 4)
     module = __import__(v4.__module__, fromlist=["*"])
     body = v4(topics=(module.MetadataRequestTopic(name="t"),), allow_auto_topic_creation=False)
     request = CODECS[3].to_core(decode_request(request_frame(3, 4, body)).body, 4, CONTEXT)
-    assert request == MetadataRequest(topics=("t",), allow_auto_topic_creation=False, listener_name="PLAINTEXT")
+    assert request == MetadataRequest(topics=("t",), allow_auto_topic_creation=False, listener_name="PLAINTEXT",
+                                      request_api_version=4)
     response = MetadataResponse(brokers=(MetadataResponseBroker(node_id=2, host="127.0.0.1", port=4000),), topics=())
     _, body = read_response(3, 8, encode_response(1, CODECS[3].to_kio(response, 8, None)))
     assert [(b.node_id, b.host, b.port) for b in body.brokers] == [(2, "127.0.0.1", 4000)]

@@ -8,19 +8,25 @@ replaces the live brokers (Kafka's controller sends such a request when a broker
 back, before or without any new partition state).
 
 Liveness is judged when a question is answered, never frozen when a state arrives, as Kafka 2.4's
-``MetadataCache.getPartitionMetadata`` judges it against its current snapshot:
+``MetadataCache.getPartitionMetadata`` judges it against its current snapshot. Metadata v1 and
+later (and raykafka's own clients):
 
 - a leader that is not among the live brokers answers LEADER_NOT_AVAILABLE, with no leader and no
-  leader epoch, and only the live replicas and ISR members;
+  leader epoch, and the full replica and ISR lists;
+- otherwise NONE, with the full replica and ISR lists, live or not: a client that sees a replica
+  down needs no new metadata to go on using the leader.
+
+Metadata v0 (Kafka's ``errorUnavailableEndpoints``) lists only the live replicas and ISR members:
+
+- a leader that is not live answers LEADER_NOT_AVAILABLE, with no leader and no leader epoch, and
+  only the live replicas and ISR members;
 - otherwise, a partition with a replica (or, failing that, an ISR member) that is not live answers
   REPLICA_NOT_AVAILABLE with its leader and only the live replicas and ISR members listed: the
   partition is usable, and Kafka's clients use its leader;
 - otherwise NONE, with the full lists.
 
-These are Kafka's ``errorUnavailableEndpoints`` rules (its Metadata v0 answers). The fields v0 does
-not have keep their values of the versions that have them: the leader epoch is given with
-REPLICA_NOT_AVAILABLE (clients fence their fetches with it) and ``offline_replicas`` is the
-controller's list as sent (those brokers are down by definition).
+``offline_replicas`` (v5+) is the controller's list as sent (those brokers are down by
+definition); the fields an old version does not have are not written to its answer.
 
 A partition state whose leader is -2 (``LEADER_DURING_DELETE``) deletes the partition; ``update``
 returns the deleted partitions (Kafka's broker hands them to its group coordinator).
@@ -97,10 +103,15 @@ class MetadataCache:
             return NO_LEADER, NO_EPOCH
         return state.leader, state.leader_epoch
 
-    def partition_metadata(self, state: UpdateMetadataPartitionState) -> MetadataResponsePartition:
-        """One partition's answer, judged against the live brokers now (see the module docstring)."""
-        live_replicas = tuple(b for b in state.replicas if b in self.brokers)
-        live_isr = tuple(b for b in state.isr if b in self.brokers)
+    def partition_metadata(self, state: UpdateMetadataPartitionState,
+                           filter_unavailable: bool = False) -> MetadataResponsePartition:
+        """One partition's answer, judged against the live brokers now (see the module docstring);
+        ``filter_unavailable`` gives Metadata v0's answer."""
+        if filter_unavailable:
+            live_replicas = tuple(b for b in state.replicas if b in self.brokers)
+            live_isr = tuple(b for b in state.isr if b in self.brokers)
+        else:
+            live_replicas, live_isr = tuple(state.replicas), tuple(state.isr)
         if state.leader not in self.brokers:
             return MetadataResponsePartition(
                 partition_index=state.partition_index, error_code=ErrorCode.LEADER_NOT_AVAILABLE,
@@ -140,7 +151,8 @@ class MetadataCache:
                 continue
             topics.append(MetadataResponseTopic(
                 name=name, is_internal=name in INTERNAL_TOPICS,
-                partitions=tuple(self.partition_metadata(partitions[index]) for index in sorted(partitions))))
+                partitions=tuple(self.partition_metadata(partitions[index], request.request_api_version == 0)
+                                 for index in sorted(partitions))))
         return MetadataResponse(brokers=self.brokers_on(request.listener_name),
                                 topics=tuple(topics), cluster_id=self.cluster_id,
                                 controller_id=self.controller_id)

@@ -21,6 +21,10 @@ class MetadataRequest:
     # that listener (and those without one are left out), as Kafka answers. None describes them
     # by actor name, for raykafka's own clients.
     listener_name: str | None = None
+    # The version a Kafka client sent: v0 lists only the live replicas and ISR members and says
+    # REPLICA_NOT_AVAILABLE when some are not (Kafka's errorUnavailableEndpoints); later versions
+    # list them all. None (raykafka's own clients) answers as the later versions.
+    request_api_version: int | None = None
 
 
 @message
