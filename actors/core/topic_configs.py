@@ -15,7 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from actors.core.config import TOPIC_CONFIG_KEYS, TOPIC_CONFIG_SYNONYMS, KafkaConfig, effective_topic_config
+from actors.core.config import (
+    STORED_ONLY_BROKER_SYNONYMS, TOPIC_CONFIG_KEYS, TOPIC_CONFIG_SYNONYMS, KafkaConfig, effective_topic_config,
+    synonym_value,
+)
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.log_config import LogConfig
 from actors.core.messages.incremental_alter_configs import OP_DELETE, OP_SET, AlterableConfig
@@ -90,7 +93,8 @@ def _check_value(key: str, value: str) -> None:
 
 
 def validate_topic_config(config: Mapping[str, str]) -> None:
-    """Raise ``INVALID_CONFIG`` for an unknown key or an illegal value, as ``LogConfig.validate``."""
+    """Raise ``INVALID_CONFIG`` for an unknown key, an illegal value, or ``min.compaction.lag.ms``
+    above ``max.compaction.lag.ms``, as Kafka 2.4's ``LogConfig.validate``."""
     for key in config:
         if key not in TOPIC_CONFIG_KEYS:
             raise _invalid(f"Unknown topic config name: {key}")
@@ -98,6 +102,12 @@ def validate_topic_config(config: Mapping[str, str]) -> None:
     LogConfig.from_properties({k: v for k, v in config.items() if k in TOPIC_CONFIG_SYNONYMS})
     for key, value in config.items():
         _check_value(key, str(value))
+    # LogConfig.validateValues: the parsed values, a key not set taking LogConfig's default.
+    min_lag = int(str(config.get("min.compaction.lag.ms", 0)).strip())
+    max_lag = int(str(config.get("max.compaction.lag.ms", 2 ** 63 - 1)).strip())
+    if min_lag > max_lag:
+        raise _invalid(f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > "
+                       f"max.compaction.lag.ms ({max_lag})")
 
 
 def check_broker_config(overrides: Mapping[str, object]) -> KafkaConfig:
@@ -112,6 +122,13 @@ def check_broker_config(overrides: Mapping[str, object]) -> KafkaConfig:
         except KafkaProtocolError as exc:
             raise _invalid(f"{exc.message} (set by the broker's {entry.synonym}={overrides[entry.synonym]})"
                            if entry.source == "broker" else exc.message) from None
+    for key, chain in STORED_ONLY_BROKER_SYNONYMS.items():
+        for broker_key in (n for n, _ in chain if n in config.overrides()):
+            raw = config.overrides()[broker_key]
+            try:
+                validate_topic_config({key: synonym_value(broker_key, raw)})
+            except KafkaProtocolError as exc:
+                raise _invalid(f"{exc.message} (set by the broker's {broker_key}={raw})") from None
     return config
 
 

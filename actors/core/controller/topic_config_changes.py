@@ -51,7 +51,7 @@ def handle_incremental_alter_configs(requests: BrokerRequests, request_id: int,
             before = dict(context.topics[name].config)
             merged = merge_alter_ops({} if isinstance(request, AlterConfigsRequest) else before, resource.configs)
         except KafkaProtocolError as exc:
-            code, message = exc.error_code, str(exc)
+            code, message = exc.error_code, exc.message or None
         else:
             if not request.validate_only and merged != before:
                 context.set_topic_config(name, merged)

@@ -129,7 +129,7 @@ def create_topics(requests, request_id: int, request, *, defaults, random_source
                 defaults=defaults, random_source=random_source)
         except KafkaProtocolError as exc:
             results.append(CreatableTopicResult(name=topic.name, error_code=exc.error_code,
-                                                error_message=str(exc)))
+                                                error_message=exc.message or None))
             continue
         results.append(CreatableTopicResult(name=topic.name, num_partitions=len(assignment),
                                             replication_factor=len(assignment[0])))
