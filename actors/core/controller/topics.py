@@ -14,7 +14,7 @@ import collections
 from actors.core.controller.state import PartitionState, ReplicaState
 from actors.core.effects import Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
-from actors.core.messages.create_topics import CreatableTopicResult, CreateTopicsResponse
+from actors.core.messages.create_topics import CreatableTopicConfigs, CreatableTopicResult, CreateTopicsResponse
 from actors.core.topics import validate_topic_name
 
 
@@ -108,6 +108,14 @@ def _validate_explicit_assignment(assignments, live_brokers: list[int]) -> dict[
     return result
 
 
+def created_topic_configs(config: dict[str, str], defaults) -> tuple[CreatableTopicConfigs, ...]:
+    """Every topic config of a topic created with overrides ``config`` on brokers configured as
+    ``defaults``, with its value and source: the v5+ CreateTopics answer (KIP-525)."""
+    from actors.core.topic_config_synonyms import resolve_topic_config
+    return tuple(CreatableTopicConfigs(name=c.name, value=c.value, config_source=c.source)
+                 for c in resolve_topic_config(config, broker_overrides=defaults.overrides()))
+
+
 def create_topics(requests, request_id: int, request, *, defaults, random_source,
                   elect_offline_partitions, log) -> list:
     """CreateTopics on the controller, as Kafka 2.4's ``AdminManager.createTopics`` and the
@@ -132,7 +140,8 @@ def create_topics(requests, request_id: int, request, *, defaults, random_source
                                                 error_message=exc.message or None))
             continue
         results.append(CreatableTopicResult(name=topic.name, num_partitions=len(assignment),
-                                            replication_factor=len(assignment[0])))
+                                            replication_factor=len(assignment[0]),
+                                            configs=created_topic_configs(config, defaults)))
         if request.validate_only:
             continue
         context.add_topic(topic.name, assignment, config)
