@@ -107,3 +107,21 @@ def test_min_compaction_lag_above_max_is_refused_by_create_and_both_alters_chang
     for response in (incremental, whole):
         assert [(r.error_code, r.error_message) for r in response.responses] == [(ErrorCode.INVALID_CONFIG, LAG_CONFLICT)]
     assert driver.stored().topics()["t"]["config"] == {"max.compaction.lag.ms": "1000"}
+
+
+def test_a_lag_the_topic_does_not_set_is_the_brokers_as_kafkas_controller_checks_it():
+    """Past 2.4: Kafka's controller (ControllerConfigurationValidator) checks a topic's overrides
+    over the brokers' log config, and LogManager refuses a broker whose own lags conflict."""
+    from actors.core.topic_configs import check_broker_config
+    driver = ControllerDriver(config={"log.cleaner.max.compaction.lag.ms": "1000"})
+    driver.register_brokers(1)
+    created = driver.create_topic("bad", assignment={0: [1]}, configs={"min.compaction.lag.ms": "5000"})
+    assert (created.error_code, created.error_message) == (ErrorCode.INVALID_CONFIG, LAG_CONFLICT)
+    assert driver.create_topic("t", assignment={0: [1]}, configs={"min.compaction.lag.ms": "500"}).error_code == 0
+    response = driver.ask("handle_incremental_alter_configs", IncrementalAlterConfigsRequest(resources=(
+        AlterConfigsResource(resource_type=2, resource_name="t", configs=(
+            AlterableConfig(name="min.compaction.lag.ms", value="5000"),)),)))
+    assert [(r.error_code, r.error_message) for r in response.responses] == [(ErrorCode.INVALID_CONFIG, LAG_CONFLICT)]
+    assert driver.stored().topics()["t"]["config"] == {"min.compaction.lag.ms": "500"}
+    with pytest.raises(KafkaProtocolError, match=r"min.compaction.lag.ms \(5000\) > max.compaction.lag.ms \(1000\)"):
+        check_broker_config({"log.cleaner.min.compaction.lag.ms": "5000", "log.cleaner.max.compaction.lag.ms": "1000"})

@@ -70,7 +70,7 @@ def validate_new_topic(topic, *, existing: set[str], live_brokers: list[int], de
             raise KafkaProtocolError(ErrorCode.INVALID_CONFIG, f"unknown topic config {entry.name!r}")
         if entry.value is not None:
             config[entry.name] = str(entry.value)
-    validate_topic_config(config)
+    validate_topic_config(config, defaults.overrides())
     if topic.assignments:
         if topic.num_partitions != -1 or topic.replication_factor != -1:
             raise KafkaProtocolError(ErrorCode.INVALID_REQUEST, "both a partition count or replication "
