@@ -113,6 +113,14 @@ class FileStorage:
 
     # -- Storage ---------------------------------------------------------------------------
 
+    def volume_bytes(self) -> tuple[int, int]:
+        try:
+            usage = shutil.disk_usage(self.root)
+        except OSError:
+            return -1, -1
+        # ``free`` is what an unprivileged writer may still use: Java's getUsableSpace.
+        return usage.total, usage.free
+
     def list_dir(self, path: str) -> list[str]:
         full = self._full(path)
         if not os.path.isdir(full):

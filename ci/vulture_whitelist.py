@@ -69,3 +69,6 @@
 
 # DescribeCluster's wire fields (actors/core/messages/describe_cluster.py): read from and written to the wire by name.
 (_.include_fenced_brokers, _.cluster_authorized_operations)
+
+# CreateTopics v5's config fields (KIP-525, actors/core/messages/create_topics.py): written to the wire by name.
+(_.config_source, _.is_sensitive)

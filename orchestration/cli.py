@@ -9,7 +9,7 @@ acks=all, kills a partition leader and watches the failover, produces more, read
 through a consumer group at the offset it was acknowledged with, and prints what happened.
 
 ``raykafka cluster start|status|stop``, ``topics``, ``produce``, ``consume``, ``groups``, ``kill``,
-``restart-broker``, ``elect-leaders`` and ``delete-records`` run and steer a cluster of detached
+``restart-broker``, ``elect-leaders``, ``delete-records`` and ``log-dirs`` run and steer a cluster of detached
 actors that outlives the command (``orchestration.commands``), each with ``--json``.
 
 ``raykafka chaos list`` prints the failover matrix; ``raykafka chaos run SCENARIO [--seed N]``
@@ -29,6 +29,7 @@ import time
 from orchestration.commands import cluster as cluster_commands
 from orchestration.commands import data as data_commands
 from orchestration.commands import groups as group_commands
+from orchestration.commands import log_dirs as log_dir_commands
 from orchestration.commands import operations as operation_commands
 from orchestration.commands import reassign as reassign_commands
 from orchestration.commands import records as record_commands
@@ -258,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     add_sim_arguments(sim)
     sim.set_defaults(run=_sim)
     for family in (cluster_commands, topic_commands, data_commands, group_commands, operation_commands,
-                   reassign_commands, record_commands):
+                   reassign_commands, record_commands, log_dir_commands):
         family.add_parsers(commands)
     parser.add_argument("--log-level", default="WARNING",
                         help="loguru level of raykafka's own log lines on stderr (default: WARNING)")

@@ -133,20 +133,20 @@ APIS: tuple[Api, ...] = (
     _api("list_offsets", ListOffsetsRequest, (1, 6), broker=_replica(ReplicaManager.handle_list_offsets)),
     # Kafka 2.4 serves 0-1 (v1 only adds throttling semantics); the leader of each partition answers.
     _api("delete_records", DeleteRecordsRequest, (0, 2), broker=_replica(ReplicaManager.handle_delete_records)),
-    _api("metadata", MetadataRequest, (0, 8), broker=BrokerCore.handle_metadata),
+    _api("metadata", MetadataRequest, (0, 9), broker=BrokerCore.handle_metadata),
     # Flexible only; the brokers on the request's listener and a broker standing in for the controller.
     _api("describe_cluster", DescribeClusterRequest, (0, 2), broker=BrokerCore.handle_describe_cluster),
-    _api("find_coordinator", FindCoordinatorRequest, (0, 3),
+    _api("find_coordinator", FindCoordinatorRequest, (0, 4),
          broker=lambda core, *step: core.coordinator_finder.handle_find_coordinator(*step)),
     # Idempotent producers; a transactional id is refused.
     _api("init_producer_id", InitProducerIdRequest, (0, 5), broker=BrokerCore.handle_init_producer_id),
     _api("offset_for_leader_epoch", OffsetForLeaderEpochRequest, (2, 4),
          broker=_replica(ReplicaManager.handle_offset_for_leader_epoch)),
     # Each broker answers for its own log directory; v2 is flexible, and kio has no v0 (Kafka 4 dropped it).
-    _api("describe_log_dirs", DescribeLogDirsRequest, (1, 2), broker=BrokerCore.handle_describe_log_dirs),
+    _api("describe_log_dirs", DescribeLogDirsRequest, (1, 4), broker=BrokerCore.handle_describe_log_dirs),
     # ----------------------------------------------------------------------- admin APIs
     # The broker forwards them to the controller and answers once its own metadata agrees.
-    _api("create_topics", CreateTopicsRequest, (2, 4),
+    _api("create_topics", CreateTopicsRequest, (2, 6),
          broker=lambda core, *step: core.topic_operations.handle_create_topics(*step),
          controller=ControllerCore.handle_create_topics),
     _api("delete_topics", DeleteTopicsRequest, (1, 5),

@@ -52,7 +52,8 @@ TOPIC_CONFIG_SYNONYMS: dict[str, TopicConfigSynonym] = {
 }
 
 # A broker key in another unit than its topic key: the factor to the topic key's unit.
-_SYNONYM_SCALE = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000, "log.roll.hours": 3_600_000}
+_SYNONYM_SCALE = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000, "log.roll.hours": 3_600_000,
+                  "log.roll.jitter.hours": 3_600_000}
 
 # The other topic keys Kafka 2.4 defines (LogConfig): accepted, validated with Kafka's ranges
 # (topic_configs.py), stored and reported by DescribeConfigs, and not applied, for raykafka has no
@@ -138,7 +139,26 @@ BROKER_KEYS_WITHOUT_DEFAULT = frozenset({
     "listeners", "advertised.listeners", "listener.security.protocol.map", "socket.request.max.bytes",
 })
 
-BROKER_CONFIG_KEYS = frozenset(BROKER_DEFAULTS) | BROKER_KEYS_WITHOUT_DEFAULT
+# The broker keys of the topic keys raykafka stores but does not apply, in Kafka's synonym order
+# (DynamicBrokerConfig.brokerConfigSynonyms), each with Kafka 2.4's default (None: none of its own;
+# log.flush.interval.ms falls back to log.flush.scheduler.interval.ms). A broker accepts them,
+# checked as their topic key, and DescribeConfigs reports them as the topic's synonyms.
+STORED_ONLY_BROKER_SYNONYMS: dict[str, tuple[tuple[str, str | None], ...]] = {
+    "segment.jitter.ms": (("log.roll.jitter.ms", None), ("log.roll.jitter.hours", "0")),
+    "segment.index.bytes": (("log.index.size.max.bytes", "10485760"),),
+    "flush.messages": (("log.flush.interval.messages", str(2 ** 63 - 1)),),
+    "flush.ms": (("log.flush.interval.ms", None), ("log.flush.scheduler.interval.ms", str(2 ** 63 - 1))),
+    "file.delete.delay.ms": (("log.segment.delete.delay.ms", "60000"),),
+    "preallocate": (("log.preallocate", "false"),),
+    "message.format.version": (("log.message.format.version", "2.4-IV1"),),
+    "message.timestamp.type": (("log.message.timestamp.type", "CreateTime"),),
+    "message.timestamp.difference.max.ms": (("log.message.timestamp.difference.max.ms", str(2 ** 63 - 1)),),
+    "message.downconversion.enable": (("log.message.downconversion.enable", "true"),),
+    "max.compaction.lag.ms": (("log.cleaner.max.compaction.lag.ms", str(2 ** 63 - 1)),),
+}
+
+BROKER_CONFIG_KEYS = (frozenset(BROKER_DEFAULTS) | BROKER_KEYS_WITHOUT_DEFAULT
+                      | {key for chain in STORED_ONLY_BROKER_SYNONYMS.values() for key, _ in chain})
 
 
 def _parse_bool(key: str, value: str) -> bool:
@@ -188,7 +208,8 @@ class TopicConfigValue(NamedTuple):
     synonym: str | None
 
 
-def _synonym_value(broker_key: str, raw: str) -> str:
+def synonym_value(broker_key: str, raw: str) -> str:
+    """A broker key's value in its topic key's unit (log.retention.hours scaled to milliseconds)."""
     scale = _SYNONYM_SCALE.get(broker_key)
     if scale is None:
         return str(raw)
@@ -210,7 +231,7 @@ def effective_topic_config(broker_overrides: Mapping[str, object],
             if broker_key is not None:
                 raw = values[broker_key]
                 raw = str(raw).lower() if isinstance(raw, bool) else str(raw)
-                result[key] = TopicConfigValue(_synonym_value(broker_key, raw), source, broker_key)
+                result[key] = TopicConfigValue(synonym_value(broker_key, raw), source, broker_key)
                 break
         else:
             result[key] = TopicConfigValue(synonym.default, "default", None)

@@ -20,7 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from actors.core.config import BROKER_DEFAULTS, TOPIC_CONFIG_SYNONYMS as HONOURED, effective_topic_config
+from actors.core.config import (
+    BROKER_DEFAULTS, STORED_ONLY_BROKER_SYNONYMS, TOPIC_CONFIG_SYNONYMS as HONOURED, effective_topic_config,
+    synonym_value,
+)
 
 # Kafka's ConfigSource values (DescribeConfigsResponse).
 SOURCE_TOPIC = 1  # TOPIC_CONFIG, "DYNAMIC_TOPIC_CONFIG" in the admin clients
@@ -103,6 +106,9 @@ def resolve_topic_config(topic_overrides: Mapping[str, str], *,
     resolved = []
     for name in sorted(TOPIC_CONFIGS):
         key = TOPIC_CONFIGS[name]
+        if name in STORED_ONLY_BROKER_SYNONYMS:
+            resolved.append(_resolve_stored_only(key, topic_overrides, broker_overrides))
+            continue
         if name in HONOURED:
             broker_keys = HONOURED[name].broker_keys  # log.retention.ms, .minutes, .hours
         else:
@@ -125,6 +131,31 @@ def resolve_topic_config(topic_overrides: Mapping[str, str], *,
         resolved.append(ResolvedConfig(name=name, value=value, source=source,
                                        config_type=CONFIG_TYPES[key.config_type], synonyms=tuple(synonyms)))
     return resolved
+
+
+def _resolve_stored_only(key: TopicConfigKey, topic_overrides: Mapping[str, str],
+                         broker_overrides: Mapping[str, str]) -> ResolvedConfig:
+    """A key raykafka stores but does not apply, as Kafka's ``AdminManager.configSynonyms`` lists
+    it: the broker keys of Kafka's synonym chain that are set (STATIC_BROKER_CONFIG), then those
+    with a default (DEFAULT_CONFIG), dropped up to the first named as the topic key's synonym (so a
+    key set only in hours lists none, as in Kafka), after the topic's own override."""
+    chain = STORED_ONLY_BROKER_SYNONYMS[key.name]
+    synonyms = [ConfigSynonym(n, str(broker_overrides[n]), SOURCE_STATIC_BROKER) for n, _ in chain
+                if n in broker_overrides]
+    synonyms += [ConfigSynonym(n, default, SOURCE_DEFAULT) for n, default in chain if default is not None]
+    while synonyms and synonyms[0].name != chain[0][0]:
+        synonyms.pop(0)
+    set_on_broker = next((n for n, _ in chain if n in broker_overrides), None)
+    if key.name in topic_overrides:
+        value, source = str(topic_overrides[key.name]), SOURCE_TOPIC
+        synonyms.insert(0, ConfigSynonym(key.name, value, SOURCE_TOPIC))
+    elif set_on_broker is not None:
+        value = synonym_value(set_on_broker, str(broker_overrides[set_on_broker]))
+        source = synonyms[0].source if synonyms else SOURCE_DEFAULT
+    else:
+        value, source = key.default, SOURCE_DEFAULT
+    return ResolvedConfig(name=key.name, value=value, source=source, config_type=CONFIG_TYPES[key.config_type],
+                          synonyms=tuple(synonyms))
 
 
 __all__ = ["CONFIG_TYPES", "SOURCE_DEFAULT", "SOURCE_STATIC_BROKER", "SOURCE_TOPIC", "TOPIC_CONFIGS",

@@ -15,7 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from actors.core.config import TOPIC_CONFIG_KEYS, TOPIC_CONFIG_SYNONYMS, KafkaConfig, effective_topic_config
+from actors.core.config import (
+    STORED_ONLY_BROKER_SYNONYMS, TOPIC_CONFIG_KEYS, TOPIC_CONFIG_SYNONYMS, KafkaConfig, effective_topic_config,
+    synonym_value,
+)
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.log_config import LogConfig
 from actors.core.messages.incremental_alter_configs import OP_DELETE, OP_SET, AlterableConfig
@@ -89,8 +92,11 @@ def _check_value(key: str, value: str) -> None:
                            f"Version `{value}` is not a valid version")
 
 
-def validate_topic_config(config: Mapping[str, str]) -> None:
-    """Raise ``INVALID_CONFIG`` for an unknown key or an illegal value, as ``LogConfig.validate``."""
+def validate_topic_config(config: Mapping[str, str], broker_overrides: Mapping[str, str] | None = None) -> None:
+    """Raise ``INVALID_CONFIG`` for an unknown key, an illegal value, or ``min.compaction.lag.ms``
+    above ``max.compaction.lag.ms``, as Kafka's ``LogConfig.validate``: a lag the topic does not
+    set is the broker's (``broker_overrides``' log.cleaner.*.compaction.lag.ms, as Kafka's
+    controller checks against its log config since KRaft; Kafka 2.4 took LogConfig's defaults)."""
     for key in config:
         if key not in TOPIC_CONFIG_KEYS:
             raise _invalid(f"Unknown topic config name: {key}")
@@ -98,6 +104,14 @@ def validate_topic_config(config: Mapping[str, str]) -> None:
     LogConfig.from_properties({k: v for k, v in config.items() if k in TOPIC_CONFIG_SYNONYMS})
     for key, value in config.items():
         _check_value(key, str(value))
+    # LogConfig.validateValues: the parsed values, a key not set taking LogConfig's default.
+    broker = broker_overrides or {}
+    min_lag = int(str(config.get("min.compaction.lag.ms", broker.get("log.cleaner.min.compaction.lag.ms", 0))).strip())
+    max_lag = int(str(config.get("max.compaction.lag.ms",
+                                 broker.get("log.cleaner.max.compaction.lag.ms", 2 ** 63 - 1))).strip())
+    if min_lag > max_lag:
+        raise _invalid(f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > "
+                       f"max.compaction.lag.ms ({max_lag})")
 
 
 def check_broker_config(overrides: Mapping[str, object]) -> KafkaConfig:
@@ -112,6 +126,15 @@ def check_broker_config(overrides: Mapping[str, object]) -> KafkaConfig:
         except KafkaProtocolError as exc:
             raise _invalid(f"{exc.message} (set by the broker's {entry.synonym}={overrides[entry.synonym]})"
                            if entry.source == "broker" else exc.message) from None
+    for key, chain in STORED_ONLY_BROKER_SYNONYMS.items():
+        for broker_key in (n for n, _ in chain if n in config.overrides()):
+            raw = config.overrides()[broker_key]
+            try:
+                validate_topic_config({key: synonym_value(broker_key, raw)})
+            except KafkaProtocolError as exc:
+                raise _invalid(f"{exc.message} (set by the broker's {broker_key}={raw})") from None
+    # Kafka's LogManager.validateBrokerLogConfigValues: the broker's own lags, as a topic's.
+    validate_topic_config({}, config.overrides())
     return config
 
 
@@ -134,8 +157,10 @@ def check_alter_ops(ops: Iterable[AlterableConfig]) -> None:
             validate_topic_config({op.name: op.value})
 
 
-def merge_alter_ops(current: Mapping[str, str], ops: Iterable[AlterableConfig]) -> dict[str, str]:
-    """The overrides after ``ops`` (checked alone and merged), as Kafka's ``prepareIncrementalConfigs``."""
+def merge_alter_ops(current: Mapping[str, str], ops: Iterable[AlterableConfig],
+                    broker_overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The overrides after ``ops`` (checked alone and merged), as Kafka's ``prepareIncrementalConfigs``;
+    the result is checked against the brokers' configured keys ``broker_overrides``."""
     ops = tuple(ops)
     check_alter_ops(ops)
     merged = dict(current)
@@ -144,7 +169,7 @@ def merge_alter_ops(current: Mapping[str, str], ops: Iterable[AlterableConfig]) 
             merged[op.name] = str(op.value)
         else:
             merged.pop(op.name, None)
-    validate_topic_config(merged)
+    validate_topic_config(merged, broker_overrides)
     return merged
 
 

@@ -117,6 +117,9 @@ def _describe_cluster_to_core(body: Any, version: int, context: WireContext) -> 
 
 
 def _find_coordinator_to_core(body: Any, version: int, context: WireContext) -> FindCoordinatorRequest:
+    if version >= 4:  # KIP-699: several keys, no single key
+        return FindCoordinatorRequest(key="", key_type=int(body.key_type), listener_name=context.listener_name,
+                                      coordinator_keys=tuple(str(key) for key in body.coordinator_keys))
     return from_kio(FindCoordinatorRequest, body, listener_name=context.listener_name)
 
 

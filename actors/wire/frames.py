@@ -18,7 +18,12 @@ What Kafka does with bad input, and what ``decode_request`` reports for it:
   the served ranges (``UnsupportedApiVersions``);
 - a tagged field of a tag kio's schema does not name is skipped, as Kafka skips it
   (``tagged_fields``);
-- a header or body kio cannot read, or bytes left over after the body: the connection is closed.
+- a header or body kio cannot read: the connection is closed;
+- bytes left over after the body are ignored, as Kafka ignores them (``RequestContext.parseRequest``
+  reads the body from the frame's buffer and never asks whether any is left: 2.4's Struct parse and
+  today's generated readers alike). librdkafka 2.x relies on it: its all-topics Metadata v9
+  request has a 4-byte placeholder where the compact null topic array (1 byte) belongs, so Kafka
+  reads a null array, three shifted flags, a tagged field of tag 0 (skipped) and leaves one byte.
 """
 from __future__ import annotations
 
@@ -155,13 +160,10 @@ def decode_request(frame: bytes) -> DecodedRequest:
 def decode_body(frame, header: RequestHeader) -> Any:
     """The kio body of the request whose ``header`` was read from ``frame``."""
     try:
-        body, size = entity_reader(request_schema(header.api_key, header.api_version))(frame, header.position)
+        body, _ = entity_reader(request_schema(header.api_key, header.api_version))(frame, header.position)
     except _KIO_READ_ERRORS as exc:
         raise _unreadable(header.api_key, header.api_version, exc, frame) from None
-    if header.position + size != len(frame):
-        raise InvalidFrame(f"API key {header.api_key} version {header.api_version}: "
-                           f"{len(frame) - header.position - size} bytes after the body")
-    return body
+    return body  # bytes after it, if any, are ignored, as Kafka ignores them
 
 
 class _Segments:

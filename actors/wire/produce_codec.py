@@ -25,8 +25,8 @@ and UTF-8, -1 for null; arrays an int32 count; records an int32 length, -1 for n
 
 A partition's records are a view of the request frame (the log copies them once, to stamp the
 leader's offsets): no copy here. Anything that does not read as the layout (a count or length
-past the end of the frame or negative, a name that is no UTF-8, bytes left after the body)
-raises ``InvalidFrame``: Kafka closes that connection.
+past the end of the frame or negative, a name that is no UTF-8) raises ``InvalidFrame``: Kafka
+closes that connection. Bytes left after the body are ignored, as Kafka ignores them (frames.py).
 """
 from __future__ import annotations
 
@@ -160,8 +160,6 @@ def read_produce_request(frame: memoryview, position: int, version: int) -> Prod
             topics.append(TopicProduceData(name=name, partition_data=partitions))
     except UnicodeDecodeError as exc:
         raise InvalidFrame(f"Produce v{version}: a string is no UTF-8: {exc}") from None
-    if reader.position != reader.end:
-        raise InvalidFrame(f"Produce v{version}: {reader.end - reader.position} bytes after the body")
     return ProduceRequest(acks=acks, timeout_ms=timeout_ms, topic_data=tuple(topics),
                           transactional_id=transactional_id, request_api_version=version)
 
@@ -183,8 +181,6 @@ def _read_flexible(reader: _Reader, version: int) -> ProduceRequest:
         reader.skip_tagged_fields()
     except UnicodeDecodeError as exc:
         raise InvalidFrame(f"Produce v{version}: a string is no UTF-8: {exc}") from None
-    if reader.position != reader.end:
-        raise InvalidFrame(f"Produce v{version}: {reader.end - reader.position} bytes after the body")
     return ProduceRequest(acks=acks, timeout_ms=timeout_ms, topic_data=tuple(topics),
                           transactional_id=transactional_id, request_api_version=version)
 

@@ -18,20 +18,22 @@ below a version that needs what raykafka lacks:
   answers KIP-405 tiered storage.
 - ListOffsets 1-6: v6 is flexible; v7 looks up the max timestamp (-3, KIP-734), v8-v9 tiered
   storage's offsets (KIP-405), which raykafka's log does not answer.
-- Metadata 0-8: v9, the first flexible version, is what librdkafka 2.x (2.16 too) gets wrong:
-  its all-topics request leaves the topic array's 4-byte placeholder (00 00 00 00) where a
-  compact null (one byte) belongs, so the flags after it shift, the body seems to end with a
-  tagged field of tag 0, and one byte is left over. Kafka reads it only because it ignores bytes
-  after a request's body (and skips the tag); raykafka closes a connection whose request has
-  bytes after its body, so librdkafka's ``list_topics()`` would time out. v8 carries the same
-  information; v10 would answer topic ids.
-- FindCoordinator 0-3: v3 is flexible; v4 batches several keys in one request (KIP-699), which
-  the coordinator finder answers one at a time.
+- Metadata 0-9: v9 is flexible. librdkafka 2.x (2.16 too) writes its all-topics v9 request with
+  the topic array's 4-byte placeholder (00 00 00 00) where a compact null (one byte) belongs, so
+  the flags after it shift, the body seems to end with a tagged field of tag 0, and one byte is
+  left over: Kafka reads it as all topics because it skips the tag and ignores bytes after a
+  request's body, and so does raykafka (frames.py). v10 answers topic ids (KIP-516), which raykafka
+  does not keep.
+- FindCoordinator 0-4: v3 is flexible; v4 batches several keys in one request (KIP-699), each
+  answered as a single key is. v5 only lets a transactional client take TRANSACTION_ABORTABLE,
+  v6 adds share groups' key type (KIP-932).
 - InitProducerId 0-5: idempotent producers (a transactional id is refused at every version); v3's
   producer id and epoch are for KIP-360's epoch bump, which Kafka too ignores without a
   transactional id (a new id is handed out); v6 adds KIP-939's two-phase commit.
-- CreateTopics 2-4: v5, the first flexible version, answers each new topic's whole configuration
-  (KIP-525), which the controller does not compute (DescribeConfigs does, from the listener).
+- CreateTopics 2-6: v5, the first flexible version, answers each new topic's partition count,
+  replication factor and every config with its source (KIP-525), as DescribeConfigs describes
+  them; v6 is v5 (KIP-599 may answer a quota error, which raykafka never does). v7 answers topic
+  ids (KIP-516).
 - DeleteTopics 1-5: v4 flexible, v5 an error message; v6 names topics by id.
 - OffsetCommit 2-9: v8 flexible, v9 the same for classic groups (KIP-848 groups are not built);
   v10 names topics by id. OffsetFetch 1-7: v6 flexible, v7's require_stable is met at once (no
@@ -43,8 +45,9 @@ below a version that needs what raykafka lacks:
 - ListGroups 0-4: v4 filters by state; v5 filters by group type (KIP-848).
 - DescribeCluster 0-2 (flexible only): see actors/core/messages/describe_cluster.py.
 - CreatePartitions 0-3: v2 is flexible, v3 the same (KIP-599 may answer a quota error, which
-  raykafka never does). DescribeLogDirs 1-2: v2 is flexible; v3 adds a top-level error code and
-  v4 the volume's total and usable bytes, which the brokers do not measure. OffsetDelete 0: its
+  raykafka never does). DescribeLogDirs 1-4: v2 is flexible; v3 adds a top-level error code
+  (always NONE, as Kafka's without authorization), v4 the volume's total and usable bytes, which
+  each broker's storage measures; v5 adds KIP-1066's cordoned directories. OffsetDelete 0: its
   only version, which is not flexible.
 - The rest serve every version kio has schemas for: DeleteRecords, IncrementalAlterConfigs,
   AlterConfigs, ElectLeaders, DeleteGroups, OffsetForLeaderEpoch, ApiVersions (0-4),

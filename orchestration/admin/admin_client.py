@@ -25,6 +25,7 @@ from ray.exceptions import RayError
 
 from actors.core.controller.channel_queue import ChannelQueueStatus
 from actors.core.errors import ErrorCode
+from actors.core.messages.describe_log_dirs import DescribeLogDirsRequest
 from actors.core.messages.create_topics import (
     CreatableReplicaAssignment, CreatableTopic, CreateableTopicConfig, CreateTopicsRequest,
 )
@@ -36,7 +37,7 @@ from actors.core.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTA
 from actors.core.messages.metadata import MetadataRequest
 from actors.ray_metadata_store import active_controller
 from orchestration.admin.groups import (
-    GroupDescription, commit_offsets, delete_group, describe_group, list_groups, list_offset,
+    GroupDescription, commit_offsets, delete_group, delete_offsets, describe_group, list_groups, list_offset,
 )
 from orchestration.admin.records import delete_records_once
 from orchestration.admin.status import client_listener
@@ -385,6 +386,34 @@ class AdminClient(TopicAdmin):
 
         self._admin_call("DeleteRecords", attempt, timeout_ms)
         return done
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]], *,
+                       timeout_ms: int | None = None) -> dict[tuple[str, int], ErrorCode]:
+        """OffsetDelete, as Kafka's ``AdminClient.deleteConsumerGroupOffsets``: the group's committed
+        offsets of ``partitions`` go where the group does not consume their topic; returns each
+        partition's answer (``GROUP_SUBSCRIBED_TO_TOPIC`` where it does). ``GROUP_ID_NOT_FOUND``
+        and ``NON_EMPTY_GROUP`` are raised at once; a coordinator not there yet is waited for."""
+        return self._admin_call(f"delete offsets of group {group_id}", lambda deadline: delete_offsets(
+            self._new_directory(), group_id, partitions, deadline=deadline), timeout_ms)
+
+    def describe_log_dirs(self, broker_ids: list[int] | None = None, *,
+                          timeout_ms: int | None = None) -> dict[int, dict[str, dict]]:
+        """DescribeLogDirs at each broker (default: every live one), as Kafka's
+        ``AdminClient.describeLogDirs``: per broker, per log directory its ``error`` (an ErrorCode)
+        and ``partitions``, each ``(topic, partition)`` with its ``size`` in bytes, ``offset_lag``
+        (behind the high watermark) and ``is_future``."""
+        chosen = sorted(self.describe_cluster(timeout_ms=timeout_ms)["brokers"]) if broker_ids is None else broker_ids
+        directory = self._new_directory()
+        described: dict[int, dict[str, dict]] = {}
+        for broker_id in chosen:
+            answer = self._admin_call(f"DescribeLogDirs at broker {broker_id}", lambda deadline: directory.call(
+                broker_id, DescribeLogDirsRequest(), timeout_ms=max(1, _remaining_ms(deadline))), timeout_ms)
+            described[int(broker_id)] = {result.log_dir: {
+                "error": ErrorCode(result.error_code),
+                "partitions": {(topic.name, p.partition_index): {
+                    "size": p.partition_size, "offset_lag": p.offset_lag, "is_future": p.is_future_key}
+                    for topic in result.topics for p in topic.partitions}} for result in answer.results}
+        return described
 
     def _new_directory(self) -> BrokerDirectory:
         return BrokerDirectory(namespace=self.namespace, bootstrap_broker_ids=self.broker_ids)

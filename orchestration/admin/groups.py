@@ -21,6 +21,7 @@ from actors.core.messages.list_groups import ListGroupsRequest
 from actors.core.group.messages import DeleteGroupsRequest
 from actors.core.messages.list_offsets import LATEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from actors.core.messages.offset_commit import OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic
+from actors.core.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteRequestPartition, OffsetDeleteRequestTopic
 from actors.core.messages.offset_fetch import OffsetFetchRequest
 from orchestration.clients.broker_directory import BrokerDirectory, as_kafka_error
 from orchestration.errors import KafkaError
@@ -121,6 +122,22 @@ def delete_group(directory: BrokerDirectory, group_id: str, *, deadline: float |
     result = _ask(coordinator, DeleteGroupsRequest(groups_names=(group_id,)), deadline).results[0]
     if result.error_code != ErrorCode.NONE:
         raise KafkaError(result.error_code, group_id)
+
+
+def delete_offsets(directory: BrokerDirectory, group_id: str, partitions: list[tuple[str, int]], *,
+                   deadline: float | None = None) -> dict[tuple[str, int], ErrorCode]:
+    """OffsetDelete at the group's coordinator: each partition's answer (``GROUP_SUBSCRIBED_TO_TOPIC``
+    for a topic a member consumes); a group-level error (``GROUP_ID_NOT_FOUND``, ``NON_EMPTY_GROUP``,
+    a coordinator not there) is raised."""
+    _, coordinator = find_coordinator(directory, group_id, deadline=deadline)
+    topics: dict[str, list[OffsetDeleteRequestPartition]] = {}
+    for topic, partition in sorted(set(partitions)):
+        topics.setdefault(topic, []).append(OffsetDeleteRequestPartition(partition_index=partition))
+    answer = _ask(coordinator, OffsetDeleteRequest(group_id=group_id, topics=tuple(
+        OffsetDeleteRequestTopic(name=t, partitions=tuple(ps)) for t, ps in topics.items())), deadline)
+    if answer.error_code != ErrorCode.NONE:
+        raise KafkaError(answer.error_code, group_id)
+    return {(t.name, p.partition_index): ErrorCode(p.error_code) for t in answer.topics for p in t.partitions}
 
 
 def commit_offsets(directory: BrokerDirectory, group_id: str, offsets: dict[tuple[str, int], int], *,

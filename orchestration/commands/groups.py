@@ -1,16 +1,32 @@
-"""``raykafka groups list|describe|delete|reset-offsets``, as ``kafka-consumer-groups`` has them.
+"""``raykafka groups list|describe|delete|reset-offsets|delete-offsets``, as ``kafka-consumer-groups``
+has them.
 
 ``describe`` prints one row per partition the group has committed or been assigned: topic,
 partition, current (committed) offset, log end offset, LAG, and the consumer id, host and client id
 of the member that owns it (``-`` when none does). ``reset-offsets`` computes new offsets
 (``--to-earliest``, ``--to-latest``, ``--to-offset N``, ``--shift-by N``) and commits them only with
 ``--execute`` (a dry run otherwise, as Kafka's tool); the group must have no members.
+``delete-offsets`` deletes the group's committed offsets of each ``--topic`` (``topic`` for all
+its partitions, ``topic:0,2`` for some) with OffsetDelete (KIP-496) and prints Kafka's table of
+each partition's status; a topic the group consumes is refused (``GROUP_SUBSCRIBED_TO_TOPIC``).
 """
 from __future__ import annotations
 
 import argparse
 
 from orchestration.commands.common import add_target_arguments, connected, emit, fail, table
+from orchestration.errors import KafkaError
+
+# Kafka's ConsumerGroupCommand.deleteOffsets: its words for a group-level refusal.
+_GROUP_REFUSALS = {
+    "INVALID_GROUP_ID": "'{group}' is not valid.",
+    "GROUP_ID_NOT_FOUND": "'{group}' does not exist.",
+    "GROUP_AUTHORIZATION_FAILED": "Access to '{group}' is not authorized.",
+    "NON_EMPTY_GROUP": "Deleting offsets of a consumer group '{group}' is forbidden if the group is not empty.",
+    "GROUP_SUBSCRIBED_TO_TOPIC": "Encounter some partition level error, see the follow-up details:",
+    "TOPIC_AUTHORIZATION_FAILED": "Encounter some partition level error, see the follow-up details:",
+    "UNKNOWN_TOPIC_OR_PARTITION": "Encounter some partition level error, see the follow-up details:",
+}
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -84,6 +100,74 @@ def _reset_offsets(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_topic_partitions(specs: list[str]) -> tuple[list[str], list[tuple[str, int]]]:
+    """``--topic`` values as Kafka's tool reads them: (topics meaning all their partitions, the
+    (topic, partition) pairs ``topic:0,2`` names)."""
+    whole, named = [], []
+    for spec in specs:
+        if ":" not in spec:
+            whole.append(spec)
+            continue
+        topic, _, partitions = spec.partition(":")
+        try:
+            named += [(topic, int(p)) for p in partitions.split(",") if p.strip()]
+        except ValueError:
+            raise ValueError(f"--topic {spec!r}: partitions must be integers, as topic:0,1") from None
+    return whole, named
+
+
+def delete_offsets_report(group: str, topics: list[str], results: dict[tuple[str, int], str],
+                          group_error: str | None = None) -> dict:
+    """The answer ``delete-offsets`` prints: the first error (the group's, else a partition's) and
+    each partition's status, Kafka's ``Successful`` or the error's name (partition -1: a topic
+    whose partitions could not be listed)."""
+    errors = [status for _, status in sorted(results.items()) if status != "NONE"]
+    return {"group": group, "topics": topics, "error": group_error or (errors[0] if errors else None),
+            "partitions": [{"topic": t, "partition": p, "status": "Successful" if status == "NONE" else status}
+                           for (t, p), status in sorted(results.items())]}
+
+
+def delete_offsets_text(report: dict) -> str:
+    """Kafka's lines: the outcome, then TOPIC / PARTITION / STATUS in its column widths."""
+    if report["error"] is None:
+        head = f"Request succeed for deleting offsets with topic {', '.join(report['topics'])} group {report['group']}"
+    else:
+        head = "Error: " + _GROUP_REFUSALS.get(report["error"], "Encounter some unknown error: {error}").format(
+            group=report["group"], error=report["error"])
+    rows = [("TOPIC", "PARTITION", "STATUS")] + [
+        (r["topic"], r["partition"] if r["partition"] >= 0 else "Not Provided",
+         r["status"] if r["status"] == "Successful" else f"Error: :{r['status']}") for r in report["partitions"]]
+    return head + "\n\n" + "\n".join(("%-30s %-15s %-15s" % row).rstrip() for row in rows)
+
+
+def _delete_offsets(args: argparse.Namespace) -> int:
+    try:
+        whole, named = parse_topic_partitions(args.topic)
+    except ValueError as exc:
+        return fail(args, exc)
+    results: dict[tuple[str, int], str] = {}
+    group_error = None
+    with connected(args) as cluster:
+        try:
+            partitions = list(named)
+            for topic in whole:
+                try:
+                    partitions += [(topic, p.partition) for p in cluster.describe_topic(topic)]
+                except KafkaError as exc:
+                    results[(topic, -1)] = exc.error_code.name
+            if partitions:
+                results.update({tp: code.name for tp, code in cluster.delete_offsets(args.group, partitions).items()})
+        except KafkaError as exc:
+            if exc.error_code.name not in _GROUP_REFUSALS:
+                return fail(args, exc)
+            group_error = exc.error_code.name
+        except Exception as exc:
+            return fail(args, exc)
+    report = delete_offsets_report(args.group, args.topic, results, group_error)
+    emit(args, report, delete_offsets_text)
+    return 0 if report["error"] is None else 1
+
+
 def add_parsers(commands) -> None:
     groups = commands.add_parser("groups", help="list, describe, delete consumer groups; reset their offsets")
     sub = groups.add_subparsers(dest="groups_command", required=True)
@@ -105,5 +189,11 @@ def add_parsers(commands) -> None:
     reset.add_argument("--shift-by", type=int, default=None, help="move by N from the target (default: current)")
     reset.add_argument("--execute", action="store_true", help="commit them (default: a dry run)")
     reset.set_defaults(run=_reset_offsets)
-    for parser in (listed, describe, delete, reset):
+    delete_offsets = sub.add_parser("delete-offsets", help="delete a group's committed offsets of topics it "
+                                                           "does not consume (kafka-consumer-groups --delete-offsets)")
+    delete_offsets.add_argument("group")
+    delete_offsets.add_argument("--topic", action="append", required=True,
+                                help="a topic (all its partitions) or topic:0,1; may be given again")
+    delete_offsets.set_defaults(run=_delete_offsets)
+    for parser in (listed, describe, delete, reset, delete_offsets):
         add_target_arguments(parser)

@@ -181,6 +181,23 @@ def test_produce_consume_and_group_lag(rk):
     assert not dry["executed"] and all(p["new_offset"] == 0 for p in dry["partitions"])
     assert rk.json("groups", "reset-offsets", "readers", "--topic", "lagged", "--to-earliest", "--execute")["executed"]
     assert sum(r["lag"] for r in rk.json("groups", "describe", "readers")["partitions"]) == 30
+    # One partition's committed offset deleted (OffsetDelete), as kafka-consumer-groups --delete-offsets.
+    deleted = rk.json("groups", "delete-offsets", "readers", "--topic", "lagged:0")
+    assert (deleted["error"], deleted["partitions"]) == (None, [{"topic": "lagged", "partition": 0,
+                                                                 "status": "Successful"}])
+    assert sorted(r["partition"] for r in rk.json("groups", "describe", "readers")["partitions"]) == [1, 2]
+    # kafka-log-dirs' lines and JSON: every broker holds the three replicas.
+    querying, received, document = rk.run("log-dirs", "describe", "--topic-list", "lagged",
+                                          json_output=False).stdout.splitlines()
+    assert (querying, received) == ("Querying brokers for log directories information",
+                                    "Received log directory information from brokers 0,1,2")
+    brokers = json.loads(document)["brokers"]
+    assert [b["broker"] for b in brokers] == [0, 1, 2]
+    for broker in brokers:
+        (log_dir,) = broker["logDirs"]
+        assert log_dir["error"] is None
+        assert sorted(p["partition"] for p in log_dir["partitions"]) == ["lagged-0", "lagged-1", "lagged-2"]
+        assert sum(p["size"] for p in log_dir["partitions"]) > 0 and not any(p["isFuture"] for p in log_dir["partitions"])
     assert rk.json("groups", "delete", "readers")["deleted"]
     assert "readers" not in [g["group"] for g in rk.json("groups", "list")]
 

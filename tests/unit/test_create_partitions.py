@@ -141,3 +141,22 @@ def test_a_broker_forwards_create_partitions_and_answers_not_controller_when_it_
     created = CreatePartitionsResponse(results=(CreatePartitionsTopicResult(name="t"),))
     (answer,) = core.on_controller_response(send.message, created, 0)
     assert (answer.request_id, answer.response) == (5, created), "the controller's answer, as it gave it"
+
+
+@pytest.mark.parametrize("timeout_ms", [0, -1])
+def test_a_timeout_of_zero_adds_the_partitions_and_answers_request_timed_out(controller, timeout_ms):
+    # Kafka's AdminManager.createPartitions: with timeout <= 0 the partitions are added and each topic
+    # that succeeded is answered REQUEST_TIMED_OUT (no message) at once; refused topics keep their code.
+    response = controller.ask("handle_create_partitions", CreatePartitionsRequest(
+        topics=(_topic("orders", 2), _topic("nope", 2)), timeout_ms=timeout_ms))
+    assert _codes(response) == {"orders": ErrorCode.REQUEST_TIMED_OUT, "nope": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert response.results[0].error_message is None
+    assert _stored(controller) == {0: [1, 2], 1: [2, 3]}
+    assert controller.leader("orders", 1) == 2
+
+
+def test_a_timeout_of_zero_with_validate_only_answers_the_check(controller):
+    response = controller.ask("handle_create_partitions", CreatePartitionsRequest(
+        topics=(_topic("orders", 2),), timeout_ms=0, validate_only=True))
+    assert _codes(response) == {"orders": ErrorCode.NONE}
+    assert _stored(controller) == {0: [1, 2]}

@@ -9,7 +9,7 @@ from kio.index import load_request_schema
 
 from actors.core.config import KafkaConfig
 from actors.core.topic_config_synonyms import (
-    SOURCE_DEFAULT, SOURCE_STATIC_BROKER, SOURCE_TOPIC, BROKER_SYNONYMS, TOPIC_CONFIGS,
+    LONG_MAX, SOURCE_DEFAULT, SOURCE_STATIC_BROKER, SOURCE_TOPIC, BROKER_SYNONYMS, TOPIC_CONFIGS,
 )
 from actors.wire.apis import CODECS
 from actors.wire.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC, describe_configs
@@ -96,3 +96,44 @@ def test_every_topic_key_with_a_broker_synonym_is_in_the_synonym_table():
     assert BROKER_SYNONYMS["segment.bytes"] == "log.segment.bytes"
     assert BROKER_SYNONYMS["max.message.bytes"] == "message.max.bytes"
     assert "leader.replication.throttled.replicas" not in BROKER_SYNONYMS
+
+
+def _synonyms(config) -> list[tuple[str, str, int]]:
+    return [(s.name, s.value, s.source) for s in config.synonyms]
+
+
+def test_a_stored_only_key_lists_its_broker_synonyms_with_their_sources_as_kafka():
+    # AdminManager.configSynonyms: the topic's override, then the broker keys Kafka's
+    # brokerConfigSynonyms names, set (STATIC_BROKER_CONFIG) then defaulted (DEFAULT_CONFIG).
+    keys = ("message.timestamp.type", "preallocate", "flush.ms", "segment.jitter.ms", "file.delete.delay.ms")
+    (result,) = described(3, [(RESOURCE_TOPIC, "orders", keys)], include_synonyms=True,
+                          broker_overrides={"log.message.timestamp.type": "LogAppendTime",
+                                            "log.flush.interval.ms": "5000", "log.roll.jitter.hours": "2"},
+                          topic_overrides={"orders": {"preallocate": "true"}})
+    configs = {c.name: c for c in result.configs}
+    timestamp_type = configs["message.timestamp.type"]
+    assert (timestamp_type.value, timestamp_type.config_source) == ("LogAppendTime", SOURCE_STATIC_BROKER)
+    assert _synonyms(timestamp_type) == [("log.message.timestamp.type", "LogAppendTime", SOURCE_STATIC_BROKER),
+                                         ("log.message.timestamp.type", "CreateTime", SOURCE_DEFAULT)]
+    assert (configs["preallocate"].value, configs["preallocate"].config_source) == ("true", SOURCE_TOPIC)
+    assert _synonyms(configs["preallocate"]) == [("preallocate", "true", SOURCE_TOPIC),
+                                                 ("log.preallocate", "false", SOURCE_DEFAULT)]
+    # log.flush.interval.ms has no default of its own; Kafka's falls back to the scheduler interval.
+    assert (configs["flush.ms"].value, configs["flush.ms"].config_source) == ("5000", SOURCE_STATIC_BROKER)
+    assert _synonyms(configs["flush.ms"]) == [("log.flush.interval.ms", "5000", SOURCE_STATIC_BROKER),
+                                              ("log.flush.scheduler.interval.ms", LONG_MAX, SOURCE_DEFAULT)]
+    # Set in hours only: the value is scaled, and Kafka lists no synonym (none is log.roll.jitter.ms).
+    jitter = configs["segment.jitter.ms"]
+    assert (jitter.value, jitter.config_source, jitter.synonyms) == (str(2 * 3_600_000), SOURCE_DEFAULT, ())
+    assert _synonyms(configs["file.delete.delay.ms"]) == [("log.segment.delete.delay.ms", "60000", SOURCE_DEFAULT)]
+
+
+def test_a_stored_only_keys_broker_synonym_is_a_broker_key_checked_as_its_topic_key():
+    from actors.core.errors import ErrorCode, KafkaProtocolError
+    from actors.core.topic_configs import check_broker_config
+    check_broker_config({"log.message.timestamp.type": "LogAppendTime", "log.preallocate": "true",
+                         "log.flush.scheduler.interval.ms": "1000", "log.roll.jitter.ms": "10"})
+    with pytest.raises(KafkaProtocolError) as raised:
+        check_broker_config({"log.message.timestamp.type": "Sometime"})
+    assert raised.value.error_code == ErrorCode.INVALID_CONFIG
+    assert "log.message.timestamp.type=Sometime" in raised.value.message

@@ -1,7 +1,7 @@
 """DescribeLogDirs answers as Kafka 2.4's broker does: its one log directory with, per hosted
 partition asked for, the log's size in bytes, offset lag max(HW - LEO, 0) and is_future false,
 KAFKA_STORAGE_ERROR once the directory failed, and the request and answer on Kafka's wire at
-v1; driven through the pure replica manager (in-memory storage) and the codec."""
+v1-4 (v4 with the volume's total and usable bytes); driven through the pure replica manager (in-memory storage) and the codec."""
 from __future__ import annotations
 
 import pytest
@@ -63,9 +63,12 @@ def test_a_failed_directory_is_kafka_storage_error(driver):
     assert (result.log_dir, result.error_code, result.topics) == (LOG_DIR, ErrorCode.KAFKA_STORAGE_ERROR, ())
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_describe_log_dirs_is_served_on_the_wire(driver, version):
-    assert SUPPORTED_VERSIONS[35] == (1, 2)  # Kafka 4 dropped v0; v2 is the first flexible version
+    # Kafka 4 dropped v0; v2 is the first flexible version, v3 adds the top-level error code, v4
+    # the volume's total and usable bytes.
+    assert SUPPORTED_VERSIONS[35] == (1, 4)
+    driver.manager.storage.volume_bytes = lambda: (1_000_000, 400_000)
     schema = load_request_schema(35, version)
     module = __import__(schema.__module__, fromlist=["*"])
     request = _through_the_wire(35, version, schema(topics=(module.DescribableLogDirTopic(topic="t", partitions=(0,)),)))
@@ -76,3 +79,17 @@ def test_describe_log_dirs_is_served_on_the_wire(driver, version):
     assert (result.log_dir, result.error_code) == (LOG_DIR, 0)
     assert [(t.name, p.partition_index, p.partition_size > 0, p.offset_lag, p.is_future_key)
             for t in result.topics for p in t.partitions] == [("t", 0, True, 0, False)]
+    if version >= 3:
+        assert answer.error_code == 0
+    if version >= 4:
+        assert (result.total_bytes, result.usable_bytes) == (1_000_000, 400_000)
+
+
+def test_a_failed_directory_has_no_volume_sizes_and_a_file_storage_measures_its_volume(driver, tmp_path):
+    import shutil
+    from actors.file_storage import FileStorage
+    driver.manager.log_dir_failure_channel.mark_offline("disk gone")
+    (result,) = _answer(35, 4, _describe(driver, DescribeLogDirsRequest())).results
+    assert (result.error_code, result.total_bytes, result.usable_bytes) == (ErrorCode.KAFKA_STORAGE_ERROR, -1, -1)
+    total, usable = FileStorage(str(tmp_path)).volume_bytes()
+    assert total == shutil.disk_usage(tmp_path).total and 0 <= usable <= total

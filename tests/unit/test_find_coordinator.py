@@ -71,3 +71,38 @@ def test_a_transaction_coordinator_is_refused_at_once_with_a_fatal_code_and_noth
 def test_an_unknown_coordinator_key_type_is_an_invalid_request():
     response, _, _ = find(finder_with_live_brokers(live=3, factor=3), key_type=7)
     assert response.error_code == ErrorCode.INVALID_REQUEST
+
+
+def test_v4_answers_each_key_as_a_single_key_is_answered():
+    """KIP-699's batched lookup, as Kafka's handleFindCoordinatorRequestV4AndAbove: one Coordinator
+    per key in the request's order; a key without one has node -1, host "" and port -1."""
+    from actors.core.messages.find_coordinator import Coordinator, FindCoordinatorResponse
+    from actors.core.messages.update_metadata import UpdateMetadataPartitionState
+    finder = finder_with_live_brokers(live=3, factor=3)
+    finder.metadata_cache.endpoints = {b: {"PLAINTEXT": ("127.0.0.1", 9090 + b)} for b in range(2)}
+    finder.metadata_cache.topics["__consumer_offsets"] = {p: UpdateMetadataPartitionState(
+        partition_index=p, controller_epoch=1, leader=p if p < 2 else -1, leader_epoch=0, isr=(p,),
+        partition_epoch=0, replicas=(p,)) for p in range(3)}
+    keys = ("a", "b", "c", "d")
+    led = {key: finder.partition_for(key) for key in keys}
+    request = FindCoordinatorRequest(key="", coordinator_keys=keys, listener_name="PLAINTEXT")
+    (answer,) = finder.handle_find_coordinator(7, request, 0)
+    assert answer.request_id == 7 and isinstance(answer.response, FindCoordinatorResponse)
+    expected = tuple(
+        Coordinator(key=key, node_id=p, host="127.0.0.1", port=9090 + p) if p < 2 else
+        Coordinator(key=key, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE) for key, p in led.items())
+    assert answer.response.coordinators == expected
+    assert {p < 2 for p in led.values()} == {True, False}, "the keys cover a led and a leaderless partition"
+    (refused,) = finder.handle_find_coordinator(8, FindCoordinatorRequest(
+        key="", key_type=COORDINATOR_KEY_TYPE_TRANSACTION, coordinator_keys=("t1", "t2")), 0)
+    assert [(c.key, c.error_code, c.node_id, c.port) for c in refused.response.coordinators] == [
+        ("t1", ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, -1),
+        ("t2", ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, -1)]
+
+
+def test_v4_before_the_offsets_topic_exists_asks_for_it_once():
+    finder = finder_with_live_brokers(live=3, factor=3)
+    effects = finder.handle_find_coordinator(7, FindCoordinatorRequest(key="", coordinator_keys=("a", "b")), 0)
+    assert len([e for e in effects if isinstance(e, Send)]) == 1
+    (response,) = [e.response for e in effects if hasattr(e, "response")]
+    assert [c.error_code for c in response.coordinators] == [ErrorCode.COORDINATOR_NOT_AVAILABLE] * 2

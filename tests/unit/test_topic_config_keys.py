@@ -72,3 +72,56 @@ def test_stored_only_keys_are_stored_and_described_with_their_source():
     described = driver.core.describe_topic_config("t")
     assert described["preallocate"] == {"value": "true", "source": "DYNAMIC_TOPIC_CONFIG"}
     assert described["retention.ms"] == {"value": "1000", "source": "DYNAMIC_TOPIC_CONFIG"}
+
+
+LAG_CONFLICT = "conflict topic config setting min.compaction.lag.ms (5000) > max.compaction.lag.ms (1000)"
+
+
+def test_min_compaction_lag_above_max_is_invalid_config_with_kafkas_message():
+    # Kafka's LogConfig.validateValues, after each value parsed; an unset key takes Kafka's default.
+    with pytest.raises(KafkaProtocolError) as raised:
+        validate_topic_config({"min.compaction.lag.ms": "5000", "max.compaction.lag.ms": " 1000"})
+    assert (raised.value.error_code, raised.value.message) == (ErrorCode.INVALID_CONFIG, LAG_CONFLICT)
+    validate_topic_config({"min.compaction.lag.ms": "1000", "max.compaction.lag.ms": "1000"})
+    validate_topic_config({"min.compaction.lag.ms": "9223372036854775807"})
+    with pytest.raises(KafkaProtocolError, match="Value must be at least 1"):
+        validate_topic_config({"min.compaction.lag.ms": "5000", "max.compaction.lag.ms": "0"})
+
+
+def test_min_compaction_lag_above_max_is_refused_by_create_and_both_alters_changing_nothing():
+    from actors.core.messages.alter_configs import AlterConfigsRequest
+    driver = ControllerDriver()
+    driver.register_brokers(1)
+    created = driver.create_topic("bad", assignment={0: [1]},
+                                  configs={"min.compaction.lag.ms": "5000", "max.compaction.lag.ms": "1000"})
+    assert (created.error_code, created.error_message) == (ErrorCode.INVALID_CONFIG, LAG_CONFLICT)
+    assert "bad" not in driver.stored().topics()
+    assert driver.create_topic("t", assignment={0: [1]}, configs={"max.compaction.lag.ms": "1000"}).error_code == 0
+    incremental = driver.ask("handle_incremental_alter_configs", IncrementalAlterConfigsRequest(resources=(
+        AlterConfigsResource(resource_type=2, resource_name="t", configs=(
+            AlterableConfig(name="min.compaction.lag.ms", value="5000"),)),)))
+    whole = driver.ask("handle_alter_configs", AlterConfigsRequest(resources=(
+        AlterConfigsResource(resource_type=2, resource_name="t", configs=(
+            AlterableConfig(name="min.compaction.lag.ms", value="5000"),
+            AlterableConfig(name="max.compaction.lag.ms", value="1000"))),)))
+    for response in (incremental, whole):
+        assert [(r.error_code, r.error_message) for r in response.responses] == [(ErrorCode.INVALID_CONFIG, LAG_CONFLICT)]
+    assert driver.stored().topics()["t"]["config"] == {"max.compaction.lag.ms": "1000"}
+
+
+def test_a_lag_the_topic_does_not_set_is_the_brokers_as_kafkas_controller_checks_it():
+    """Past 2.4: Kafka's controller (ControllerConfigurationValidator) checks a topic's overrides
+    over the brokers' log config, and LogManager refuses a broker whose own lags conflict."""
+    from actors.core.topic_configs import check_broker_config
+    driver = ControllerDriver(config={"log.cleaner.max.compaction.lag.ms": "1000"})
+    driver.register_brokers(1)
+    created = driver.create_topic("bad", assignment={0: [1]}, configs={"min.compaction.lag.ms": "5000"})
+    assert (created.error_code, created.error_message) == (ErrorCode.INVALID_CONFIG, LAG_CONFLICT)
+    assert driver.create_topic("t", assignment={0: [1]}, configs={"min.compaction.lag.ms": "500"}).error_code == 0
+    response = driver.ask("handle_incremental_alter_configs", IncrementalAlterConfigsRequest(resources=(
+        AlterConfigsResource(resource_type=2, resource_name="t", configs=(
+            AlterableConfig(name="min.compaction.lag.ms", value="5000"),)),)))
+    assert [(r.error_code, r.error_message) for r in response.responses] == [(ErrorCode.INVALID_CONFIG, LAG_CONFLICT)]
+    assert driver.stored().topics()["t"]["config"] == {"min.compaction.lag.ms": "500"}
+    with pytest.raises(KafkaProtocolError, match=r"min.compaction.lag.ms \(5000\) > max.compaction.lag.ms \(1000\)"):
+        check_broker_config({"log.cleaner.min.compaction.lag.ms": "5000", "log.cleaner.max.compaction.lag.ms": "1000"})

@@ -76,10 +76,30 @@ def test_a_topic_whose_partitions_are_not_led_by_the_deadline_is_request_timed_o
     response = answers(core.tick(TIMEOUT_MS))[CLIENT_REQUEST]
     assert [(r.name, r.error_code) for r in response.topics] == [
         ("led", ErrorCode.NONE), ("unled", ErrorCode.REQUEST_TIMED_OUT), ("exists", ErrorCode.TOPIC_ALREADY_EXISTS)]
+    # Kafka's handleCreateTopicsRequest: a topic answered with an error has no counts or configs (v5+).
+    assert [(r.num_partitions, r.replication_factor) for r in response.topics] == [(2, 3), (-1, -1), (2, 3)]
+
+
+@pytest.mark.parametrize("timeout_ms", [0, -1])
+def test_a_timeout_of_zero_answers_each_created_or_deleted_topic_request_timed_out_at_once(timeout_ms):
+    """Kafka's AdminManager.createTopics and deleteTopics: with timeout <= 0 the work is done and
+    not waited for; each topic that succeeded is REQUEST_TIMED_OUT, with no message."""
+    core = registered_broker(broker_epoch=7)
+    sent = forwarded(core, create_request("t", "exists", timeout_ms=timeout_ms))
+    response = answers(core.on_controller_response(sent, created(
+        ("t", ErrorCode.NONE), ("exists", ErrorCode.TOPIC_ALREADY_EXISTS)), 0))[CLIENT_REQUEST]
+    assert [(r.name, r.error_code, r.error_message, r.num_partitions) for r in response.topics] == [
+        ("t", ErrorCode.REQUEST_TIMED_OUT, None, -1), ("exists", ErrorCode.TOPIC_ALREADY_EXISTS, None, 2)]
+    sent = forwarded(core, DeleteTopicsRequest(topic_names=("t",), timeout_ms=timeout_ms))
+    (result,) = answers(core.on_controller_response(sent, DeleteTopicsResponse(
+        responses=(DeletableTopicResult(name="t"),)), 0))[CLIENT_REQUEST].responses
+    assert (result.error_code, result.error_message) == (ErrorCode.REQUEST_TIMED_OUT, None)
+    checked = forwarded(core, create_request("v", timeout_ms=timeout_ms, validate_only=True))
+    assert answers(core.on_controller_response(checked, created(("v", ErrorCode.NONE)), 0)) == {
+        CLIENT_REQUEST: created(("v", ErrorCode.NONE))}, "validate_only answers the check"
 
 
 @pytest.mark.parametrize("case, request_, controller_answer", [
-    ("timeout_ms 0", create_request("t", timeout_ms=0), created(("t", ErrorCode.NONE))),
     ("validate_only", create_request("t", validate_only=True), created(("t", ErrorCode.NONE))),
     ("nothing created", create_request("t"), created(("t", ErrorCode.TOPIC_ALREADY_EXISTS))),
 ])

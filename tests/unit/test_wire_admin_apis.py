@@ -205,3 +205,49 @@ def test_a_broker_forwards_elect_leaders_and_answers_not_controller_when_it_cann
     elected = ElectLeadersResponse(replica_election_results=())
     (answer,) = core.on_controller_response(send.message, elected, 0)
     assert (answer.request_id, answer.response) == (5, elected)
+
+
+# ----------------------------------------------------------------------------- FindCoordinator (10)
+def test_find_coordinator_v4_carries_batched_keys_both_ways():
+    from actors.core.messages.find_coordinator import Coordinator, FindCoordinatorRequest, FindCoordinatorResponse
+    assert SUPPORTED_VERSIONS[10] == (0, 4)  # v4: KIP-699's batched keys
+    schema, _ = _schema_module(10, 4)
+    request = _through_the_wire(10, 4, schema(key_type=0, coordinator_keys=("g1", "g2")))
+    assert request == FindCoordinatorRequest(key="", coordinator_keys=("g1", "g2"), listener_name=CONTEXT.listener_name)
+    answer = _answer(10, 4, FindCoordinatorResponse(coordinators=(
+        Coordinator(key="g1", node_id=2, host="127.0.0.1", port=9092),
+        Coordinator(key="g2", error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))))
+    assert [(c.key, c.node_id, c.host, c.port, c.error_code, c.error_message) for c in answer.coordinators] == [
+        ("g1", 2, "127.0.0.1", 9092, 0, None), ("g2", -1, "", -1, ErrorCode.COORDINATOR_NOT_AVAILABLE, None)]
+    # v3 keeps its single key.
+    schema, _ = _schema_module(10, 3)
+    assert _through_the_wire(10, 3, schema(key="g1", key_type=0)).coordinator_keys is None
+
+
+# ----------------------------------------------------------------------------- CreateTopics (19)
+@pytest.mark.parametrize("version", [4, 5, 6])
+def test_create_topics_v5_answers_each_created_topics_counts_and_configs(version):
+    """KIP-525, as Kafka 2.4's AdminManager.createTopics fills it: every topic config with its value
+    and source (the topic's own, the broker's configuration, the default); a refused topic -1, -1
+    and no configs. v6 is v5 (KIP-599's quota error, which raykafka never answers)."""
+    from tests.support.controller_driver import ControllerDriver
+    from actors.core.messages.create_topics import CreatableTopic, CreateableTopicConfig, CreateTopicsRequest
+    assert SUPPORTED_VERSIONS[19] == (2, 6)
+    driver = ControllerDriver(config={"log.retention.bytes": "5000"})
+    driver.register_brokers(1, 2)
+    response = driver.ask("handle_create_topics", CreateTopicsRequest(topics=(
+        CreatableTopic(name="orders", num_partitions=3, replication_factor=2,
+                       configs=(CreateableTopicConfig(name="min.insync.replicas", value="2"),)),
+        CreatableTopic(name="wide", num_partitions=1, replication_factor=3))))
+    orders, wide = _answer(19, version, response).topics
+    assert (orders.error_code, wide.error_code) == (0, ErrorCode.INVALID_REPLICATION_FACTOR)
+    if version < 5:
+        assert not hasattr(orders, "configs")
+        return
+    assert (orders.num_partitions, orders.replication_factor) == (3, 2)
+    configs = {c.name: (c.value, c.config_source, c.read_only, c.is_sensitive) for c in orders.configs}
+    assert len(configs) == 26, "every topic config Kafka 2.4 has"
+    assert configs["min.insync.replicas"] == ("2", 1, False, False)
+    assert configs["retention.bytes"] == ("5000", 4, False, False)
+    assert configs["segment.bytes"] == ("1073741824", 5, False, False)
+    assert (wide.num_partitions, wide.replication_factor, wide.configs) == (-1, -1, ())

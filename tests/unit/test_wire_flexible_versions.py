@@ -79,12 +79,21 @@ def test_kio_alone_refuses_an_unknown_tag_which_the_listeners_skip():
     assert entity_reader(schema)(spliced, 0) == (body, len(spliced))
 
 
-def test_librdkafkas_all_topics_metadata_v9_has_a_byte_after_its_body_which_is_why_v9_is_not_served():
-    # librdkafka 2.16's bytes (header, then body): the 4-byte array count placeholder it never shrinks.
+def test_librdkafkas_all_topics_metadata_v9_is_served_as_kafka_reads_it():
+    """librdkafka 2.16's bytes (header, then body): the 4-byte array count placeholder it never
+    shrinks. Kafka reads a null topic array (all topics), the flags shifted, a tagged field of tag 0
+    (skipped) and ignores the byte left over; so do the listeners (frames.py), so v9 is served."""
+    from actors.core.messages.metadata import MetadataRequest
+    from actors.wire.apis import CODECS
+    from actors.wire.frames import decode_request
     frame = bytes.fromhex("0003000900000003000772646b61666b6100") + bytes.fromhex("0000000001000000")
     body, size = entity_reader(load_request_schema(3, 9))(frame, 18)
-    assert body.topics is None and 18 + size == len(frame) - 1, "Kafka reads this only by ignoring the last byte"
-    assert SUPPORTED_VERSIONS[3][1] == 8
+    assert body.topics is None and 18 + size == len(frame) - 1, "one byte after the body, as Kafka reads it"
+    decoded = decode_request(frame)
+    assert (decoded.api_version, decoded.correlation_id, decoded.client_id) == (9, 3, "rdkafka")
+    assert CODECS[3].to_core(decoded.body, 9, CONTEXT) == MetadataRequest(
+        topics=None, allow_auto_topic_creation=False, listener_name=CONTEXT.listener_name)
+    assert SUPPORTED_VERSIONS[3][1] == 9
 
 
 def test_unknown_tags_in_the_header_and_in_nested_entities_are_skipped():
@@ -151,8 +160,7 @@ def test_every_served_version_reads_a_request_and_writes_a_response_kio_reads(ap
 
 def test_every_api_a_kafka_4_client_uses_is_served_at_a_flexible_version():
     # The APIs whose caps sit below their first flexible version, each for a reason versions.py gives.
-    capped = {3: "librdkafka's malformed all-topics Metadata v9", 19: "CreateTopics v5's topic configs",
-              47: "OffsetDelete, whose only version (v0) is not flexible"}
+    capped = {47: "OffsetDelete, whose only version (v0) is not flexible"}
     for api_key, (_, high) in SUPPORTED_VERSIONS.items():
         flexible = load_request_schema(api_key, high).__flexible__
         assert flexible or api_key in capped or api_key == 17, (api_key, high)  # SaslHandshake has none

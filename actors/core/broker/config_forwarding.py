@@ -51,7 +51,7 @@ class ConfigForwarder:
                                                                                resource.resource_name)) > 1)
             answers.append(None if error is None else AlterConfigsResourceResponse(
                 resource_type=resource.resource_type, resource_name=resource.resource_name,
-                error_code=error.error_code, error_message=str(error)))
+                error_code=error.error_code, error_message=error.message or None))
         forwarded = tuple(r for r, a in zip(request.resources, answers) if a is None)
         if not forwarded:
             return [self._respond(request_id, answers, response_type)]

@@ -10,9 +10,11 @@ are alive than that factor the broker refuses to create it and logs an error, as
 under-replicated for good (a one-broker cluster sets the factor to 1). One creation request, or
 one refusal's log line, per ``OFFSETS_TOPIC_CREATION_RETRY_MS``. A transaction coordinator (key type
 1) is refused at once with the code stock clients treat as fatal, as transactions are not built.
+A v4+ request's keys (``coordinator_keys``) are each answered as one key is, in one answer.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from actors.core.effects import Effect, LogEvent, Respond, Send
@@ -20,7 +22,8 @@ from actors.core.errors import ErrorCode
 from actors.core.java_hash import java_string_hash, kafka_abs
 from actors.core.messages.create_topics import CreatableTopic, CreateableTopicConfig, CreateTopicsRequest
 from actors.core.messages.find_coordinator import (
-    COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION, FindCoordinatorRequest, FindCoordinatorResponse,
+    COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION, Coordinator, FindCoordinatorRequest,
+    FindCoordinatorResponse,
 )
 from actors.core.messages.init_producer_id import TRANSACTIONS_REFUSED_CODE, TRANSACTIONS_REFUSED_MESSAGE
 from actors.core.broker.metadata_cache import MetadataCache
@@ -49,6 +52,8 @@ class CoordinatorFinder:
 
     def handle_find_coordinator(self, request_id: int, request: FindCoordinatorRequest,
                                 now_ms: int) -> list[Effect]:
+        if request.coordinator_keys is not None:
+            return self._find_coordinators(request_id, request, now_ms)
         def answer(code: ErrorCode, message: str | None = None, node_id: int = -1) -> list[Effect]:
             host, port = (self.coordinator_host(node_id) if node_id >= 0 else ""), 0
             if node_id >= 0 and request.listener_name is not None:
@@ -75,6 +80,23 @@ class CoordinatorFinder:
         if leader < 0:
             return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return answer(ErrorCode.NONE, node_id=leader)
+
+    def _find_coordinators(self, request_id: int, request: FindCoordinatorRequest, now_ms: int) -> list[Effect]:
+        """Each of a v4+ request's keys found as a single key is: one ``Coordinator`` per key."""
+        effects: list[Effect] = []
+        coordinators = []
+        for key in request.coordinator_keys:
+            one = dataclasses.replace(request, key=key, coordinator_keys=None)
+            for effect in self.handle_find_coordinator(request_id, one, now_ms):
+                if not isinstance(effect, Respond):
+                    effects.append(effect)
+                    continue
+                found = effect.response
+                coordinators.append(Coordinator(
+                    key=key, node_id=found.node_id, host=found.host, port=found.port if found.node_id >= 0 else -1,
+                    error_code=found.error_code, error_message=found.error_message))
+        return effects + [Respond(request_id=request_id, response=FindCoordinatorResponse(
+            coordinators=tuple(coordinators)))]
 
     def _request_creation(self, now_ms: int) -> list[Effect]:
         if self._creation_requested_ms is not None and now_ms - self._creation_requested_ms < OFFSETS_TOPIC_CREATION_RETRY_MS:

@@ -5,7 +5,8 @@ shell resolved). The answer names it with NONE, or KAFKA_STORAGE_ERROR and no pa
 directory failed (log_dir_failure.py); otherwise it lists each partition asked for that has a log
 here (a partition asked for and not hosted is left out, as Kafka leaves it out) with the log's
 size in bytes (every segment's), its offset lag, Kafka's ``max(high watermark - log end offset,
-0)``, and ``is_future_key`` false. Nothing changes.
+0)``, and ``is_future_key`` false, and (v4) its volume's total and usable bytes, which the storage
+measures (Kafka's ``FileStore``). Nothing changes.
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def describe_log_dirs(replica_manager, log_dir: str, request_id: int,
         by_topic.setdefault(topic, []).append(DescribeLogDirsPartition(
             partition_index=index, partition_size=partition.log.size_in_bytes,
             offset_lag=max(partition.high_watermark - partition.log_end_offset, 0)))
-    result = DescribeLogDirsResult(log_dir=log_dir, topics=tuple(
+    total_bytes, usable_bytes = replica_manager.storage.volume_bytes()
+    result = DescribeLogDirsResult(log_dir=log_dir, total_bytes=total_bytes, usable_bytes=usable_bytes, topics=tuple(
         DescribeLogDirsTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items()))
     return [Respond(request_id=request_id, response=DescribeLogDirsResponse(results=(result,)))]
 

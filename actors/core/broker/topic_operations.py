@@ -13,8 +13,9 @@ watched by the topic names, until its own metadata cache agrees with it:
 
 Each UpdateMetadata this broker accepts tries the operations watching the topics it named; ``tick``
 expires the ones past their deadline, and a topic the cache still disagrees on then gets
-``REQUEST_TIMED_OUT`` (the others keep the controller's answer). Topics the controller refused, a
-``validate_only`` request, and a ``timeout_ms`` of 0 or less are answered at once, as in Kafka. So
+``REQUEST_TIMED_OUT`` (the others keep the controller's answer). Topics the controller refused and
+a ``validate_only`` request are answered at once, as in Kafka; so is a ``timeout_ms`` of 0 or less,
+with each topic created or deleted ``REQUEST_TIMED_OUT`` (Kafka's "not waited for"). So
 a client that asks this broker for the topics' metadata right after the answer finds them (KafkaJS
 does exactly that, and gives up on UNKNOWN_TOPIC_OR_PARTITION).
 
@@ -91,8 +92,12 @@ class TopicOperations:
         succeeded = tuple(sorted({name for name, code in _results(response) if code == ErrorCode.NONE}))
         operation = DelayedTopicOperation(request_id=request_id, deadline_ms=deadline_ms, keys=succeeded,
                                           response=response)
-        if (not succeeded or request.timeout_ms <= 0 or getattr(request, "validate_only", False)
-                or self.purgatory.is_full):
+        validate_only = getattr(request, "validate_only", False)
+        if succeeded and request.timeout_ms <= 0 and not validate_only:
+            # Kafka's AdminManager: created (or deleted) and not waited for, so REQUEST_TIMED_OUT,
+            # with no message (librdkafka reports it as success for a non-blocking call).
+            return [Respond(request_id=request_id, response=_timed_out(response, set(succeeded), message=None))]
+        if not succeeded or validate_only or self.purgatory.is_full:
             return [Respond(request_id=request_id, response=response)]
         effects = self._try_complete(operation, now_ms, parked=False)
         if effects:
@@ -142,11 +147,13 @@ def _results(response: Any) -> list[tuple[str, ErrorCode]]:
     return [(r.name, r.error_code) for r in response.responses]
 
 
-def _timed_out(response: Any, topics: set[str]) -> Any:
-    message = "the topic's metadata did not reach this broker within timeout_ms"
+def _timed_out(response: Any, topics: set[str],
+               message: str | None = "the topic's metadata did not reach this broker within timeout_ms") -> Any:
     if isinstance(response, CreateTopicsResponse):
+        # Kafka's handleCreateTopicsRequest: a topic answered with an error has no counts or configs.
         return dataclasses.replace(response, topics=tuple(
-            dataclasses.replace(r, error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=message)
+            dataclasses.replace(r, error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=message,
+                                num_partitions=-1, replication_factor=-1, configs=())
             if r.name in topics else r for r in response.topics))
     return dataclasses.replace(response, responses=tuple(
         dataclasses.replace(r, error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=message)

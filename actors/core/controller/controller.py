@@ -385,7 +385,7 @@ class ControllerCore:
         return self._guarded(request_id, error, lambda: topic_config_changes.handle_incremental_alter_configs(
             self.requests, request_id, request, controller_epoch=self.controller_epoch,
             unclean_default=self.config.get_bool("unclean.leader.election.enable"),
-            elect_offline_partitions=self._elect_offline_partitions))
+            elect_offline_partitions=self._elect_offline_partitions, broker_overrides=self.config.overrides()))
 
     def handle_alter_configs(self, request_id: int, request, now_ms: int) -> list[Effect]:
         """The whole-set form: the request's configs replace the topic's overrides."""

@@ -16,7 +16,9 @@ continues from the current count.
 A topic that passes is stored with its whole new assignment (what Kafka writes to
 /brokers/topics/<topic>), its new partitions and replicas enter the state machines as NEW, and
 the controller elects their leaders as for a new topic, which sends LeaderAndIsr to their replicas
-and UpdateMetadata to every broker. ``validate_only`` checks and changes nothing.
+and UpdateMetadata to every broker. ``validate_only`` checks and changes nothing. A ``timeout_ms``
+of 0 or less adds the partitions and answers each topic that got them ``REQUEST_TIMED_OUT`` at once
+(Kafka's "do not wait"), as Kafka's ``AdminManager.createPartitions`` does.
 """
 from __future__ import annotations
 
@@ -105,9 +107,13 @@ def create_partitions(requests, request_id: int, request: CreatePartitionsReques
             results.append(CreatePartitionsTopicResult(name=topic.name, error_code=exc.error_code,
                                                        error_message=exc.message))
             continue
-        results.append(CreatePartitionsTopicResult(name=topic.name))
         if request.validate_only:
+            results.append(CreatePartitionsTopicResult(name=topic.name))
             continue
+        # Kafka's AdminManager.createPartitions: with timeout_ms <= 0 the partitions are added but
+        # not waited for, and the topic is answered REQUEST_TIMED_OUT at once.
+        results.append(CreatePartitionsTopicResult(
+            name=topic.name, error_code=ErrorCode.REQUEST_TIMED_OUT if request.timeout_ms <= 0 else ErrorCode.NONE))
         context.add_topic(topic.name, {**info.assignment, **new}, info.config)
         for partition, replicas in new.items():
             context.partition_states.initialize((topic.name, partition), PartitionState.NEW_PARTITION)

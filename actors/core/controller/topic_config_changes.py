@@ -34,7 +34,8 @@ from actors.core.topic_configs import merge_alter_ops
 def handle_incremental_alter_configs(requests: BrokerRequests, request_id: int,
                                      request: IncrementalAlterConfigsRequest | AlterConfigsRequest, *,
                                      controller_epoch: int, unclean_default: bool,
-                                     elect_offline_partitions: Callable[[], list[Effect]]) -> list[Effect]:
+                                     elect_offline_partitions: Callable[[], list[Effect]],
+                                     broker_overrides: dict[str, str] | None = None) -> list[Effect]:
     context = requests.context
     answers = []
     effects: list[Effect] = []
@@ -49,9 +50,10 @@ def handle_incremental_alter_configs(requests: BrokerRequests, request_id: int,
             if name not in context.topics or name in context.topics_to_delete:
                 raise KafkaProtocolError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
             before = dict(context.topics[name].config)
-            merged = merge_alter_ops({} if isinstance(request, AlterConfigsRequest) else before, resource.configs)
+            merged = merge_alter_ops({} if isinstance(request, AlterConfigsRequest) else before, resource.configs,
+                                     broker_overrides)
         except KafkaProtocolError as exc:
-            code, message = exc.error_code, str(exc)
+            code, message = exc.error_code, exc.message or None
         else:
             if not request.validate_only and merged != before:
                 context.set_topic_config(name, merged)

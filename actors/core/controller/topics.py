@@ -14,7 +14,7 @@ import collections
 from actors.core.controller.state import PartitionState, ReplicaState
 from actors.core.effects import Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
-from actors.core.messages.create_topics import CreatableTopicResult, CreateTopicsResponse
+from actors.core.messages.create_topics import CreatableTopicConfigs, CreatableTopicResult, CreateTopicsResponse
 from actors.core.topics import validate_topic_name
 
 
@@ -70,7 +70,7 @@ def validate_new_topic(topic, *, existing: set[str], live_brokers: list[int], de
             raise KafkaProtocolError(ErrorCode.INVALID_CONFIG, f"unknown topic config {entry.name!r}")
         if entry.value is not None:
             config[entry.name] = str(entry.value)
-    validate_topic_config(config)
+    validate_topic_config(config, defaults.overrides())
     if topic.assignments:
         if topic.num_partitions != -1 or topic.replication_factor != -1:
             raise KafkaProtocolError(ErrorCode.INVALID_REQUEST, "both a partition count or replication "
@@ -108,6 +108,14 @@ def _validate_explicit_assignment(assignments, live_brokers: list[int]) -> dict[
     return result
 
 
+def created_topic_configs(config: dict[str, str], defaults) -> tuple[CreatableTopicConfigs, ...]:
+    """Every topic config of a topic created with overrides ``config`` on brokers configured as
+    ``defaults``, with its value and source: the v5+ CreateTopics answer (KIP-525)."""
+    from actors.core.topic_config_synonyms import resolve_topic_config
+    return tuple(CreatableTopicConfigs(name=c.name, value=c.value, config_source=c.source)
+                 for c in resolve_topic_config(config, broker_overrides=defaults.overrides()))
+
+
 def create_topics(requests, request_id: int, request, *, defaults, random_source,
                   elect_offline_partitions, log) -> list:
     """CreateTopics on the controller, as Kafka 2.4's ``AdminManager.createTopics`` and the
@@ -129,10 +137,11 @@ def create_topics(requests, request_id: int, request, *, defaults, random_source
                 defaults=defaults, random_source=random_source)
         except KafkaProtocolError as exc:
             results.append(CreatableTopicResult(name=topic.name, error_code=exc.error_code,
-                                                error_message=str(exc)))
+                                                error_message=exc.message or None))
             continue
         results.append(CreatableTopicResult(name=topic.name, num_partitions=len(assignment),
-                                            replication_factor=len(assignment[0])))
+                                            replication_factor=len(assignment[0]),
+                                            configs=created_topic_configs(config, defaults)))
         if request.validate_only:
             continue
         context.add_topic(topic.name, assignment, config)

@@ -60,6 +60,10 @@ class Storage(Protocol):
 
     def rename(self, src: str, dst: str, *, sync: bool = True) -> None: ...
 
+    def volume_bytes(self) -> tuple[int, int]:
+        """(total, usable) bytes of the volume the storage root is on, as Kafka's
+        ``FileStore.getTotalSpace``/``getUsableSpace`` (DescribeLogDirs v4); (-1, -1) if unknown."""
+
 
 def split_path(path: str) -> tuple[str, ...]:
     """The components of a relative '/'-joined path; refuses absolute paths, '.', '..' and ''."""
@@ -115,6 +119,9 @@ class InMemoryStorage:
         assert 0 <= self._synced_sizes[path] <= len(self._files[path]), path
 
     # -- Storage ---------------------------------------------------------------------------
+
+    def volume_bytes(self) -> tuple[int, int]:
+        return -1, -1  # no volume under a dict
 
     def list_dir(self, path: str) -> list[str]:
         split_path(path)

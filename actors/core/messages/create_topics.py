@@ -9,10 +9,15 @@ every live broker has applied the UpdateMetadata that carries the new partitions
 ``timeout_ms`` passed); the broker then holds the answer until its own metadata cache shows every
 new partition with a leader, as Kafka 2.4's ``DelayedCreatePartitions`` does, and answers a topic
 whose partitions still lack one after ``timeout_ms`` with ``REQUEST_TIMED_OUT``. A ``timeout_ms``
-of 0 or less is answered as soon as the controller has created the topics.
+of 0 or less is answered as soon as the controller has created the topics, each created one
+``REQUEST_TIMED_OUT`` (Kafka's "not waited for", which librdkafka reports as success).
 
 ``forward_id`` is raykafka's own field: the forwarding broker's number for the request, so it can
 answer its client when the controller's answer comes back (0 in a client's request).
+
+From v5 (KIP-525) each created topic's answer carries its partition count, replication factor and
+every topic config with its value and source, as Kafka 2.4's ``AdminManager.createTopics`` fills
+them (for ``validate_only`` too); a topic refused or timed out gets -1, -1 and no configs.
 """
 from __future__ import annotations
 
@@ -53,12 +58,25 @@ class CreateTopicsRequest:
 
 
 @message
+class CreatableTopicConfigs:
+    """One config of a created topic, in the v5+ answer (KIP-525), as DescribeConfigs describes it."""
+    name: str
+    value: str | None
+    read_only: bool = False
+    config_source: int = -1  # Kafka's ConfigSource id (topic_config_synonyms.SOURCE_*)
+    is_sensitive: bool = False
+
+
+@message
 class CreatableTopicResult:
     name: str
     error_code: ErrorCode = ErrorCode.NONE
     error_message: str | None = None
     num_partitions: int = -1
     replication_factor: int = -1
+    # v5+: every topic config with its value and source; empty for a topic not created (Kafka's
+    # handleCreateTopicsRequest resets them, with the counts, on any error).
+    configs: tuple[CreatableTopicConfigs, ...] = ()
 
 
 @message
