@@ -92,7 +92,7 @@ def test_librdkafkas_all_topics_metadata_v9_is_served_as_kafka_reads_it():
     decoded = decode_request(frame)
     assert (decoded.api_version, decoded.correlation_id, decoded.client_id) == (9, 3, "rdkafka")
     assert CODECS[3].to_core(decoded.body, 9, CONTEXT) == MetadataRequest(
-        topics=None, allow_auto_topic_creation=False, listener_name=CONTEXT.listener_name)
+        topics=None, allow_auto_topic_creation=False, listener_name=CONTEXT.listener_name, request_api_version=9)
     assert SUPPORTED_VERSIONS[3][1] == 9
 
 
