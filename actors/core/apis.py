@@ -165,9 +165,13 @@ APIS: tuple[Api, ...] = (
     # Preferred and unclean (v1's election_type; v0 is preferred only).
     _api("elect_leaders", ElectLeadersRequest, (0, 2), broker=BrokerCore.handle_elect_leaders,
          controller=ControllerCore.handle_elect_leaders),
-    _api("alter_partition_reassignments", AlterPartitionReassignmentsRequest,
+    # KIP-455, forwarded to the controller as ElectLeaders is; flexible only (v1: KIP-860's
+    # allow_replication_factor_change).
+    _api("alter_partition_reassignments", AlterPartitionReassignmentsRequest, (0, 1),
+         broker=BrokerCore.handle_alter_partition_reassignments,
          controller=ControllerCore.handle_alter_partition_reassignments),
-    _api("list_partition_reassignments", ListPartitionReassignmentsRequest,
+    _api("list_partition_reassignments", ListPartitionReassignmentsRequest, (0, 0),
+         broker=BrokerCore.handle_list_partition_reassignments,
          controller=ControllerCore.handle_list_partition_reassignments),
     # ----------------------------------------------------------------------- group APIs
     _api("offset_commit", OffsetCommitRequest, (2, 9), group_coordinator=GroupCoordinatorCore.handle_offset_commit),

@@ -46,6 +46,8 @@ below a version that needs what raykafka lacks:
   raykafka never does). DescribeLogDirs 1-2: v2 is flexible; v3 adds a top-level error code and
   v4 the volume's total and usable bytes, which the brokers do not measure. OffsetDelete 0: its
   only version, which is not flexible.
+- AlterPartitionReassignments 0-1 (flexible only; v1's allow_replication_factor_change, KIP-860, is
+  checked) and ListPartitionReassignments 0, forwarded to the controller.
 - The rest serve every version kio has schemas for: DeleteRecords, IncrementalAlterConfigs,
   AlterConfigs, ElectLeaders, DeleteGroups, OffsetForLeaderEpoch, ApiVersions (0-4),
   DescribeConfigs (1-4: kio has no v0), SaslAuthenticate. kio has no schemas for versions Kafka 4
