@@ -81,7 +81,7 @@ class BrokerCore:
                  wall_clock_offset_ms: int = 0, log_dir: str = "") -> None:
         self.broker_id = broker_id
         self.log_dir = log_dir  # the log directory's absolute path, as DescribeLogDirs names it
-        self.metadata_cache = MetadataCache()
+        self.metadata_cache = MetadataCache(cluster_id)  # Metadata and DescribeCluster name the cluster
         self.topic_auto_creation = TopicAutoCreation(broker_id, config)  # Metadata's auto.create.topics.enable
         # Fetch session ids differ from those of this broker's earlier processes (see fetch_session.py).
         self.replica_manager = ReplicaManager(broker_id=broker_id, storage=storage, config=config,
