@@ -155,7 +155,7 @@ APIS: tuple[Api, ...] = (
     # Forwarded to the controller, which continues the topic's assignment or takes the given one; v2 is flexible.
     _api("create_partitions", CreatePartitionsRequest, (0, 3), broker=BrokerCore.handle_create_partitions,
          controller=ControllerCore.handle_create_partitions),
-    # Topic resources; a broker resource is INVALID_REQUEST (no dynamic broker config).
+    # Topic resources, and broker resources' dynamic keys (stored and reported: actors/core/broker_configs.py).
     _api("incremental_alter_configs", IncrementalAlterConfigsRequest, (0, 1),
          broker=BrokerCore.handle_incremental_alter_configs,
          controller=ControllerCore.handle_incremental_alter_configs),
