@@ -53,8 +53,9 @@ def describe_configs(body: Any, *, broker_id: int, broker_config: Mapping[str, s
                         config.name, config.value, config.source, keys, read_only=False,
                         synonyms=config.synonyms if include_synonyms else (), config_type=config.config_type))
         elif resource.resource_type == RESOURCE_BROKER and name in ("", str(broker_id)):
+            # The default entity (kafka-configs --entity-default) has no broker's own dynamic values.
             for key, value, source, synonyms in _broker_configs(broker_config, broker_overrides,
-                                                               broker_dynamic or {}, str(broker_id)):
+                                                               broker_dynamic or {}, name or None):
                 entry["configs"].append(_config(key, value, source, keys, read_only=key not in DYNAMIC_BROKER_KEYS,
                                                 synonyms=synonyms if include_synonyms else ()))
         else:
@@ -65,9 +66,9 @@ def describe_configs(body: Any, *, broker_id: int, broker_config: Mapping[str, s
     return {"results": results, "throttle_time_ms": 0}
 
 
-def _broker_configs(broker_config, broker_overrides, broker_dynamic, broker_id: str):
+def _broker_configs(broker_config, broker_overrides, broker_dynamic, broker_id: str | None):
     """(key, value, source, synonyms in precedence order) for every broker key, dynamic ones included."""
-    layers = ((broker_dynamic.get(broker_id, {}), SOURCE_DYNAMIC_BROKER),
+    layers = ((broker_dynamic.get(broker_id, {}) if broker_id is not None else {}, SOURCE_DYNAMIC_BROKER),
               (broker_dynamic.get(DEFAULT_ENTITY, {}), SOURCE_DYNAMIC_DEFAULT_BROKER),
               (broker_overrides, SOURCE_STATIC_BROKER))
     keys = set(broker_config) | {key for layer, _ in layers[:2] for key in layer}
