@@ -76,10 +76,10 @@ def _check_value(key: str, value: str | None) -> None:
         if default in ("true", "false"):
             if value.strip().lower() not in ("true", "false"):
                 raise ValueError(value)
-        elif default is not None and default.lstrip("-").isdigit():
-            int(value.strip())
-        elif default is not None and _is_number(default):
-            float(value.strip())
+        elif default is not None and _is_number(default) and not default.lstrip("-").isdigit():
+            float(value.strip())  # a double (log.cleaner.min.cleanable.ratio, the cleaner's io rate)
+        elif (default is not None and default.lstrip("-").isdigit()) or key.endswith((".ms", ".bytes")):
+            int(value.strip())  # a long or an int, with or without a default (log.retention.ms)
     except ValueError:
         raise _invalid(f"Invalid value {value} for configuration {key}") from None
 

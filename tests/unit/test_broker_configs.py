@@ -61,6 +61,8 @@ def test_the_controller_stores_a_brokers_and_the_cluster_wide_dynamic_keys(contr
     ("1", [("log.dirs", OP_SET, "/x")], ErrorCode.INVALID_CONFIG),  # not a dynamic key
     ("1", [("no.such.key", OP_SET, "1")], ErrorCode.INVALID_CONFIG),
     ("1", [("log.cleaner.backoff.ms", OP_SET, "soon")], ErrorCode.INVALID_CONFIG),
+    ("1", [("log.retention.ms", OP_SET, "a week")], ErrorCode.INVALID_CONFIG),  # a long with no default
+    ("1", [("log.cleaner.min.cleanable.ratio", OP_SET, "half")], ErrorCode.INVALID_CONFIG),
     ("1", [("unclean.leader.election.enable", OP_SET, "maybe")], ErrorCode.INVALID_CONFIG),
     ("1", [("log.cleaner.backoff.ms", OP_APPEND, "1")], ErrorCode.INVALID_REQUEST),
     ("1", [(THROTTLE, OP_SET, "1"), (THROTTLE, OP_DELETE, None)], ErrorCode.INVALID_REQUEST),
