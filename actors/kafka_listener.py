@@ -43,7 +43,7 @@ from actors.core.controller.metadata_store import MetadataStore
 from actors.ray_metadata_store import RayKeyValueStore
 from actors.core.apis import BROKER, GROUP_COORDINATOR
 from actors.wire.apis import CODECS, Codec, WireContext, api_versions_error_response
-from actors.wire.describe_configs import RESOURCE_TOPIC, describe_configs
+from actors.wire.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC, describe_configs
 from actors.wire.frames import (
     REQUEST_BYTES_MAX_DEFAULT, SIZE_PREFIX, InvalidFrame, UnsupportedApiVersions, check_frame_size, decode_body,
     decode_header, encode_response_body, encode_response_segments, load_served_schemas, request_schema,
@@ -278,13 +278,15 @@ class KafkaListener:
             return codec.error_response(request, ErrorCode.COORDINATOR_NOT_AVAILABLE)
 
     def _describe_configs(self, body: Any) -> dict:
-        """Topic configs as the controller stored them (Kafka's brokers read them from
-        ZooKeeper the same way), so any broker describes any topic."""
-        topic_overrides = {}
+        """Topic configs and dynamic broker configs as the controller stored them (Kafka's brokers
+        read them from ZooKeeper the same way), so any broker describes any topic."""
+        topic_overrides, broker_dynamic = {}, {}
         if any(resource.resource_type == RESOURCE_TOPIC for resource in body.resources):
             stored = MetadataStore(RayKeyValueStore(self._namespace)).topics()
             topic_overrides = {name: dict(record.get("config", {})) for name, record in stored.items() if record}
+        if any(resource.resource_type == RESOURCE_BROKER for resource in body.resources):
+            broker_dynamic = MetadataStore(RayKeyValueStore(self._namespace)).broker_configs()
         return describe_configs(
             body, broker_id=self._broker_id, broker_config=KafkaConfig(self._config).as_dict(),
             broker_overrides=self._config, topic_overrides=topic_overrides,
-            known_topics=self._broker.cached_topics() | frozenset(topic_overrides))
+            known_topics=self._broker.cached_topics() | frozenset(topic_overrides), broker_dynamic=broker_dynamic)

@@ -36,6 +36,9 @@ TOOLS = {
     "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
     "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
     "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
 }
 # A broker's heap on this 2-core, 24 GiB machine kind; the tools are short-lived clients and start
 # faster without the optimising compiler.

@@ -155,7 +155,7 @@ APIS: tuple[Api, ...] = (
     # Forwarded to the controller, which continues the topic's assignment or takes the given one; v2 is flexible.
     _api("create_partitions", CreatePartitionsRequest, (0, 3), broker=BrokerCore.handle_create_partitions,
          controller=ControllerCore.handle_create_partitions),
-    # Topic resources; a broker resource is INVALID_REQUEST (no dynamic broker config).
+    # Topic resources, and broker resources' dynamic keys (stored and reported: actors/core/broker_configs.py).
     _api("incremental_alter_configs", IncrementalAlterConfigsRequest, (0, 1),
          broker=BrokerCore.handle_incremental_alter_configs,
          controller=ControllerCore.handle_incremental_alter_configs),
@@ -165,9 +165,13 @@ APIS: tuple[Api, ...] = (
     # Preferred and unclean (v1's election_type; v0 is preferred only).
     _api("elect_leaders", ElectLeadersRequest, (0, 2), broker=BrokerCore.handle_elect_leaders,
          controller=ControllerCore.handle_elect_leaders),
-    _api("alter_partition_reassignments", AlterPartitionReassignmentsRequest,
+    # KIP-455, forwarded to the controller as ElectLeaders is; flexible only (v1: KIP-860's
+    # allow_replication_factor_change).
+    _api("alter_partition_reassignments", AlterPartitionReassignmentsRequest, (0, 1),
+         broker=BrokerCore.handle_alter_partition_reassignments,
          controller=ControllerCore.handle_alter_partition_reassignments),
-    _api("list_partition_reassignments", ListPartitionReassignmentsRequest,
+    _api("list_partition_reassignments", ListPartitionReassignmentsRequest, (0, 0),
+         broker=BrokerCore.handle_list_partition_reassignments,
          controller=ControllerCore.handle_list_partition_reassignments),
     # ----------------------------------------------------------------------- group APIs
     _api("offset_commit", OffsetCommitRequest, (2, 9), group_coordinator=GroupCoordinatorCore.handle_offset_commit),

@@ -49,6 +49,8 @@ below a version that needs what raykafka lacks:
   (always NONE, as Kafka's without authorization), v4 the volume's total and usable bytes, which
   each broker's storage measures; v5 adds KIP-1066's cordoned directories. OffsetDelete 0: its
   only version, which is not flexible.
+- AlterPartitionReassignments 0-1 (flexible only; v1's allow_replication_factor_change, KIP-860, is
+  checked) and ListPartitionReassignments 0, forwarded to the controller.
 - The rest serve every version kio has schemas for: DeleteRecords, IncrementalAlterConfigs,
   AlterConfigs, ElectLeaders, DeleteGroups, OffsetForLeaderEpoch, ApiVersions (0-4),
   DescribeConfigs (1-4: kio has no v0), SaslAuthenticate. kio has no schemas for versions Kafka 4

@@ -2,7 +2,8 @@
 same answers against raykafka as against Apache Kafka itself: kafka-topics --alter --partitions,
 kafka-configs --alter/--describe for a topic, kafka-consumer-groups --reset-offsets,
 --delete-offsets and --delete, kafka-log-dirs --describe, kafka-delete-records, and a topic
-auto-created by the console producer; each check runs the same invocations against a 1-node Apache
+auto-created by the console producer, and kafka-configs for a broker (--alter --add-config of a
+dynamic key, --describe, --describe --all, --delete-config); each check runs the same invocations against a 1-node Apache
 Kafka (KRaft) and a 3-broker raykafka in the same run, compares what matters, and the module prints
 a table of both (as test_conformance_tools.py does, whose helpers it shares)."""
 from __future__ import annotations
@@ -122,6 +123,54 @@ def test_admin_tools_on_one_topic(kafka_libs, systems, table, tmp_path):
     record(table, "console producer auto-creates a topic", {n: s["auto-created"] for n, s in observed.items()},
            {"partition count": 1, "replication factor": 1,
             "partitions": {0: {"replicas": 1, "leader in isr": True, "isr is replicas": True}}})
+    assert not failures, "\n".join(failures)
+
+
+# Broker keys neither system's test configuration sets, so both report Kafka's defaults.
+# (min.insync.replicas is left out: Kafka 4's KRaft controller writes it as a cluster-wide dynamic
+# config at bootstrap, for KIP-966's eligible leader replicas, which raykafka does not have.)
+BROKER_KEYS = ("log.cleaner.backoff.ms", "num.partitions", "default.replication.factor", "log.retention.hours",
+               "unclean.leader.election.enable", "auto.create.topics.enable", "log.segment.bytes",
+               "message.max.bytes")
+
+
+def test_broker_configs(kafka_libs, systems, table):
+    """A dynamic broker key set on the first broker, described alone and among all its keys, then deleted."""
+    from confluent_kafka.admin import AdminClient
+    observed = {name: {} for name in systems}
+    for name, bootstrap in systems.items():
+        broker = str(min(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).brokers))
+        configs = ("kafka-configs", "--bootstrap-server", bootstrap, "--entity-type", "brokers", "--entity-name", broker)
+
+        def lines(*args) -> list[str]:
+            # The broker's id differs between the systems: "broker 1" reads "broker B".
+            return [line.strip().replace(f"broker {broker}", "broker B")
+                    for line in tool(kafka_libs, *configs, *args).splitlines() if line.strip()]
+        seen = observed[name]
+        seen["alter"] = lines("--alter", "--add-config", "log.cleaner.backoff.ms=20000")
+        seen["describe"] = lines("--describe")
+        seen["describe --all"] = [line for line in lines("--describe", "--all")
+                                  if line.startswith("All configs") or line.split("=")[0] in BROKER_KEYS]
+        seen["delete-config"] = lines("--alter", "--delete-config", "log.cleaner.backoff.ms")
+        seen["describe after"] = lines("--describe")
+    apache = observed[APACHE]
+    failures = []
+    pinned = {"set": apache["describe"] == ["Dynamic configs for broker B are:", "log.cleaner.backoff.ms=20000 "
+                                            "sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.backoff.ms"
+                                            "=20000, DEFAULT_CONFIG:log.cleaner.backoff.ms=15000}"],
+              "deleted": apache["describe after"] == ["Dynamic configs for broker B are:"],
+              "all keys": len(apache["describe --all"]) == 1 + len(BROKER_KEYS)}
+    failures += [f"Apache Kafka's answer is not what the step expects: {what}: {apache}"
+                 for what, held in pinned.items() if not held]
+    for check, key in (("kafka-configs --alter --add-config (broker)", "alter"),
+                       ("kafka-configs --describe (broker)", "describe"),
+                       ("kafka-configs --describe --all (broker)", "describe --all"),
+                       ("kafka-configs --alter --delete-config (broker)", "delete-config"),
+                       ("kafka-configs --describe after the delete (broker)", "describe after")):
+        try:
+            record_one(table, check, {n: s[key] for n, s in observed.items()}, apache[key])
+        except AssertionError as exc:
+            failures.append(str(exc))
     assert not failures, "\n".join(failures)
 
 

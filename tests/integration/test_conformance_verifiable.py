@@ -1,14 +1,19 @@
-"""Kafka's own verifiable producer and consumer (the clients Kafka's system tests use to prove that
-nothing acknowledged is lost) run unchanged across a leader kill, against a 3-node Apache Kafka and a
-3-broker raykafka in the same test: the producer sends keyed values with acks=all, idempotent and
-retrying as Kafka's system tests run it, while the leader of partition 0 is killed (the table shows
-how many batches were in flight to it and retried), the killed node comes back, and the consumer, in
-a group from the earliest offset, must read every acknowledged value at the offset it was
-acknowledged at, none twice.
+"""Kafka's own tools that need more than one broker give the same answers against a 3-node Apache
+Kafka and a 3-broker raykafka in the same test. kafka-reassign-partitions (--generate, --execute of a
+plan that moves a replica, --verify until done) and kafka-leader-election (preferred, on the moved
+partition and on one whose preferred replica leads) leave the data readable; and Kafka's verifiable
+producer and consumer (the clients Kafka's system tests use to prove that nothing acknowledged is
+lost) run unchanged across a leader kill: the producer sends keyed values with acks=all, idempotent
+and retrying as Kafka's system tests run it, while the leader of partition 0 is killed (the table
+shows how many batches were in flight to it and retried), the killed node comes back, and the
+consumer, in a group from the earliest offset, must read every acknowledged value at the offset it
+was acknowledged at, none twice. Automatic leader rebalancing is off in both, so that only the tools
+move leaders.
 The module prints a table of both systems' answers."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pytest
@@ -16,6 +21,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from orchestration.admin.wait import wait_until
 from orchestration.apache_kafka import ApacheKafkaCluster, start_tool
+from tests.integration.test_conformance_tools import tool
+from tests.support.clusters import running_cluster
 from tests.support.conformance import APACHE, RAYKAFKA, record
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
@@ -40,7 +47,12 @@ REPEATING_KEYS = 30
 PRODUCER_LOG_LEVELS = {"org.apache.kafka.clients.producer": "info",
                        "org.apache.kafka.clients.producer.internals": "debug",
                        "org.apache.kafka.clients.NetworkClient": "debug"}
-CONFORMANCE_TABLE = "Kafka's verifiable producer and consumer across a leader kill"  # conftest.table's title
+CONFORMANCE_TABLE = "Kafka's multi-broker tools and verifiable clients"  # conftest.table's title
+# Leaders move only when a tool or a kill moves them (Kafka's periodic preferred-leader rebalance would
+# otherwise undo a moved leader before kafka-leader-election runs).
+CONFIG = {"auto.leader.rebalance.enable": "false"}
+REASSIGNED = "reassigned"
+REASSIGN_LINES = [f"value-{n}" for n in range(12)]
 
 
 class ToolEvents:
@@ -77,8 +89,145 @@ class ToolEvents:
 
 @pytest.fixture(scope="module")
 def apache_kafka(kafka_libs, tmp_path_factory):
-    with ApacheKafkaCluster(kafka_libs, tmp_path_factory.mktemp("apache-kafka"), nodes=3) as started:
+    with ApacheKafkaCluster(kafka_libs, tmp_path_factory.mktemp("apache-kafka"), nodes=3, config=CONFIG) as started:
         yield started
+
+
+@pytest.fixture(scope="module")
+def cluster(ray_session, tmp_path_factory):
+    with running_cluster(tmp_path_factory, config=CONFIG) as started:
+        yield started
+
+
+def partitions_of(admin: AdminClient, topic: str, index: dict[int, int]) -> dict[int, tuple]:
+    """partition -> (leader, replicas, sorted ISR) with each broker id as its rank among the system's brokers."""
+    found = admin.list_topics(topic, timeout=10).topics[topic].partitions
+    return {p: (index.get(found[p].leader, -1), [index[r] for r in found[p].replicas], sorted(index[r] for r in found[p].isrs))
+            for p in sorted(found)}
+
+
+def ranked(text: str, index: dict[int, int]) -> list:
+    """A reassignment tool's output with broker ids as ranks: its JSON lines parsed, its other lines stripped."""
+    lines = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            plan = json.loads(line)
+            for partition in plan.get("partitions", []):
+                partition["replicas"] = [index[r] for r in partition["replicas"]]
+                # A replica's log directory is named by its path, which differs between the systems.
+                partition["log_dirs"] = [d if d == "any" else "a log directory" for d in partition["log_dirs"]]
+            lines.append(plan)
+        elif line:
+            lines.append(re.sub(r"brokers? ([\d,]+)", lambda m: "brokers " + ",".join(
+                str(index[int(b)]) for b in m.group(1).split(",")), line))
+    return lines
+
+
+def shape(plan: dict) -> list:
+    """What a proposed plan must be, whatever the tool's random start: each partition once, its replicas
+    as many distinct brokers as before, its log dirs any."""
+    return sorted((p["topic"], p["partition"], len(p["replicas"]), len(set(p["replicas"])), p["log_dirs"])
+                  for p in plan["partitions"])
+
+
+def reassignment_story(libs, bootstrap: str, workdir) -> dict:
+    """A topic whose partition 0 moves one replica to the third broker (its new first replica), is
+    verified until done, has its preferred replica elected leader, and is read back whole."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    ids = sorted(admin.list_topics(timeout=10).brokers)
+    assert len(ids) == 3, ids
+    index = {broker_id: rank for rank, broker_id in enumerate(ids)}
+    first, second, third = ids
+    server = ("--bootstrap-server", bootstrap)
+    seen = {}
+    tool(libs, "kafka-topics", *server, "--create", "--topic", REASSIGNED,
+         "--replica-assignment", f"{first}:{second},{second}:{third}")
+    wait_until(lambda: all(p[0] >= 0 and len(p[2]) == 2 for p in partitions_of(admin, REASSIGNED, index).values()),
+               60, f"both partitions of {REASSIGNED} led with two in-sync replicas at {bootstrap}")
+    tool(libs, "kafka-console-producer", *server, "--topic", REASSIGNED,
+         stdin="".join(line + "\n" for line in REASSIGN_LINES))
+
+    topics_file = workdir / "topics.json"
+    topics_file.write_text(json.dumps({"version": 1, "topics": [{"topic": REASSIGNED}]}), encoding="utf-8")
+    generated = ranked(tool(libs, "kafka-reassign-partitions", *server, "--generate", "--topics-to-move-json-file",
+                            str(topics_file), "--broker-list", ",".join(map(str, ids))), index)
+    seen["generate"] = [line if not isinstance(line, dict) else (line if n == 1 else shape(line))
+                        for n, line in enumerate(generated)]
+
+    plan = workdir / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": REASSIGNED, "partition": 0, "replicas": [third, first], "log_dirs": ["any", "any"]}]}),
+        encoding="utf-8")
+    seen["execute"] = ranked(tool(libs, "kafka-reassign-partitions", *server, "--execute",
+                                  "--reassignment-json-file", str(plan)), index)
+    verified = []
+
+    def verify_done() -> bool:
+        # Once done, --verify clears the replication throttles on every broker (IncrementalAlterConfigs
+        # on broker resources) and on the topic.
+        text = tool(libs, "kafka-reassign-partitions", *server, "--verify", "--reassignment-json-file", str(plan))
+        verified.append(ranked(text, index))
+        return "still in progress" not in text
+    wait_until(verify_done, 90, f"kafka-reassign-partitions --verify to report {REASSIGNED}-0 done at {bootstrap}")
+    seen["verify"] = verified[-1]
+    wait_until(lambda: partitions_of(admin, REASSIGNED, index)[0][2] == [0, 2], 60,
+               f"{REASSIGNED}-0's ISR to be its two new replicas at {bootstrap}")
+    seen["after reassignment"] = partitions_of(admin, REASSIGNED, index)
+
+    election = workdir / "election.json"
+    election.write_text(json.dumps({"partitions": [{"topic": REASSIGNED, "partition": p} for p in (0, 1)]}),
+                        encoding="utf-8")
+    done = run_tool_lines(libs, "kafka-leader-election", *server, "--election-type", "preferred",
+                          "--path-to-json-file", str(election))
+    seen["leader-election"] = done
+    wait_until(lambda: partitions_of(admin, REASSIGNED, index)[0][0] == 2, 60,
+               f"{REASSIGNED}-0 led by its preferred replica at {bootstrap}")
+    seen["after election"] = partitions_of(admin, REASSIGNED, index)
+    seen["read back"] = sorted(tool(libs, "kafka-console-consumer", *server, "--topic", REASSIGNED,
+                                    "--from-beginning", "--max-messages", str(len(REASSIGN_LINES)),
+                                    "--timeout-ms", "60000").splitlines())
+    printed = tool(libs, "kafka-cluster", "cluster-id", *server).strip()
+    seen["cluster-id"] = printed == f"Cluster ID: {admin.list_topics(timeout=10).cluster_id}"
+    return seen
+
+
+def run_tool_lines(libs, name, *args) -> list[str]:
+    """A tool's output lines, stripped, sorted, empty ones left out."""
+    return sorted(line.strip() for line in tool(libs, name, *args).splitlines() if line.strip())
+
+
+def test_reassign_partitions_and_preferred_leader_election(kafka_libs, apache_kafka, cluster, table, tmp_path):
+    observed = {}
+    for name, bootstrap in ((APACHE, apache_kafka.bootstrap_servers), (RAYKAFKA, cluster.bootstrap_servers)):
+        workdir = tmp_path / name.replace(" ", "-")
+        workdir.mkdir()
+        observed[name] = reassignment_story(kafka_libs, bootstrap, workdir)
+    apache = observed[APACHE]
+    failures = []
+    # Apache Kafka's answers are the expectation; these pin that they are what the steps say.
+    moved = {0: (0, [2, 0], [0, 2]), 1: (1, [1, 2], [1, 2])}
+    pinned = {"moved": apache["after reassignment"] == moved,
+              "elected": apache["after election"] == {0: (2, [2, 0], [0, 2]), 1: (1, [1, 2], [1, 2])},
+              "election answers": apache["leader-election"] == [
+                  f"Successfully completed leader election (PREFERRED) for partitions {REASSIGNED}-0",
+                  f"Valid replica already elected for partitions {REASSIGNED}-1"]}
+    failures += [f"Apache Kafka's answer is not what the step expects: {what}: {apache}"
+                 for what, held in pinned.items() if not held]
+    for check, key, expected in (
+            ("kafka-reassign-partitions --generate", "generate", apache["generate"]),
+            ("kafka-reassign-partitions --execute", "execute", apache["execute"]),
+            ("kafka-reassign-partitions --verify (done)", "verify", apache["verify"]),
+            ("replicas, leader and ISR after the move", "after reassignment", moved),
+            ("kafka-leader-election --election-type preferred", "leader-election", apache["leader-election"]),
+            ("replicas, leader and ISR after the election", "after election", apache["after election"]),
+            ("records read back after the move", "read back", sorted(REASSIGN_LINES)),
+            ("kafka-cluster cluster-id (DescribeCluster)", "cluster-id", True)):
+        try:
+            record(table, check, {name: seen[key] for name, seen in observed.items()}, expected)
+        except AssertionError as exc:
+            failures.append(str(exc))
+    assert not failures, "\n".join(failures)
 
 
 def leader_of_partition_0(admin: AdminClient) -> int:

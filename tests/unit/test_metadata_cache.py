@@ -216,3 +216,15 @@ def test_the_coordinators_view_is_ordered_across_broker_restarts_by_broker_epoch
     (first,) = coordinator_updates(after.handle_update_metadata(1, update(topics={"t": [state(0)]},
                                                                           broker_epoch=9), 0))
     assert first.version > before.coordinator_metadata().version
+
+
+def test_metadata_and_describe_cluster_name_the_brokers_cluster_id():
+    """kafka-cluster cluster-id prints DescribeCluster's id; clients read Metadata's: both are the
+    cluster id the broker registered with (it was null and empty)."""
+    from actors.core.messages.describe_cluster import DescribeClusterRequest
+    from actors.core.messages.metadata import MetadataRequest
+    core = registered_broker(broker_epoch=3)
+    core.handle_update_metadata(1, update(live=(1,)), 0)
+    (metadata,) = core.handle_metadata(2, MetadataRequest(topics=()), 0)
+    (described,) = core.handle_describe_cluster(3, DescribeClusterRequest(), 0)
+    assert metadata.response.cluster_id == described.response.cluster_id == "cluster"

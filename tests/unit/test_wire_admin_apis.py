@@ -118,13 +118,14 @@ def test_alter_configs_bad_input_gets_kafkas_code_and_changes_nothing(controller
     assert controller.stored().topics()["orders"]["config"] == {"retention.ms": "7"}
 
 
-def test_alter_configs_validate_only_and_a_broker_resource_change_nothing(controller):
+def test_alter_configs_validate_only_and_a_static_broker_key_change_nothing(controller):
     check = _through_the_wire(33, 1, _alter_configs_body(1, "orders", {"retention.ms": "9"}, validate_only=True))
     assert check.validate_only
     assert _codes(controller.ask("handle_alter_configs", check)) == {"orders": ErrorCode.NONE}
-    broker = _through_the_wire(33, 1, _alter_configs_body(1, "1", {"log.retention.ms": "9"}, resource_type=4))
+    broker = _through_the_wire(33, 1, _alter_configs_body(1, "1", {"log.dirs": "/x"}, resource_type=4))
     (answer,) = ConfigForwarder(broker_id=1).handle_incremental_alter_configs(5, broker, known_topics={"orders"})
-    assert _codes(answer.response) == {"1": ErrorCode.INVALID_REQUEST}
+    assert _codes(answer.response) == {"1": ErrorCode.INVALID_CONFIG}  # not a dynamic broker key
+    assert controller.stored().broker_configs() == {}
     assert controller.stored().topics()["orders"].get("config", {}) == {}
 
 

@@ -48,6 +48,10 @@ from actors.core.messages.alter_configs import AlterConfigsRequest
 from actors.core.messages.create_partitions import CreatePartitionsRequest
 from actors.core.messages import create_partitions as create_partitions_messages
 from actors.core.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
+from actors.core.messages.partition_reassignments import (
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 from actors.core.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from actors.core.messages.metadata import MetadataRequest
 from actors.core.messages.update_metadata import UpdateMetadataRequest
@@ -77,7 +81,7 @@ class BrokerCore:
                  wall_clock_offset_ms: int = 0, log_dir: str = "") -> None:
         self.broker_id = broker_id
         self.log_dir = log_dir  # the log directory's absolute path, as DescribeLogDirs names it
-        self.metadata_cache = MetadataCache()
+        self.metadata_cache = MetadataCache(cluster_id)  # Metadata and DescribeCluster name the cluster
         self.topic_auto_creation = TopicAutoCreation(broker_id, config)  # Metadata's auto.create.topics.enable
         # Fetch session ids differ from those of this broker's earlier processes (see fetch_session.py).
         self.replica_manager = ReplicaManager(broker_id=broker_id, storage=storage, config=config,
@@ -118,7 +122,8 @@ class BrokerCore:
             return self.producer_ids.on_allocate_response(response)
         if isinstance(request, (IncrementalAlterConfigsRequest, AlterConfigsRequest)):
             return self.config_forwarder.on_controller_response(request, response)
-        if isinstance(request, (ElectLeadersRequest, CreatePartitionsRequest)):
+        if isinstance(request, (ElectLeadersRequest, CreatePartitionsRequest, AlterPartitionReassignmentsRequest,
+                                ListPartitionReassignmentsRequest)):
             return self.controller_forwarder.on_controller_response(request, response)
         effects = self.lifecycle.on_controller_response(request, response, now_ms)
         self.replica_manager.broker_epoch = self.lifecycle.broker_epoch
@@ -179,6 +184,19 @@ class BrokerCore:
         """Forwarded to the controller, which elects and answers at once."""
         return self.controller_forwarder.forward(request_id, request, lambda response: ElectLeadersResponse(
             replica_election_results=(), error_code=response) if isinstance(response, ErrorCode) else response)
+
+    def handle_alter_partition_reassignments(self, request_id: int, request: AlterPartitionReassignmentsRequest,
+                                             now_ms: int) -> list[Effect]:
+        """Forwarded to the controller, which starts each move and answers at once (the tools'
+        --verify then polls ListPartitionReassignments and Metadata until the moves are done)."""
+        return self.controller_forwarder.forward(request_id, request, lambda response: AlterPartitionReassignmentsResponse(
+            responses=(), error_code=response) if isinstance(response, ErrorCode) else response)
+
+    def handle_list_partition_reassignments(self, request_id: int, request: ListPartitionReassignmentsRequest,
+                                            now_ms: int) -> list[Effect]:
+        """Forwarded to the controller, which alone knows the reassignments in progress."""
+        return self.controller_forwarder.forward(request_id, request, lambda response: ListPartitionReassignmentsResponse(
+            topics=(), error_code=response) if isinstance(response, ErrorCode) else response)
 
     def handle_create_partitions(self, request_id: int, request: CreatePartitionsRequest,
                                  now_ms: int) -> list[Effect]:

@@ -3,7 +3,8 @@ good ones to the controller, answer the client when the controller has answered.
 
 Theory of operation. A client may send IncrementalAlterConfigs to any broker (Kafka's
 ``AdminClient`` picks the least loaded one). The broker checks every resource against what it
-knows (a topic in its metadata cache; keys and values with ``topic_configs.check_alter_ops``) and
+knows (a topic in its metadata cache; keys and values with ``topic_configs.check_alter_ops``; a
+broker resource's dynamic keys with ``broker_configs.check_broker_alter_ops``) and
 answers a bad one itself with Kafka's code; the rest go to the controller in one request, through
 ``controller_forwarding.ControllerForwarder``, with the answers so far. When the controller's
 answer (or the news that it could not be reached) comes back, the two halves are put together in
@@ -21,6 +22,7 @@ import dataclasses
 from collections.abc import Collection
 
 from actors.core.broker.controller_forwarding import ControllerForwarder
+from actors.core.broker_configs import RESOURCE_BROKER, check_broker_alter_ops
 from actors.core.effects import Effect, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
@@ -71,9 +73,15 @@ class ConfigForwarder:
     def _check(resource, known_topics: Collection[str], *, duplicate: bool) -> KafkaProtocolError | None:
         if duplicate:
             return KafkaProtocolError(ErrorCode.INVALID_REQUEST, f"Duplicate resource {resource.resource_name}")
+        if resource.resource_type == RESOURCE_BROKER:
+            try:
+                check_broker_alter_ops(resource.resource_name, resource.configs)
+            except KafkaProtocolError as exc:
+                return exc
+            return None
         if resource.resource_type != RESOURCE_TOPIC:
             return KafkaProtocolError(ErrorCode.INVALID_REQUEST, f"resource type {resource.resource_type}: "
-                                                                 f"only topic configs (2) can be altered")
+                                                                 f"only topic (2) and broker (4) configs can be altered")
         if resource.resource_name not in known_topics:
             return KafkaProtocolError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                       f"Topic {resource.resource_name} does not exist")

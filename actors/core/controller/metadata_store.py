@@ -42,6 +42,9 @@ BROKER_EPOCH_COUNTER_KEY = "/brokers/epoch_counter"
 BROKER_PREFIX = "/brokers/ids/"
 # Each broker's log directory id as last registered (KIP-858); kept while the broker is down.
 BROKER_DIRECTORY_PREFIX = "/brokers/directories/"
+# Dynamic broker configs (Kafka 2.4's /config/brokers/<id>; the cluster-wide ones under <default>).
+BROKER_CONFIG_PREFIX = "/config/brokers/"
+BROKER_CONFIG_DEFAULT = "<default>"
 TOPIC_PREFIX = "/brokers/topics/"
 PARTITION_STATE_PREFIX = "/brokers/partition_state/"
 DELETE_TOPIC_PREFIX = "/admin/delete_topics/"
@@ -193,6 +196,21 @@ class MetadataStore:
 
     def put_broker_directory(self, broker_id: int, directory_id: str) -> None:
         self._write(f"{BROKER_DIRECTORY_PREFIX}{broker_id}", directory_id)
+
+    def broker_configs(self) -> dict[str, dict[str, str]]:
+        """Broker resource name (a broker id, or "" for every broker) -> its dynamic keys."""
+        configs = {}
+        for key in self.kv.keys(BROKER_CONFIG_PREFIX):
+            entity = key[len(BROKER_CONFIG_PREFIX):]
+            configs["" if entity == BROKER_CONFIG_DEFAULT else entity] = dict(self._read(key) or {})
+        return configs
+
+    def put_broker_config(self, name: str, config: dict[str, str]) -> None:
+        key = f"{BROKER_CONFIG_PREFIX}{name or BROKER_CONFIG_DEFAULT}"
+        if config:
+            self._write(key, config)
+        else:
+            self._delete(key)
 
     def delete_broker(self, broker_id: int) -> None:
         self._delete(f"{BROKER_PREFIX}{broker_id}")

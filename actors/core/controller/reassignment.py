@@ -8,6 +8,8 @@ replicas (TRS) without ever having fewer copies than it started with: first add,
   live), else ``INVALID_REPLICA_ASSIGNMENT``; an unknown partition, or one of a topic being
   deleted, is ``UNKNOWN_TOPIC_OR_PARTITION``. A target of None cancels: the partition goes back
   to its original replicas through the same steps (``NO_REASSIGNMENT_IN_PROGRESS`` if none runs).
+  A request that does not allow a replication factor change (KIP-860) refuses a target of another
+  size than the partition's original replicas with ``INVALID_REPLICATION_FACTOR``.
 - Phase A (``_start``). The assignment becomes RS = TRS + (ORS - TRS), with adding = TRS - ORS and
   removing = RS - TRS; the record {target, original, adding, removing} is written to the store
   (``/admin/reassign_partitions/<topic>/<partition>``) before anything is sent, so a new
@@ -87,7 +89,8 @@ class PartitionReassignments:
             answers = []
             for asked in topic.partitions:
                 try:
-                    effects += self._submit((topic.name, asked.partition_index), asked.replicas)
+                    effects += self._submit((topic.name, asked.partition_index), asked.replicas,
+                                            request.allow_replication_factor_change)
                     answers.append(ReassignablePartitionResponse(partition_index=asked.partition_index))
                 except KafkaProtocolError as exc:
                     answers.append(ReassignablePartitionResponse(partition_index=asked.partition_index,
@@ -96,7 +99,7 @@ class PartitionReassignments:
         effects += self.requests.flush()
         effects += self.complete_finished()
         effects.append(Respond(request_id=request_id, response=AlterPartitionReassignmentsResponse(
-            responses=tuple(topics))))
+            responses=tuple(topics), allow_replication_factor_change=request.allow_replication_factor_change)))
         return effects
 
     def handle_list_partition_reassignments(self, request_id: int,
@@ -112,7 +115,8 @@ class PartitionReassignments:
         return [Respond(request_id=request_id, response=ListPartitionReassignmentsResponse(topics=tuple(
             OngoingTopicReassignment(name=t, partitions=tuple(ps)) for t, ps in by_topic.items())))]
 
-    def _submit(self, tp: TopicPartition, replicas: tuple[int, ...] | None) -> list[Effect]:
+    def _submit(self, tp: TopicPartition, replicas: tuple[int, ...] | None,
+                allow_replication_factor_change: bool = True) -> list[Effect]:
         context = self.context
         if tp[0] not in context.topics or tp[0] in context.topics_to_delete or not context.replicas(tp):
             raise KafkaProtocolError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp[0]}-{tp[1]} does not exist")
@@ -134,6 +138,9 @@ class PartitionReassignments:
             if any(r < 0 for r in target):
                 raise KafkaProtocolError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Invalid broker id in replica "
                                                                                f"list: {list(target)}")
+            if not allow_replication_factor_change and len(target) != len(ongoing.original if ongoing else current):
+                raise KafkaProtocolError(ErrorCode.INVALID_REPLICATION_FACTOR, "The replication factor is changed "
+                                         f"from {len(ongoing.original if ongoing else current)} to {len(target)}")
             adding = sorted(set(target) - set(current))
             if not set(adding) <= context.live_broker_ids:
                 raise KafkaProtocolError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,

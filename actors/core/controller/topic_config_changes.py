@@ -1,5 +1,5 @@
 """IncrementalAlterConfigs and AlterConfigs on the controller: store a topic's new overrides and
-tell every broker.
+tell every broker, or store a broker resource's dynamic keys (``actors/core/broker_configs.py``).
 
 Theory of operation. A broker checked the request and forwarded it (see
 ``actors/core/broker/config_forwarding.py``). For each topic the controller merges the operations
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from actors.core.broker_configs import RESOURCE_BROKER, merge_broker_alter_ops
 from actors.core.config import KafkaConfig, effective_topic_config
 from actors.core.controller.broker_requests import BrokerRequests
 from actors.core.effects import Effect, LogEvent, Respond
@@ -45,8 +46,13 @@ def handle_incremental_alter_configs(requests: BrokerRequests, request_id: int,
         name = resource.resource_name
         code, message = ErrorCode.NONE, None
         try:
+            if resource.resource_type == RESOURCE_BROKER:
+                effects += _alter_broker_configs(requests, request, resource, controller_epoch)
+                answers.append(AlterConfigsResourceResponse(resource_type=resource.resource_type,
+                                                            resource_name=name))
+                continue
             if resource.resource_type != RESOURCE_TOPIC:
-                raise KafkaProtocolError(ErrorCode.INVALID_REQUEST, "only topic configs can be altered")
+                raise KafkaProtocolError(ErrorCode.INVALID_REQUEST, "only topic and broker configs can be altered")
             if name not in context.topics or name in context.topics_to_delete:
                 raise KafkaProtocolError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
             before = dict(context.topics[name].config)
@@ -70,6 +76,20 @@ def handle_incremental_alter_configs(requests: BrokerRequests, request_id: int,
         effects += elect_offline_partitions()
     effects.append(Respond(request_id=request_id, response=_response_type(request)(responses=tuple(answers))))
     return effects
+
+
+def _alter_broker_configs(requests: BrokerRequests, request, resource, controller_epoch: int) -> list[Effect]:
+    """A broker resource's dynamic keys merged and stored (``actors/core/broker_configs.py``); a bad
+    one raises with Kafka's code before anything is stored."""
+    store = requests.context.store
+    name = resource.resource_name
+    before = store.broker_configs().get(name, {})
+    merged = merge_broker_alter_ops({} if isinstance(request, AlterConfigsRequest) else before, name, resource.configs)
+    if request.validate_only or merged == before:
+        return []
+    store.put_broker_config(name, merged)
+    return [LogEvent(level="info", message=f"[controller epoch {controller_epoch}] dynamic config of broker "
+                                           f"{name or '<default>'} changed from {before} to {merged}")]
 
 
 def _response_type(request) -> type:

@@ -5,7 +5,10 @@ An admin client asks the controller to move a partition's replicas to ``replicas
 with the replicas being added and removed. Per-partition errors follow Kafka's controller:
 ``UNKNOWN_TOPIC_OR_PARTITION`` for a partition it does not know, ``INVALID_REPLICA_ASSIGNMENT``
 for an empty list, a broker named twice or a broker that is not registered,
-``NO_REASSIGNMENT_IN_PROGRESS`` for a cancellation with nothing to cancel.
+``NO_REASSIGNMENT_IN_PROGRESS`` for a cancellation with nothing to cancel, and, when v1's
+``allow_replication_factor_change`` is false (KIP-860), ``INVALID_REPLICATION_FACTOR`` for a target
+of another size than the partition's replicas. A stock client sends either to any broker, which
+forwards it to the controller (``forward_id``, raykafka's own field, as ElectLeaders).
 """
 from __future__ import annotations
 
@@ -32,6 +35,8 @@ class AlterPartitionReassignmentsRequest:
     API_KEY: ClassVar[int] = 45
     topics: tuple[ReassignableTopic, ...]
     timeout_ms: int = 60000
+    allow_replication_factor_change: bool = True  # v1 (KIP-860); v0 allows it
+    forward_id: int = 0
 
 
 @message
@@ -53,6 +58,7 @@ class AlterPartitionReassignmentsResponse:
     error_code: ErrorCode = ErrorCode.NONE
     error_message: str | None = None
     throttle_time_ms: int = 0
+    allow_replication_factor_change: bool = True  # v1 echoes the request's
 
 
 @message
@@ -66,6 +72,7 @@ class ListPartitionReassignmentsRequest:
     API_KEY: ClassVar[int] = 46
     topics: tuple[ListPartitionReassignmentsTopics, ...] | None = None  # None: every reassignment
     timeout_ms: int = 60000
+    forward_id: int = 0
 
 
 @message
