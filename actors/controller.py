@@ -57,7 +57,7 @@ class _Messenger(RayMessenger):
         raise AssertionError(f"the controller calls no one ({destination})")
 
     def start(self, destination: str, *, broker_id: int, broker_epoch: int, broker_host: str,
-              queue_size_max: int) -> None:
+              queue_size_max: int, socket_timeout_ms: int) -> None:
         # The thread runs on its broker's node (the broker's placement-group bundle, or its custom
         # resources), so its blocking send-and-wait is a local call and it follows the bundle when
         # Ray moves it. It is still the controller's: it dies with the controller, which owns it.
@@ -67,7 +67,7 @@ class _Messenger(RayMessenger):
         self.threads[broker_id] = RequestSendThreadRemote.options(num_cpus=0, max_restarts=0, **placed).remote(
             broker_id=broker_id, broker_epoch=broker_epoch, broker_actor_name=broker_host,
             namespace=self._actor.namespace, controller=ray.get_runtime_context().current_actor,
-            queue_size_max=queue_size_max)
+            queue_size_max=queue_size_max, socket_timeout_ms=socket_timeout_ms)
         self._calls.reset(broker_id)
 
     def stop(self, destination: str) -> None:

@@ -24,7 +24,7 @@ from ray.exceptions import ActorDiedError
 
 from actors.core.controller.channel_queue import QUEUE_SIZE_MAX_DEFAULT, ChannelQueueStatus
 from actors.core.controller.send_thread import RequestSendThreadCore
-from actors.drivers.send_thread import RequestSendThreadDriver
+from actors.drivers.send_thread import SEND_THREAD_CALL_TIMEOUT_MS, RequestSendThreadDriver
 from actors.ray_seams import RayClock, RayEventLog, RayMessenger
 from actors.shell_support import OrderedInbox
 from actors.fault_network import CONTROLLER_NODE, broker_node, shell_fault_network
@@ -52,7 +52,8 @@ class _Messenger(RayMessenger):
 
 class RequestSendThreadActor:
     def __init__(self, *, broker_id: int, broker_epoch: int, broker_actor_name: str, namespace: str,
-                 controller, queue_size_max: int = QUEUE_SIZE_MAX_DEFAULT) -> None:
+                 controller, queue_size_max: int = QUEUE_SIZE_MAX_DEFAULT,
+                 socket_timeout_ms: int = SEND_THREAD_CALL_TIMEOUT_MS) -> None:
         # Created inside a running event loop (Ray runs an async actor's constructor in it).
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
@@ -64,7 +65,7 @@ class RequestSendThreadActor:
         self._network = shell_fault_network(CONTROLLER_NODE, namespace)
         core = RequestSendThreadCore(broker_id=broker_id, broker_epoch=broker_epoch, queue_size_max=queue_size_max)
         self._driver = RequestSendThreadDriver(core, _Messenger(self), RayClock(self._wakeup, "send thread"),
-                                               RayEventLog())
+                                               RayEventLog(), socket_timeout_ms)
         self._inbox = OrderedInbox()  # batches join the queue in the controller's order
         self._injected_failure: BaseException | None = None
         self._worker = asyncio.get_running_loop().create_task(self._run())

@@ -131,6 +131,7 @@ BROKER_KEYS_WITHOUT_DEFAULT = frozenset({
     "log.retention.ms", "log.retention.minutes", "log.roll.ms",
     "broker.session.timeout.ms", "broker.heartbeat.interval.ms", "leader.imbalance.check.interval.seconds",
     "leader.imbalance.per.broker.percentage", "raykafka.controller.queue.size.max",
+    "controller.socket.timeout.ms",
     "controlled.shutdown.max.retries", "controlled.shutdown.retry.backoff.ms",
     "raykafka.registration.retry.backoff.ms",
     "group.min.session.timeout.ms", "group.max.session.timeout.ms", "group.initial.rebalance.delay.ms",

@@ -40,6 +40,7 @@ class ControllerDriver(Driver):
         self.core = core
         # Read once here, so that an invalid value stops the controller from starting at all.
         self.queue_size_max = core.config.get_int("raykafka.controller.queue.size.max", QUEUE_SIZE_MIN)
+        self.socket_timeout_ms = core.config.get_int("controller.socket.timeout.ms", 1)
         self.send_threads: dict[int, int] = {}  # broker id -> the broker epoch its send thread serves
 
     # ----------------------------------------------------------------------------- inputs
@@ -96,7 +97,7 @@ class ControllerDriver(Driver):
         self.send_threads[broker_id] = broker_epoch
         self.messenger.start(send_thread_name(broker_id), broker_id=broker_id, broker_epoch=broker_epoch,
                              broker_host=self.core.context.brokers[broker_id].host,
-                             queue_size_max=self.queue_size_max)
+                             queue_size_max=self.queue_size_max, socket_timeout_ms=self.socket_timeout_ms)
 
     def _flush(self, batches: dict[int, list], full_state_for: int | None) -> None:
         for broker_id, requests in batches.items():

@@ -18,14 +18,18 @@ from actors.core.effects import Send
 from actors.drivers.base import Driver
 from actors.drivers.seams import Clock, EventLog, Messenger
 
-# How long the broker may take to answer one control request before the send counts as failed.
+# How long the broker may take to answer one control request before the send counts as failed:
+# Kafka's default of controller.socket.timeout.ms, which the controller passes on.
 SEND_THREAD_CALL_TIMEOUT_MS = 30_000
 
 
 class RequestSendThreadDriver(Driver):
-    def __init__(self, core: RequestSendThreadCore, messenger: Messenger, clock: Clock, log: EventLog) -> None:
+    def __init__(self, core: RequestSendThreadCore, messenger: Messenger, clock: Clock, log: EventLog,
+                 socket_timeout_ms: int = SEND_THREAD_CALL_TIMEOUT_MS) -> None:
         super().__init__(f"send thread for broker {core.broker_id}", messenger, clock, log)
+        assert socket_timeout_ms > 0, socket_timeout_ms
         self.core = core
+        self.socket_timeout_ms = socket_timeout_ms
 
     def enqueue(self, requests: Iterable[Any], full_state: bool = False) -> int:
         """Queue one batch; returns the number of requests waiting after (Kafka's QueueSize)."""
@@ -52,6 +56,6 @@ class RequestSendThreadDriver(Driver):
             return
         assert effect.destination == "broker", effect
         request = effect.message
-        self.messenger.call("broker", request, timeout_ms=SEND_THREAD_CALL_TIMEOUT_MS,
+        self.messenger.call("broker", request, timeout_ms=self.socket_timeout_ms,
                             on_reply=lambda response: self.apply(self.core.on_broker_response(
                                 request, response, self.now_ms())))

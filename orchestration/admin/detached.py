@@ -12,9 +12,10 @@ child process in its own process group, on 127.0.0.1, with its own temporary dir
 never takes over ``/tmp/ray/session_latest`` of another Ray on the machine). ``LocalRayHead``
 remembers the head's address and process id in a state file (``RAYKAFKA_HOME``, default
 ``~/.raykafka``, one file per namespace), so that later commands find the address by namespace and
-``raykafka cluster stop`` ends exactly that Ray: a signal to the ``ray start --block`` process group,
-never ``ray stop``, which would stop every Ray on the machine, and a wait until each process of
-that head (its workers included) has exited (``stop_local_head``).
+``raykafka cluster stop`` ends exactly that Ray: a signal to the ``ray start --block`` process, then
+to whatever of its process tree is left, never ``ray stop``, which would stop every Ray on the
+machine, and a wait until each process of that head (its workers included) has exited
+(``stop_local_head``).
 """
 from __future__ import annotations
 
@@ -37,11 +38,13 @@ from actors.ray_metadata_store import kv_namespace
 CLUSTER_INFO_KEY = "/raykafka/cluster-info"
 DEFAULT_NAMESPACE = "raykafka"
 HEAD_START_TIMEOUT_S = 120
-# How long the head's processes get to exit after SIGTERM before the ones still running get
-# SIGKILL, and then how long to wait for those. The raylet, the agents and the workers exit within
-# seconds; the GCS and the ``ray start --block`` process were seen still draining 30 s later once a
-# cluster had run. ``cluster stop`` has removed every actor by then, so nothing is lost by ending
-# the drain.
+# How long the ``ray start --block`` process gets to stop its Ray after SIGTERM, then how long what
+# is left of its tree gets after SIGTERM before the ones still running get SIGKILL, and then how
+# long to wait for those. Signalled alone, ``ray start`` stops its processes in Ray's order (the
+# raylet first) and the whole head is gone in about 2 s; signalled together, each process handled
+# SIGTERM on its own, the raylet and the autoscaler's monitor kept calling a GCS that was going away
+# and the GCS and ``ray start`` were seen still draining 30 s later. ``cluster stop`` has removed
+# every actor by then, so nothing is lost by ending a drain.
 HEAD_STOP_TIMEOUT_S = 10
 HEAD_KILL_WAIT_S = 10
 HEAD_STOP_POLL_S = 0.2
@@ -187,12 +190,14 @@ def stop_local_head(head_pid: int, *, temp_dir: str | None = None) -> dict:
     in process groups of their own (Ray's idle workers, the detached actors' processes).
 
     The processes are those in the head's process tree when the stop begins (taken before any
-    signal, as a worker whose raylet exits is re-parented and leaves the tree). The group, and each
-    process of the tree outside it, gets SIGTERM, so Ray shuts down as it does on Ctrl-C; whatever
-    of the tree still runs after HEAD_STOP_TIMEOUT_S gets SIGKILL, and the wait goes on up to
-    HEAD_KILL_WAIT_S more. Only those processes are touched: with ``temp_dir`` (the head's
-    ``--temp-dir``), a process ``head_pid`` whose command line does not name it is another program
-    that got the pid later, and the head counts as gone. Returns:
+    signal, as a worker whose raylet exits is re-parented and leaves the tree). The head process
+    gets SIGTERM first and alone, so that Ray shuts down as it does on Ctrl-C, each process in
+    Ray's order; once it has exited (or HEAD_STOP_TIMEOUT_S passed), the group and each process of
+    the tree outside it that still runs get SIGTERM; whatever of the tree still runs
+    HEAD_STOP_TIMEOUT_S after that gets SIGKILL, and the wait goes on up to HEAD_KILL_WAIT_S more.
+    Only those processes are touched: with ``temp_dir`` (the head's ``--temp-dir``), a process
+    ``head_pid`` whose command line does not name it is another program that got the pid later,
+    and the head counts as gone. Returns:
     ``{"head_pid", "processes": [{"pid", "name"}], "terminated", "killed", "still_running"}``
     (``still_running`` empty when the head is gone)."""
     processes = _process_tree(head_pid, temp_dir)
@@ -200,11 +205,15 @@ def stop_local_head(head_pid: int, *, temp_dir: str | None = None) -> dict:
               "terminated": [], "killed": [], "still_running": []}
     if not processes:
         return answer  # already gone
-    try:
-        os.killpg(head_pid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        pass
-    _signal_each([p for p in processes if _group_of(p) != head_pid], signal.SIGTERM)  # workers' own groups
+    _signal_each(processes[:1], signal.SIGTERM)  # the head: Ray stops its processes in its order
+    _wait_exited(processes[:1], HEAD_STOP_TIMEOUT_S)
+    left = [p for p in processes if _running(p)]
+    if any(_group_of(p) == head_pid for p in left):
+        try:
+            os.killpg(head_pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+    _signal_each([p for p in left if _group_of(p) != head_pid], signal.SIGTERM)  # workers' own groups
     running = _wait_exited(processes, HEAD_STOP_TIMEOUT_S)
     answer["terminated"] = [p.pid for p in processes if p not in running]
     if running:

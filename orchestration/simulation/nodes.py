@@ -401,7 +401,7 @@ class Nodes:
         self.nodes[CONTROLLER].driver.start()
 
     def _start_channel(self, destination: str, *, broker_id: int, broker_epoch: int, broker_host: str,
-                       queue_size_max: int) -> None:
+                       queue_size_max: int, socket_timeout_ms: int) -> None:
         self._stop_channel(destination)
         name = f"channel:{broker_id}"
         channel = _ChannelNode(name=name, incarnation=self._next_incarnation(name), periodic=False,
@@ -409,7 +409,7 @@ class Nodes:
         routes = {"broker": (f"broker:{broker_id}", None), "controller": (CONTROLLER, None)}
         channel.driver = RequestSendThreadDriver(
             RequestSendThreadCore(broker_id=broker_id, broker_epoch=broker_epoch, queue_size_max=queue_size_max),
-            *self._seams(channel, routes.__getitem__))
+            *self._seams(channel, routes.__getitem__), socket_timeout_ms=socket_timeout_ms)
         self.nodes[name] = channel
 
     def _stop_channel(self, destination: str) -> None:

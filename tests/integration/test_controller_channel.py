@@ -17,8 +17,11 @@ from tests.support.clusters import running_cluster
 pytestmark = pytest.mark.integration
 
 QUEUE_SIZE_MAX = 4  # the smallest the controller accepts: one broker's resync
+# controller.socket.timeout.ms: the victim's request in flight when the link heals was sent into the
+# cut and is retried only once its wait runs out; 5 s instead of Kafka's 30 s.
 CONFIG = {"raykafka.controller.queue.size.max": str(QUEUE_SIZE_MAX), "broker.heartbeat.interval.ms": "500",
-          "controlled.shutdown.retry.backoff.ms": "500", "auto.leader.rebalance.enable": "false"}
+          "controlled.shutdown.retry.backoff.ms": "500", "auto.leader.rebalance.enable": "false",
+          "controller.socket.timeout.ms": "5000"}
 VICTIM = 1
 FLOOD_TOPICS = 6  # each sends the victim a LeaderAndIsr and an UpdateMetadata: 12 requests for 4 places
 WAIT_S = 120

@@ -2,18 +2,26 @@
 recording messenger: a broker starts a fetcher once, tells it changes in order, stops it when
 told and restarts a dead one from where its logs end; a failed controller call reaches the broker
 core as NETWORK_EXCEPTION; the controller hands each step's sends to one broker's send thread as
-one batch, in order with channel changes, drops them without a send thread, and marks a resync."""
+one batch, in order with channel changes, drops them without a send thread, and marks a resync;
+and a send thread waits for its broker's answer controller.socket.timeout.ms, which the controller
+reads (refusing a bad value) and hands each thread it starts."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from actors.core.controller.send_thread import ControlBatch
+import pytest
+
+from actors.core.config import KafkaConfig
+from actors.core.controller.controller import CONTROLLER_DEFAULTS
+from actors.core.controller.send_thread import ControlBatch, RequestSendThreadCore
 from actors.core.effects import (
     AddBrokerChannel, AddPartitionsToFetcher, LogEvent, RemoveBrokerChannel, RemovePartitionsFromFetcher, Send,
 )
-from actors.core.errors import ErrorCode
+from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.drivers.broker import BrokerDriver
 from actors.drivers.controller import ControllerDriver
+from actors.drivers.send_thread import RequestSendThreadDriver
+from tests.unit.test_channel_queue import control_request
 
 
 class Recorder:
@@ -22,16 +30,20 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple] = []
         self.replies: list = []
+        self.timeouts_ms: list[int] = []  # each call's timeout_ms, in order
+        self.started: dict[str, dict] = {}  # destination -> the arguments it was last started with
 
     def call(self, destination, request, *, timeout_ms, on_reply):
         self.calls.append(("call", destination, request))
         self.replies.append(on_reply)
+        self.timeouts_ms.append(timeout_ms)
 
     def tell(self, destination, event):
         self.calls.append(("tell", destination, event))
 
     def start(self, destination, **arguments):
         self.calls.append(("start", destination))
+        self.started[destination] = arguments
 
     def stop(self, destination):
         self.calls.append(("stop", destination))
@@ -119,3 +131,33 @@ def test_a_resync_batch_is_marked_as_the_broker_full_state():
     driver.apply([AddBrokerChannel(broker_id=2, broker_epoch=1)])
     driver.resync(2)
     assert recorder.calls[-1] == ("tell", "send-thread:2", ControlBatch(requests=("full",), full_state=True))
+
+
+def controller_driver_with(config: dict) -> tuple[ControllerDriver, Recorder]:
+    """A controller driver over a core stand-in with a real configuration (the controller's defaults)."""
+    core = SimpleNamespace(config=KafkaConfig(config).with_overrides(
+                               {k: v for k, v in CONTROLLER_DEFAULTS.items() if k not in config}),
+                           context=SimpleNamespace(brokers={1: SimpleNamespace(host="broker-1")}))
+    recorder = Recorder()
+    return ControllerDriver(core, recorder, recorder, recorder), recorder
+
+
+@pytest.mark.parametrize("config, expected_ms", [({}, 30000), ({"controller.socket.timeout.ms": "5000"}, 5000)])
+def test_each_send_thread_waits_controller_socket_timeout_ms_for_its_broker(config, expected_ms):
+    driver, recorder = controller_driver_with(config)
+    driver.apply([AddBrokerChannel(broker_id=1, broker_epoch=5)])
+    started = recorder.started["send-thread:1"]
+    assert started["socket_timeout_ms"] == expected_ms, started
+
+    core = RequestSendThreadCore(broker_id=1, broker_epoch=5, queue_size_max=10)
+    thread = RequestSendThreadDriver(core, recorder, recorder, recorder, socket_timeout_ms=started["socket_timeout_ms"])
+    thread.enqueue([control_request(0)])
+    assert recorder.calls[-1][:2] == ("call", "broker") and recorder.timeouts_ms == [expected_ms]
+
+
+@pytest.mark.parametrize("value, reason", [("0", "is below 1"), ("-1", "is below 1"), ("soon", "is not an integer")])
+def test_a_bad_controller_socket_timeout_ms_stops_the_controller_from_starting(value, reason):
+    with pytest.raises(KafkaProtocolError) as refused:
+        controller_driver_with({"controller.socket.timeout.ms": value})
+    assert refused.value.error_code == ErrorCode.INVALID_CONFIG
+    assert refused.value.message == f"controller.socket.timeout.ms={value!r} {reason}", refused.value.message

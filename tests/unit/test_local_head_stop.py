@@ -1,7 +1,9 @@
 """``stop_local_head`` (what ``raykafka cluster stop`` ends a ``--local`` Ray head with) returns only
 once every process of the head's tree has exited, the ones in process groups of their own (as
 Ray's workers are) and the ones that ignore SIGTERM (killed after the grace period) included, and
-says which it stopped and how; shown on a stand-in tree of shell and sleep processes, no Ray."""
+says which it stopped and how; and that the head is asked first and alone, so that it stops its own
+processes in its order (as ``ray start`` stops the raylet before the GCS); shown on stand-in trees
+of shell and sleep processes, no Ray."""
 from __future__ import annotations
 
 import subprocess
@@ -76,3 +78,36 @@ def test_a_pid_now_held_by_another_program_is_left_alone():
     finally:
         for process in [psutil.Process(other.pid), *psutil.Process(other.pid).children(recursive=True)]:
             process.kill()
+
+
+# A stand-in head that stops its child itself, in its own time, when told to stop: on SIGTERM it
+# marks that it has begun, then sends the child SIGTERM. The child notes whether the head had begun
+# when its own SIGTERM came, that is whether it heard it from the head or from someone else first.
+ORDERED_HEAD_SCRIPT = """
+child() { trap 'if [ -e "$1/head-stopping" ]; then echo by-head; else echo directly; fi > "$1/child"; exit 0' TERM
+          sleep 300 & wait; }
+child "$1" & pid=$!
+trap 'sleep 0.5; touch "$1/head-stopping"; kill -TERM $pid; wait $pid; exit 0' TERM
+sleep 301 & wait
+"""
+
+
+def test_the_head_is_asked_to_stop_first_and_stops_its_own_processes_in_its_order(tmp_path):
+    head = subprocess.Popen(["bash", "-c", ORDERED_HEAD_SCRIPT, "stand-in-head", str(tmp_path)],
+                            start_new_session=True)
+    processes = [psutil.Process(head.pid)]
+    try:
+        deadline = time.monotonic() + TREE_WAIT_S
+        while len(processes[0].children(recursive=True)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        processes += processes[0].children(recursive=True)
+        answer = detached.stop_local_head(head.pid)
+        assert answer["still_running"] == [] and answer["killed"] == [], answer
+        assert (tmp_path / "child").read_text().strip() == "by-head", \
+            "the child got SIGTERM before its head had begun to stop it"
+    finally:
+        for process in processes:
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass

@@ -82,6 +82,9 @@ CONTROLLER_DEFAULTS = {
     # Kafka's per-broker request queue is unbounded; ours holds at most this many waiting requests
     # and at the limit drops them for a resync of the broker (see channel_queue.py).
     "raykafka.controller.queue.size.max": "10000",
+    # Kafka's: how long a send thread waits for its broker to answer one control request before
+    # the send counts as failed and is retried.
+    "controller.socket.timeout.ms": "30000",
 }
 
 
