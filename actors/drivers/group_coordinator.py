@@ -61,4 +61,5 @@ class GroupCoordinatorDriver(Driver):
     def describe(self) -> dict:
         return {"groups": len(self.core.groups), "partitions": self.link.epochs.partitions(),
                 "loads": dict(self.link.loads_begun), "watch_rounds": self.link.watch_rounds,
+                "broker_incarnation": self.link.broker_incarnation,
                 "appends_in_flight": self.core.manager.appends_in_flight()}

@@ -231,6 +231,12 @@ def world(cluster) -> World:
     coordinator = find_coordinator(cluster)
     coordinators = {b: ray.get_actor(group_coordinator_actor_name(b), namespace=cluster.namespace)
                     for b in cluster.broker_ids}
+    # A coordinator learns of its broker's restart at its next watch of the broker, then drops and
+    # reloads its partitions: until it knows the broker's new incarnation, a load may still begin
+    # (a JoinGroup then answers COORDINATOR_LOAD_IN_PROGRESS).
+    wait_until(lambda: observe(coordinators[coordinator], "ping")["broker_incarnation"]
+               == observe(cluster.broker(coordinator), "ping")["incarnation_id"], SETTLE_TIMEOUT_S,
+               "the coordinator to know its broker's current incarnation")
     wait_until(lambda: call(coordinators[coordinator], ListGroupsRequest()).error_code
                == ErrorCode.NONE, SETTLE_TIMEOUT_S, "the coordinator to load its groups")
     member_id, generation_id = join_group(coordinators[coordinator])
