@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping
 
 from actors.core.config import KafkaConfig
 from actors.core.errors import ErrorCode, KafkaProtocolError
-from actors.core.messages.incremental_alter_configs import OP_DELETE, OP_SET, AlterableConfig
+from actors.core.messages.incremental_alter_configs import OP_SET, AlterableConfig
+from actors.core.topic_configs import set_or_delete_ops
 
 RESOURCE_BROKER = 4  # Kafka's ConfigResource.Type.BROKER
 DEFAULT_ENTITY = ""  # every broker: kafka-configs --entity-default
@@ -54,14 +55,7 @@ def check_broker_name(name: str) -> None:
 def check_broker_alter_ops(name: str, ops: Iterable[AlterableConfig]) -> None:
     """Each operation alone: SET or DELETE of a dynamic broker key, a SET's value of the key's type."""
     check_broker_name(name)
-    seen: set[str] = set()
-    for op in ops:
-        if op.name in seen:
-            raise KafkaProtocolError(ErrorCode.INVALID_REQUEST, f"Error due to duplicate config keys: {op.name}")
-        seen.add(op.name)
-        if op.config_operation not in (OP_SET, OP_DELETE):
-            raise KafkaProtocolError(ErrorCode.INVALID_REQUEST, f"config operation {op.config_operation} on "
-                                                                f"{op.name}: no dynamic broker key is a list")
+    for op in set_or_delete_ops(ops, "no dynamic broker key is a list"):
         if op.name not in DYNAMIC_BROKER_KEYS:
             raise _invalid(f"Cannot update these configs dynamically: {op.name}")
         if op.config_operation == OP_SET:

@@ -138,8 +138,9 @@ def check_broker_config(overrides: Mapping[str, object]) -> KafkaConfig:
     return config
 
 
-def check_alter_ops(ops: Iterable[AlterableConfig]) -> None:
-    """Each operation alone: SET or DELETE of a known key, SET with a legal value, no key twice."""
+def set_or_delete_ops(ops: Iterable[AlterableConfig], why_not_a_list: str) -> Iterable[AlterableConfig]:
+    """Each operation, once it is known to be a SET or DELETE of a key no earlier operation named
+    (INVALID_REQUEST otherwise, with ``why_not_a_list`` saying why APPEND and SUBTRACT are refused)."""
     seen: set[str] = set()
     for op in ops:
         if op.name in seen:
@@ -147,8 +148,13 @@ def check_alter_ops(ops: Iterable[AlterableConfig]) -> None:
         seen.add(op.name)
         if op.config_operation not in (OP_SET, OP_DELETE):
             raise KafkaProtocolError(ErrorCode.INVALID_REQUEST,
-                                     f"config operation {op.config_operation} on {op.name}: only SET (0) "
-                                     f"and DELETE (1) are supported for topic configs")
+                                     f"config operation {op.config_operation} on {op.name}: {why_not_a_list}")
+        yield op
+
+
+def check_alter_ops(ops: Iterable[AlterableConfig]) -> None:
+    """Each operation alone: SET or DELETE of a known key, SET with a legal value, no key twice."""
+    for op in set_or_delete_ops(ops, "only SET (0) and DELETE (1) are supported for topic configs"):
         if op.name not in TOPIC_CONFIG_KEYS:
             raise _invalid(f"Unknown topic config name: {op.name}")
         if op.config_operation == OP_SET:

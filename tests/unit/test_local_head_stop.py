@@ -38,6 +38,15 @@ def running(process: psutil.Process) -> bool:
     return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
 
 
+
+def _kill_all(processes) -> None:
+    """Whatever of a test's stand-in processes still runs, killed."""
+    for process in processes:
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+
 def test_stop_waits_for_every_process_of_the_head_and_reports_them(monkeypatch):
     monkeypatch.setattr(detached, "HEAD_STOP_TIMEOUT_S", 1.0)
     head, processes = start_stand_in_head()
@@ -50,11 +59,7 @@ def test_stop_waits_for_every_process_of_the_head_and_reports_them(monkeypatch):
         assert answer["killed"] == [ignoring], f"only the process that ignores SIGTERM is killed: {answer}"
         assert set(answer["terminated"]) | set(answer["killed"]) == {p.pid for p in processes}
     finally:
-        for process in processes:
-            try:
-                process.kill()
-            except psutil.NoSuchProcess:
-                pass
+        _kill_all(processes)
 
 
 def test_a_head_already_gone_is_reported_with_nothing_stopped():
@@ -106,8 +111,4 @@ def test_the_head_is_asked_to_stop_first_and_stops_its_own_processes_in_its_orde
         assert (tmp_path / "child").read_text().strip() == "by-head", \
             "the child got SIGTERM before its head had begun to stop it"
     finally:
-        for process in processes:
-            try:
-                process.kill()
-            except psutil.NoSuchProcess:
-                pass
+        _kill_all(processes)
