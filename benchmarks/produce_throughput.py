@@ -1,14 +1,16 @@
 """Produce MB/s through raykafka's Python producer, optionally with py-spy profiles of every process.
 
-In one run on a local Ray (2 CPUs) with a 3-broker cluster, one partition per topic: the driver's
-``Producer`` sends ``--records`` records of ``--size`` bytes to partition 0 of a topic at RF=1
+In one run on a local Ray (2 CPUs) with a 3-broker cluster, ``--partitions`` per topic (1 unless
+told): the driver's ``Producer`` sends ``--records`` records of ``--size`` bytes, round robin over
+the partitions, to a topic at RF=1
 acks=1, RF=3 acks=1 and RF=3 acks=all (min.insync.replicas=2), each to its own topic, MB/s from the
 first send to the end of ``flush``. With ``--profile DIR`` each point is also sampled by py-spy
 (the broker actors, the replica fetcher actors and this process), each profile written as
 collapsed stacks (``<point>-<role>.txt``) with its top functions by own time printed and saved.
 Prints a table and saves JSON; asserts nothing.
 
-    python benchmarks/produce_throughput.py [--records 65536] [--size 1024] [--profile DIR]
+    python benchmarks/produce_throughput.py [--records 65536] [--size 1024] [--partitions 1]
+        [--points 'RF=3 acks=all'] [--profile DIR]
 """
 from __future__ import annotations
 
@@ -34,11 +36,12 @@ TOP_ENTRIES = 12
 IDLE_FRAMES = ("Worker.main_loop ", "EpollSelector.select ", "Condition.wait ", "select ")
 
 
-def produce(cluster, topic: str, records: int, size: int, acks: str, producer_config: dict) -> dict:
+def produce(cluster, topic: str, records: int, size: int, acks: str, producer_config: dict,
+            partitions: int = 1) -> dict:
     producer = cluster.producer({"acks": acks, **producer_config})
     value = b"x" * size
     started = time.perf_counter()
-    futures = [producer.send(topic, value=value, partition=0) for _ in range(records)]
+    futures = [producer.send(topic, value=value, partition=i % partitions) for i in range(records)]
     producer.flush(timeout=600)
     seconds = time.perf_counter() - started
     failed = sum(1 for future in futures if future.exception() is not None)
@@ -135,6 +138,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=65536)
     parser.add_argument("--size", type=int, default=1024, help="bytes per record value")
+    parser.add_argument("--partitions", type=int, default=1, help="partitions per topic, written round robin")
     parser.add_argument("--batch-size", default="262144", help="the producer's batch.size")
     parser.add_argument("--linger-ms", default="5", help="the producer's linger.ms")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -150,7 +154,8 @@ def main() -> None:
     producer_config = {"batch.size": args.batch_size, "linger.ms": args.linger_ms,
                        **dict(setting.split("=", 1) for setting in args.set)}
     start_local_ray(num_cpus=2, namespace=f"raykafka-produce-bench-{uuid.uuid4().hex[:8]}")
-    results = {"records": args.records, "size": args.size, "producer": producer_config, "points": []}
+    results = {"records": args.records, "size": args.size, "partitions": args.partitions,
+               "producer": producer_config, "points": []}
     wanted = None if args.points == "all" else set(args.points.split(","))
     try:
         with Cluster.start(brokers=3, config={"auto.leader.rebalance.enable": "false"}) as cluster:
@@ -158,20 +163,22 @@ def main() -> None:
                 if wanted is not None and name not in wanted:
                     continue
                 topic = f"bench-{name.replace(' ', '-').replace('=', '')}"
-                cluster.create_topic(topic, partitions=1, replication_factor=rf,
+                cluster.create_topic(topic, partitions=args.partitions, replication_factor=rf,
                                      config={"min.insync.replicas": "2"} if rf > 1 else {})
                 deadline = time.monotonic() + 60
-                while len(cluster.describe_topic(topic)[0].isr) < rf and time.monotonic() < deadline:
+                while (min(len(p.isr) for p in cluster.describe_topic(topic)) < rf
+                       and time.monotonic() < deadline):
                     time.sleep(0.1)
                 # A small warm-up: metadata, connections and the fetchers' first round.
-                produce(cluster, topic, 256, args.size, acks, producer_config)
+                produce(cluster, topic, 256, args.size, acks, producer_config, args.partitions)
                 profiles = []
                 if args.profile:
                     pids = actor_pids(cluster) | {"client": os.getpid()}
                     profiles = start_profiles(args.profile, name, pids)
                     time.sleep(1.0)  # py-spy attaches
-                row = {"point": name, "produce": produce(cluster, topic, args.records, args.size, acks,
-                                                         producer_config)}
+                row = {"point": name, "partitions": args.partitions,
+                       "produce": produce(cluster, topic, args.records, args.size, acks, producer_config,
+                                          args.partitions)}
                 if profiles:
                     row["profiles"] = stop_profiles(profiles)
                 results["points"].append(row)
