@@ -22,9 +22,9 @@ class NoClusterError(Exception):
     name = "NO_CLUSTER"
 
     def __init__(self, namespace: str, where: str = "") -> None:
+        option = "" if namespace == DEFAULT_NAMESPACE else f" --namespace {namespace}"
         super().__init__(f"no raykafka cluster in namespace {namespace!r}{where}; start one with "
-                         f"'raykafka cluster start --local'"
-                         + ("" if namespace == DEFAULT_NAMESPACE else f" --namespace {namespace}"))
+                         f"'raykafka cluster start --local{option}'")
 
 
 def ray_address(args: argparse.Namespace, *, join_any: bool = False) -> str:
@@ -46,7 +46,12 @@ def ray_address(args: argparse.Namespace, *, join_any: bool = False) -> str:
 
 @contextlib.contextmanager
 def connected(args: argparse.Namespace) -> Iterator:
-    """The cluster named by ``args``, disconnected (and left running) at the end."""
+    """The cluster named by ``args``, disconnected (and left running) at the end; with
+    ``--bootstrap-server``, any Kafka listener through confluent-kafka instead (``listener``)."""
+    if getattr(args, "bootstrap_server", None):
+        from orchestration.commands.listener import ListenerTarget
+        yield ListenerTarget(args.bootstrap_server)
+        return
     from orchestration.admin.cluster import Cluster
     address = ray_address(args)
     try:
@@ -97,3 +102,9 @@ def refuse(args: argparse.Namespace, message: str) -> int:
         print(json.dumps({"error": "INVALID_ARGUMENTS", "message": message}))
     print(f"error: {message}", file=sys.stderr)
     return 1
+
+
+def add_bootstrap_server(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap-server", default=None, metavar="HOST:PORT[,...]",
+                        help="talk to this Kafka listener (raykafka's or any Kafka's) through a Kafka client "
+                             "instead of to a raykafka cluster through Ray; --namespace and --address then go unused")

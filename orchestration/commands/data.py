@@ -27,7 +27,7 @@ import sys
 import time
 
 from orchestration.commands.cluster import parse_config
-from orchestration.commands.common import add_target_arguments, connected, fail, refuse
+from orchestration.commands.common import add_bootstrap_server, add_target_arguments, connected, fail, refuse
 
 POLL_MS = 500  # how long one poll waits: also how soon an interrupt is noticed
 
@@ -309,3 +309,4 @@ def add_parsers(commands) -> None:
     consume.set_defaults(run=_consume)
     for parser in (produce, consume):
         add_target_arguments(parser)
+        add_bootstrap_server(parser)

@@ -16,7 +16,7 @@ import argparse
 from dataclasses import asdict
 
 from orchestration.commands.cluster import parse_config
-from orchestration.commands.common import add_target_arguments, connected, emit, fail, table
+from orchestration.commands.common import add_bootstrap_server, add_target_arguments, connected, emit, fail, table
 
 
 def _replica_assignment(text: str | None) -> list[list[int]] | None:
@@ -161,3 +161,4 @@ def add_parsers(commands) -> None:
     describe_config.set_defaults(run=_describe_config)
     for parser in (create, listed, describe, alter_topic, delete, alter, describe_config):
         add_target_arguments(parser)
+        add_bootstrap_server(parser)

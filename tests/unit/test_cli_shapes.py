@@ -84,3 +84,15 @@ def test_with_no_cluster_json_says_so_on_stdout(tmp_path, monkeypatch, capsys):
     assert main(["topics", "list", "--json", "--namespace", "other"]) == 1
     out = capsys.readouterr().out
     assert '"error": "NO_CLUSTER"' in out and "--namespace other" in out
+
+
+@pytest.mark.parametrize("argv", [["topics", "list"], ["topics", "describe", "t"], ["produce", "t"],
+                                  ["consume", "t"]])
+def test_bootstrap_server_talks_to_a_kafka_listener_not_to_ray(argv, tmp_path, monkeypatch):
+    from orchestration.commands.common import connected
+    from orchestration.commands.listener import ListenerTarget
+    monkeypatch.setenv("RAYKAFKA_HOME", str(tmp_path))  # no raykafka cluster known here
+    parser = build_parser()
+    args = options.finish(parser, parser.parse_args([*argv, "--bootstrap-server", "127.0.0.1:9"]))
+    with connected(args) as target:
+        assert isinstance(target, ListenerTarget) and target.bootstrap_servers == "127.0.0.1:9"
