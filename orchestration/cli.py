@@ -262,7 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     load_run.add_argument("--address", default=None, help="an existing Ray cluster's address (default: a local Ray)")
     load_run.add_argument("--output", default=None, help="where the history, summary.json, the Parquet results "
                                                          "and the PNG go (default: load-results/WORKLOAD)")
-    load_run.add_argument("--num-cpus", type=int, default=None, help="CPUs for the local Ray it starts (default: Ray's)")
+    load_run.add_argument("--num-cpus", type=int, default=None,
+                          help="CPUs for the local Ray it starts (default: Ray's)")
     load_run.add_argument("--log-dir", default=None, help="keep broker logs here (default: a temporary directory)")
     load_run.add_argument("--no-progress", action="store_true", help="no live progress display")
     load_run.set_defaults(run=_load_run)

@@ -159,7 +159,8 @@ def add_parsers(commands) -> None:
     add_target_arguments(start)
     start.add_argument("--brokers", type=int, default=3, help="brokers to start")
     start.add_argument("--local", action="store_true", help="start a Ray head of its own on 127.0.0.1")
-    start.add_argument("--num-cpus", type=int, default=None, help="CPUs of the Ray head --local starts (default: every CPU)")
+    start.add_argument("--num-cpus", type=int, default=None,
+                       help="CPUs of the Ray head --local starts (default: every CPU)")
     start.add_argument("--log-dir", default=None, help="broker log directories (default: ~/.raykafka/logs/NAMESPACE)")
     start.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                        help="a broker/controller setting with Kafka's key (repeatable)")

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 
 from actors.core.errors import ErrorCode
 from orchestration.admin.detached import DEFAULT_NAMESPACE, join_with_rays_auth, remembered_cluster, use_auth_mode
-from orchestration.commands.options import add_target_arguments  # noqa: F401 (each family declares its commands with it)
+# Each family of commands declares its options with it, from here.
+from orchestration.commands.options import add_target_arguments  # noqa: F401
 from orchestration.errors import KafkaError
 
 

@@ -264,7 +264,8 @@ def _topic(args: argparse.Namespace) -> str:
 
 def _add_topic(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topic", nargs="?", default=None, help="the topic (or --topic)")
-    parser.add_argument("--topic", dest="topic_option", metavar="TOPIC", default=None, help="the topic, as Kafka's tool")
+    parser.add_argument("--topic", dest="topic_option", metavar="TOPIC", default=None,
+                        help="the topic, as Kafka's tool takes it")
 
 
 def add_parsers(commands) -> None:

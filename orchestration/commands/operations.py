@@ -138,7 +138,8 @@ def add_parsers(commands) -> None:
     elect = commands.add_parser("leader-election", aliases=["elect-leaders"],
                                 help="preferred or unclean leader election (kafka-leader-election)")
     elect.add_argument("--election-type", "--type", choices=("preferred", "unclean"), type=str.lower, default=None,
-                       help="preferred: move leadership to the first live in-sync replica of each partition; "
+                       help="preferred: make each partition's preferred replica (the first of its replicas) its leader "
+                            "where it is alive and in sync; "
                             "unclean: give a partition with no live in-sync replica an out-of-sync leader, "
                             "losing what it lacks. REQUIRED")
     scope = elect.add_argument_group("scope (exactly one is required)")

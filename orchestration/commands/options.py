@@ -43,8 +43,8 @@ def version() -> str:
 
 def add_log_level(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default=argparse.SUPPRESS, metavar="LEVEL",
-                        help=f"{', '.join(LOG_LEVELS)}: level of raykafka's own log lines on stderr; Ray's own messages show only at DEBUG "
-                             f"(default: {DEFAULT_LOG_LEVEL})")
+                        help=f"{', '.join(LOG_LEVELS)}: level of raykafka's own log lines on stderr; Ray's own "
+                             f"messages show only at DEBUG (default: {DEFAULT_LOG_LEVEL})")
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
