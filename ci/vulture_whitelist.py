@@ -72,3 +72,6 @@
 
 # CreateTopics v5's config fields (KIP-525, actors/core/messages/create_topics.py): written to the wire by name.
 (_.config_source, _.is_sensitive)
+
+# argparse reads a parser's formatter_class when it prints help (orchestration/commands/options.py).
+(_.formatter_class,)

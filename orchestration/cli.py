@@ -33,7 +33,10 @@ from orchestration.commands import log_dirs as log_dir_commands
 from orchestration.commands import operations as operation_commands
 from orchestration.commands import reassign as reassign_commands
 from orchestration.commands import records as record_commands
+from orchestration.commands import options
 from orchestration.commands import topics as topic_commands
+from orchestration.commands.common import NoClusterError, fail
+from orchestration.commands.quiet import route_rays_messages
 
 
 def _produce(cluster, topic: str, start: int, count: int, acks: str) -> dict:
@@ -216,18 +219,27 @@ def _sim(args: argparse.Namespace) -> int:
     return sim_main(args, out=lambda line: print(line, flush=True))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="raykafka", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+DESCRIPTION = """raykafka: Kafka's replication and coordination protocol as a Ray actor system.
+
+Start a cluster that outlives the command with 'raykafka cluster start --local', point Kafka clients
+at the bootstrap servers 'raykafka cluster status' prints, and steer it with the Kafka-shaped tools
+below (topics, console producer and consumer, consumer groups, leader election, ...). 'raykafka demo'
+shows a leader failover in one command. 'raykafka COMMAND --help' describes each command."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="raykafka", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser("demo", help="start a local cluster, produce and consume, print what happened")
-    demo.add_argument("--brokers", type=int, default=3)
-    demo.add_argument("--topic", default="demo")
-    demo.add_argument("--partitions", type=int, default=3)
-    demo.add_argument("--replication-factor", type=int, default=3)
-    demo.add_argument("--records", type=int, default=3000)
-    demo.add_argument("--acks", default="all")
+    demo.add_argument("--brokers", type=int, default=3, help="brokers to start")
+    demo.add_argument("--topic", default="demo", help="the topic it creates")
+    demo.add_argument("--partitions", type=int, default=3, help="the topic's partitions")
+    demo.add_argument("--replication-factor", type=int, default=3, help="the topic's replicas (at most --brokers)")
+    demo.add_argument("--records", type=int, default=3000, help="records produced before and again after the kill")
+    demo.add_argument("--acks", default="all", help="the producer's acks")
     demo.add_argument("--log-dir", default=None, help="keep logs here (default: a temporary directory)")
-    demo.add_argument("--num-cpus", type=int, default=None, help="CPUs for the local Ray it starts")
+    demo.add_argument("--num-cpus", type=int, default=None, help="CPUs for the local Ray it starts (default: Ray's)")
     demo.set_defaults(run=_demo)
     chaos = commands.add_parser("chaos", help="run failover scenarios and judge them with the history checker")
     chaos_commands = chaos.add_subparsers(dest="chaos_command", required=True)
@@ -250,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     load_run.add_argument("--address", default=None, help="an existing Ray cluster's address (default: a local Ray)")
     load_run.add_argument("--output", default=None, help="where the history, summary.json, the Parquet results "
                                                          "and the PNG go (default: load-results/WORKLOAD)")
-    load_run.add_argument("--num-cpus", type=int, default=None, help="CPUs for the local Ray it starts")
+    load_run.add_argument("--num-cpus", type=int, default=None,
+                          help="CPUs for the local Ray it starts (default: Ray's)")
     load_run.add_argument("--log-dir", default=None, help="keep broker logs here (default: a temporary directory)")
     load_run.add_argument("--no-progress", action="store_true", help="no live progress display")
     load_run.set_defaults(run=_load_run)
@@ -261,16 +274,25 @@ def main(argv: list[str] | None = None) -> int:
     for family in (cluster_commands, topic_commands, data_commands, group_commands, operation_commands,
                    reassign_commands, record_commands, log_dir_commands):
         family.add_parsers(commands)
-    parser.add_argument("--log-level", default="WARNING",
-                        help="loguru level of raykafka's own log lines on stderr (default: WARNING)")
-    args = parser.parse_args(argv)
+    options.prepare(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = options.finish(parser, parser.parse_args(argv))
     from loguru import logger
     logger.remove()
-    logger.add(sys.stderr, level=args.log_level.upper())
-    # As a library raykafka is silent (orchestration/__init__.py); the command speaks at --log-level.
+    logger.add(sys.stderr, level=args.log_level)
+    # As a library raykafka is silent (orchestration/__init__.py); the command speaks at --log-level,
+    # and Ray's own messages are raykafka's DEBUG lines.
     logger.enable("orchestration")
     logger.enable("actors")
-    return args.run(args)
+    route_rays_messages()
+    try:
+        return args.run(args)
+    except NoClusterError as exc:
+        return fail(args, exc)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ def _start(args: argparse.Namespace) -> int:
     except KafkaProtocolError as exc:
         return fail(args, KafkaError(exc.error_code, exc.message))
     head = start_local_head(num_cpus=args.num_cpus) if args.local else {}
-    address = head.get("address") or ray_address(args)
+    address = head.get("address") or ray_address(args, join_any=True)
     log_dir = args.log_dir or str(raykafka_home() / "logs" / args.namespace)
     try:
         ray.init(address=address, namespace=args.namespace, log_to_driver=False)
@@ -157,9 +157,10 @@ def add_parsers(commands) -> None:
     sub = cluster.add_subparsers(dest="cluster_command", required=True)
     start = sub.add_parser("start", help="start brokers and a controller as detached Ray actors")
     add_target_arguments(start)
-    start.add_argument("--brokers", type=int, default=3)
+    start.add_argument("--brokers", type=int, default=3, help="brokers to start")
     start.add_argument("--local", action="store_true", help="start a Ray head of its own on 127.0.0.1")
-    start.add_argument("--num-cpus", type=int, default=None, help="CPUs of the Ray head --local starts")
+    start.add_argument("--num-cpus", type=int, default=None,
+                       help="CPUs of the Ray head --local starts (default: every CPU)")
     start.add_argument("--log-dir", default=None, help="broker log directories (default: ~/.raykafka/logs/NAMESPACE)")
     start.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                        help="a broker/controller setting with Kafka's key (repeatable)")

@@ -16,7 +16,7 @@ import argparse
 from dataclasses import asdict
 
 from orchestration.commands.cluster import parse_config
-from orchestration.commands.common import add_target_arguments, connected, emit, fail, table
+from orchestration.commands.common import add_bootstrap_server, add_target_arguments, connected, emit, fail, table
 
 
 def _replica_assignment(text: str | None) -> list[list[int]] | None:
@@ -127,9 +127,9 @@ def add_parsers(commands) -> None:
     topics = commands.add_parser("topics", help="create, list, describe and delete topics (kafka-topics)")
     sub = topics.add_subparsers(dest="topics_command", required=True)
     create = sub.add_parser("create", help="create a topic")
-    create.add_argument("topic")
-    create.add_argument("--partitions", type=int, default=1)
-    create.add_argument("--replication-factor", type=int, default=1)
+    create.add_argument("topic", help="the topic's name")
+    create.add_argument("--partitions", type=int, default=1, help="the number of partitions")
+    create.add_argument("--replication-factor", type=int, default=1, help="the replicas of each partition")
     create.add_argument("--replica-assignment", default=None, help="replicas per partition, e.g. 0:1,1:2")
     create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="a topic setting")
     create.set_defaults(run=_create)
@@ -137,26 +137,28 @@ def add_parsers(commands) -> None:
     listed.set_defaults(run=_list)
     describe = sub.add_parser("describe", help="leader, replicas, ISR, leader epoch, HW and LEO per partition")
     describe.add_argument("topic", nargs="?", default=None, help="one topic (default: every topic)")
-    describe.add_argument("--under-replicated-partitions", action="store_true")
-    describe.add_argument("--unavailable-partitions", action="store_true")
+    describe.add_argument("--under-replicated-partitions", action="store_true",
+                          help="only partitions whose ISR is smaller than their replicas")
+    describe.add_argument("--unavailable-partitions", action="store_true", help="only partitions with no leader")
     describe.add_argument("--include-internal", action="store_true", help="with every topic: __consumer_offsets too")
     describe.set_defaults(run=_describe)
     alter_topic = sub.add_parser("alter", help="add partitions to a topic (kafka-topics --alter --partitions)")
-    alter_topic.add_argument("topic")
+    alter_topic.add_argument("topic", help="the topic to grow")
     alter_topic.add_argument("--partitions", type=int, required=True, help="the new partition count")
     alter_topic.add_argument("--replica-assignment", default=None,
                              help="replicas of each new partition, e.g. 0:1,1:2 (default: the controller's)")
     alter_topic.set_defaults(run=_alter)
     delete = sub.add_parser("delete", help="delete a topic")
-    delete.add_argument("topic")
+    delete.add_argument("topic", help="the topic to delete")
     delete.set_defaults(run=_delete)
     alter = sub.add_parser("alter-config", help="set or delete a topic's config overrides (kafka-configs --alter)")
-    alter.add_argument("topic")
+    alter.add_argument("topic", help="the topic whose configs change")
     alter.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="set a topic config")
     alter.add_argument("--delete", action="append", default=[], metavar="KEY", help="back to the default")
     alter.set_defaults(run=_alter_config)
     describe_config = sub.add_parser("describe-config", help="every topic config with its value and source")
-    describe_config.add_argument("topic")
+    describe_config.add_argument("topic", help="the topic to describe")
     describe_config.set_defaults(run=_describe_config)
     for parser in (create, listed, describe, alter_topic, delete, alter, describe_config):
         add_target_arguments(parser)
+        add_bootstrap_server(parser)

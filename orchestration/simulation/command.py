@@ -62,8 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"fault kinds to draw from, comma-separated (default: all: {','.join(FAULT_KINDS)})")
     parser.add_argument("--minutes", type=float, default=None,
                         help="start no new seed after this many minutes of wall-clock time")
-    parser.add_argument("--brokers", type=int, default=3)
-    parser.add_argument("--partitions", type=int, default=1)
+    parser.add_argument("--brokers", type=int, default=3, help="brokers of the simulated cluster")
+    parser.add_argument("--partitions", type=int, default=1, help="partitions of its topic")
     parser.add_argument("--policy", choices=POLICIES, default="leader-epoch",
                         help="the followers' truncation rule (raykafka.truncation.policy); high-watermark is "
                              "the rule KIP-101 replaced, which loses acknowledged records")

@@ -1,7 +1,10 @@
 """Proves the ``raykafka`` command runs a cluster that outlives it: one ``cluster start --local`` in
 a subprocess, then every subcommand, each as its own process with ``--json``, against that cluster
 (topics, topic configs changed live, produce, consume, groups with lag, a partition reassignment,
-kill and leadership moving, elections, metrics), ``cluster status`` naming every broker's listener
+kill and leadership moving, elections, metrics), the console tools with Kafka's flags (a consumer
+that runs until Ctrl-C), the topics and console tools with ``--bootstrap-server`` against raykafka's
+listener and Apache Kafka's, nothing on stderr but what a command means to say, one line naming
+``raykafka cluster start`` where there is no cluster, ``cluster status`` naming every broker's listener
 and the bootstrap servers a stock client connects with, and ``cluster stop`` ending the actors and
 every process of the Ray head it started before it returns (the last test, on the module's cluster).
 Each test makes what it reads (its own topics, or the module's ``orders`` fixture), so any one of
@@ -10,9 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -55,6 +60,21 @@ class Raykafka:
         return [json.loads(line) for line in self.run(*args).stdout.splitlines() if line.startswith("{")]
 
 
+def read_lines(stream, count: int, what: str, timeout_s: float = WAIT_S) -> list[str]:
+    """``count`` lines from a subprocess's pipe, waiting at most ``timeout_s`` in all (a thread reads,
+    as a pipe's reader buffers lines that ``select`` no longer sees)."""
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(stream.readline()) for _ in range(count)], daemon=True).start()
+    deadline = time.monotonic() + timeout_s
+    got = []
+    try:
+        while len(got) < count:
+            got.append(lines.get(timeout=max(0.0, deadline - time.monotonic())))
+    except queue.Empty:
+        raise AssertionError(f"timed out after {timeout_s}s waiting for {what}; got {got!r}") from None
+    return got
+
+
 def wait_for(what: str, condition, timeout_s: float = WAIT_S):
     deadline = time.monotonic() + timeout_s
     last = None
@@ -72,10 +92,13 @@ def rk(tmp_path_factory):
     tool = Raykafka(home, f"rk-cli-{uuid.uuid4().hex[:8]}")
     state_file = tool.state_file
     try:
-        started = tool.json("cluster", "start", "--local", "--num-cpus", "2", "--brokers", "3",
-                            "--log-dir", str(home / "logs"), "--config", "offsets.topic.num.partitions=3",
-                            "--config", "group.initial.rebalance.delay.ms=100")
+        done = tool.run("cluster", "start", "--local", "--num-cpus", "2", "--brokers", "3",
+                        "--log-dir", str(home / "logs"), "--config", "offsets.topic.num.partitions=3",
+                        "--config", "group.initial.rebalance.delay.ms=100")
+        started = json.loads(done.stdout.strip().splitlines()[-1])
         assert started["brokers"] == 3 and started["local_head"]
+        # Nothing but the answer: Ray's own messages (joining the head, its warnings) are DEBUG lines.
+        assert (done.stdout.count("\n"), done.stderr) == (1, ""), (done.stdout, done.stderr)
         tool.started = started
         yield tool
     finally:
@@ -202,6 +225,77 @@ def test_produce_consume_and_group_lag(rk):
     assert "readers" not in [g["group"] for g in rk.json("groups", "list")]
 
 
+def test_console_tools_with_kafkas_flags_and_a_consumer_that_runs_until_interrupted(rk):
+    assert rk.json("topics", "create", "console", "--partitions", "1")["created"]
+    produced = rk.run("console-producer", "--topic", "console", "--property", "parse.key=true",
+                      "--property", "key.separator=:", "--request-required-acks", "-1", stdin="k1:a\nk2:b\n",
+                      json_output=False)
+    assert (produced.stdout, produced.stderr) == ("", "2 records acknowledged (acks=-1)\n")
+    # No --max-messages, no --timeout-ms: it runs until Ctrl-C, then reports and exits 0 as Kafka's.
+    consumer = subprocess.Popen(
+        [sys.executable, "-m", "orchestration.cli", "console-consumer", "--topic", "console", "--from-beginning",
+         "--group", "console-readers", "--property", "print.key=true", "--property", "print.offset=true",
+         "--namespace", rk.namespace], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=rk.env,
+        cwd=REPO_ROOT)
+    try:
+        lines = read_lines(consumer.stdout, 2, "the consumer's first two records")
+        consumer.send_signal(signal.SIGINT)
+        out, err = consumer.communicate(timeout=COMMAND_TIMEOUT_S)
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+    assert lines == ["Offset:0\tk1\ta\n", "Offset:1\tk2\tb\n"] and out == ""
+    assert (consumer.returncode, err) == (0, "Processed a total of 2 messages\n")
+    # It committed what it printed.
+    assert sum(r["current_offset"] for r in rk.json("groups", "describe", "console-readers")["partitions"]) == 2
+
+
+def test_with_no_cluster_in_the_namespace_a_command_says_how_to_start_one(rk):
+    address = rk.started["address"]
+    done = subprocess.run([sys.executable, "-m", "orchestration.cli", "topics", "list", "--namespace", "nothing-here",
+                           "--address", address], capture_output=True, text=True, env=rk.env, cwd=REPO_ROOT,
+                          timeout=COMMAND_TIMEOUT_S)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        f"error: NO_CLUSTER: no raykafka cluster in namespace 'nothing-here' on the Ray at {address}; start one "
+        "with 'raykafka cluster start --local --namespace nothing-here'"]
+
+
+def round_trip_through_a_listener(rk, bootstrap: str, replication_factor: int) -> None:
+    """kafka-topics and the console tools with --bootstrap-server: a topic made, listed, described,
+    written, read back with keys and deleted, all through a Kafka client (no Ray in those processes)."""
+    server = ("--bootstrap-server", bootstrap)
+    topic = f"listener-{uuid.uuid4().hex[:6]}"
+    assert rk.json("topics", "create", topic, "--partitions", "2", "--replication-factor", str(replication_factor),
+                   "--config", "retention.ms=86400000", *server)["created"]
+    assert topic in rk.json("topics", "list", *server)
+    described = wait_for(f"both partitions of {topic} led", lambda: [
+        p for p in rk.json("topics", "describe", topic, *server) if p["leader"] in p["isr"]])
+    assert [p["partition"] for p in described] == [0, 1] and all(len(p["replicas"]) == replication_factor
+                                                                  for p in described)
+    assert described[0]["configs"] == {"retention.ms": "86400000"}
+    produced = rk.json("console-producer", "--topic", topic, "--property", "parse.key=true", "--property",
+                       "key.separator=:", *server, stdin="k1:a\nk2:b\nk3:c\n")
+    assert produced["acknowledged"] == 3
+    records = rk.json_lines("console-consumer", "--topic", topic, "--from-beginning", "--max-messages", "3",
+                            "--timeout-ms", "20000", *server)
+    assert sorted((r["key"], r["value"]) for r in records) == [("k1", "a"), ("k2", "b"), ("k3", "c")]
+    text = rk.run("console-consumer", "--topic", topic, "--from-beginning", "--max-messages", "3", "--timeout-ms",
+                  "20000", "--property", "print.key=true", *server, json_output=False)
+    assert sorted(text.stdout.splitlines()) == ["k1\ta", "k2\tb", "k3\tc"]
+    assert text.stderr == "Processed a total of 3 messages\n"
+    assert rk.json("topics", "delete", topic, *server)["deleted"]
+    wait_for(f"{topic} gone from the listing", lambda: topic not in rk.json("topics", "list", *server))
+
+
+def test_topics_and_console_tools_with_bootstrap_server_on_raykafkas_listener(rk):
+    round_trip_through_a_listener(rk, rk.json("cluster", "status")["bootstrap_servers"], 3)
+
+
+def test_topics_and_console_tools_with_bootstrap_server_on_apache_kafka(rk, apache_kafka):
+    round_trip_through_a_listener(rk, apache_kafka.bootstrap_servers, 1)
+
+
 def test_topics_alter_config_reaches_the_brokers_live_partitions(rk):
     assert rk.json("topics", "create", "narrow", "--replication-factor", "2")["created"]
     altered = rk.json("topics", "alter-config", "narrow", "--set", "min.insync.replicas=3",
@@ -246,7 +340,7 @@ def test_reassign_partitions_moves_replicas_and_keeps_the_records(rk, tmp_path):
     assert refused.returncode == 1 and json.loads(refused.stdout)["refused"] == {"moving-0": "INVALID_REPLICA_ASSIGNMENT"}
 
 
-def test_kill_leader_moves_leadership_and_preferred_election_moves_it_back(rk, orders):
+def test_kill_leader_moves_leadership_and_preferred_election_moves_it_back(rk, orders, tmp_path):
     before = {p["partition"]: p for p in rk.json("topics", "describe", "orders")}
     victim = before[0]["leader"]
     assert rk.json("kill", "broker", str(victim), "--no-restart")["restart"] is False
@@ -266,13 +360,19 @@ def test_kill_leader_moves_leadership_and_preferred_election_moves_it_back(rk, o
     assert rk.json("restart-broker", str(victim))["restarted"]
     wait_for("every replica back in the ISR", lambda: rk.json(
         "topics", "describe", "orders", "--under-replicated-partitions") == [])
-    rows = rk.json("elect-leaders", "--type", "preferred", "--topic", "orders")
+    plan = tmp_path / "election.json"
+    plan.write_text(json.dumps({"partitions": [{"topic": "orders", "partition": p} for p in range(3)]}))
+    rows = rk.json("leader-election", "--election-type", "preferred", "--path-to-json-file", str(plan))
     assert {r["result"] for r in rows} <= {"NONE", "ELECTION_NOT_NEEDED"} and len(rows) == 3
     wait_for("every partition led by its preferred replica", lambda: all(
         p["leader"] == p["replicas"][0] for p in rk.json("topics", "describe", "orders")))
-    # Every leader is alive: an unclean election has nothing to do.
-    unclean = rk.json("elect-leaders", "--type", "unclean", "--topic", "orders")
-    assert {r["result"] for r in unclean} == {"ELECTION_NOT_NEEDED"}
+    # Every leader is alive: an unclean election has nothing to do, in kafka-leader-election's words.
+    unclean = rk.run("leader-election", "--election-type", "unclean", "--topic", "orders", "--partition", "0",
+                     json_output=False)
+    assert (unclean.stdout, unclean.stderr) == ("Valid replica already elected for partitions orders-0\n", "")
+    # As Kafka's tool, no scope is no election.
+    refused = rk.run("elect-leaders", "--type", "unclean", check=False, json_output=False)
+    assert refused.returncode == 1 and "One and only one of the following options is required" in refused.stderr
 
 
 def test_kill_controller_and_a_coordinator(rk, orders):
