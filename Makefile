@@ -49,5 +49,7 @@ bench: $(STAMP)
 kafka:
 	ci/kafka/fetch.sh
 
+# What raykafka made in this checkout: the venv, build outputs, and what `make demo`, `raykafka load
+# run` and `raykafka chaos run` wrote here. Data directories and caches outside it: docs/operations.md.
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info load-results chaos-results

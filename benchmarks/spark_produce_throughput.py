@@ -15,7 +15,7 @@ MB/s counts acknowledged value and key bytes from the first send to the last ack
 Prints a table and saves JSON; asserts nothing.
 
     python benchmarks/spark_produce_throughput.py [--records 20000] [--producers 2] [--size 1024] [--rounds 2]
-    (the figures in the README's Spark section: --records 60000 --rounds 4)
+    (the figures in docs/spark.md: --records 60000 --rounds 3)
 """
 from __future__ import annotations
 

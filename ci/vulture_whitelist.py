@@ -35,7 +35,7 @@
 # and ``__exit__``'s third argument.
 (_.copy, _.on_partitions_revoked, _.on_partitions_assigned, _.exc_info)
 
-# Public API for users (README): Spark's topic read/write and their columns, Consumer.offsets_for_times,
+# Public API for users (docs/python-api.md, docs/spark.md): Spark's topic read/write and their columns, Consumer.offsets_for_times,
 # workload sizes, and the integration tests' failover-matrix rows.
 (_.read_topic, _.write_topic, _.KAFKA_SOURCE_COLUMNS, _.offsets_for_times, _.consumers, _.matrix_runs)
 
@@ -51,7 +51,7 @@
 # shell's asyncio tasks so they are not collected.
 (_.fail_worker, _._ticker, _._lag)
 
-# The admin API users call (README): Kafka's QueueSize per broker channel, preferred-leader election.
+# The admin API users call (docs/python-api.md, docs/chaos-and-simulator.md): Kafka's QueueSize per broker channel, preferred-leader election.
 (_.controller_queue_sizes, _.elect_preferred_leaders)
 
 # What tests observe (a driver's requests in flight) and a simulator step the scenario files drive.

@@ -2,7 +2,7 @@
 cluster by its namespace, creates a topic if it is missing, produces records with acks=all and
 reads them back with a consumer group, then prints one JSON line with what it did.
 
-Submit it to the Ray cluster the raykafka cluster runs on (see the README's "A Ray job" section):
+Submit it to the Ray cluster the raykafka cluster runs on (see "A Ray job" in docs/python-api.md):
 
     ray job submit --working-dir . -- python examples/ray_job_produce_consume.py --namespace demo
 

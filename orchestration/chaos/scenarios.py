@@ -223,8 +223,8 @@ def lost_disk_of_last_isr_member(unclean_by: str) -> Scenario:
         0 loses its disk (restarted on an empty log directory with a new directory id). The
         controller takes 0 out of the ISR for it. By operator: unclean election is off, so the
         partition stays offline, also once 1 is back, and a reader is refused; then an operator
-        runs elect-leaders --type unclean. By config: the topic allows unclean elections, so the
-        controller elects 0 as it registers. Either way the history records the unclean
+        runs leader-election --election-type unclean on the partition. By config: the topic allows
+        unclean elections, so the controller elects 0 as it registers. Either way the history records the unclean
         election, and the checker reports exactly the acknowledged records the new leader lacks."""
         topic = "lostdisk"
         config = {"min.insync.replicas": "1"}
@@ -250,7 +250,7 @@ def lost_disk_of_last_isr_member(unclean_by: str) -> Scenario:
         state = run.partition_state(topic)
         run.faults.record("unclean-election", f"{topic}-0", leader=leader, leader_epoch=state.leader_epoch,
                           previous_leader_epoch=epoch, requested_by=(
-                              "an operator (elect-leaders --type unclean)" if unclean_by == "operator"
+                              "an operator (leader-election --election-type unclean)" if unclean_by == "operator"
                               else "unclean.leader.election.enable=true"))
         if unclean_by == "config":
             run.faults.restart(1)
@@ -270,7 +270,7 @@ def lost_disk_of_last_isr_member(unclean_by: str) -> Scenario:
     return Scenario(
         name=f"lost-disk-of-last-isr-member-unclean-by-{unclean_by}", brokers=2,
         title=("the last ISR member loses its disk; " + (
-            "the partition stays offline until an operator's elect-leaders --type unclean"
+            "the partition stays offline until an operator's leader-election --election-type unclean"
             if unclean_by == "operator" else "unclean.leader.election.enable=true elects it empty")),
         criterion=(("while unclean election is off the partition stays offline and reads are refused, and the "
                     "checker finds nothing lost; after the operator's unclean election " if unclean_by == "operator"

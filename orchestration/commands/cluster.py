@@ -6,11 +6,13 @@ their group coordinators as detached actors, and remembers the Ray address under
 that later commands find it. ``status`` prints brokers with their Kafka listeners, the
 ``bootstrap.servers`` string stock clients take, the controller and partition health.
 ``stop`` removes every actor, ends the Ray head that ``--local`` started and waits until its
-processes have exited, says what it stopped, and where the logs stay.
+processes have exited, says what it stopped, and where the logs stay; with ``--delete-data`` it
+also removes the data directories that ``start`` made (``orchestration.admin.data_dirs``).
 """
 from __future__ import annotations
 
 import argparse
+import os
 
 from actors.core.errors import KafkaProtocolError
 from actors.core.topic_configs import check_broker_config
@@ -18,6 +20,7 @@ from actors.wire.listeners import check_listener_config, with_listeners_for_host
 from orchestration.admin.detached import (
     forget_cluster, raykafka_home, remember_cluster, remembered_cluster, start_local_head, stop_local_head,
 )
+from orchestration.admin.data_dirs import delete_cluster_data
 from orchestration.commands.common import add_target_arguments, connected, emit, fail, ray_address, table
 from orchestration.errors import KafkaError
 
@@ -44,7 +47,8 @@ def _start(args: argparse.Namespace) -> int:
         return fail(args, KafkaError(exc.error_code, exc.message))
     head = start_local_head(num_cpus=args.num_cpus) if args.local else {}
     address = head.get("address") or ray_address(args, join_any=True)
-    log_dir = args.log_dir or str(raykafka_home() / "logs" / args.namespace)
+    log_dir = os.path.abspath(args.log_dir or str(raykafka_home() / "logs" / args.namespace))
+    log_dir_created = not os.path.lexists(log_dir)  # only then may ``stop --delete-data`` remove it
     try:
         ray.init(address=address, namespace=args.namespace, log_to_driver=False)
         # A Ray cluster this command joins may span hosts (nodes can join it later): brokers listen
@@ -53,6 +57,7 @@ def _start(args: argparse.Namespace) -> int:
         cluster = Cluster.start(brokers=args.brokers, log_dir=log_dir, config=config, detached=True)
         epoch = cluster.controller_epoch()
         placement = cluster.placement.describe()
+        broker_log_dirs = {b: cluster.broker_log_dir(b) for b in cluster.broker_ids}
         cluster.close()
     except BaseException as exc:
         if head:
@@ -61,7 +66,8 @@ def _start(args: argparse.Namespace) -> int:
         if isinstance(exc, Exception):
             return fail(args, exc)
         raise
-    remember_cluster(args.namespace, **{**head, "address": address, "log_dir": log_dir})
+    remember_cluster(args.namespace, **{**head, "address": address, "log_dir": log_dir,
+                                        "log_dir_created": log_dir_created, "broker_log_dirs": broker_log_dirs})
     answer = {"namespace": args.namespace, "address": address, "brokers": args.brokers, "log_dir": log_dir,
               "controller_epoch": epoch, "placement": placement, "local_head": bool(head), **head}
     emit(args, answer, lambda a: (
@@ -113,10 +119,12 @@ def _stop(args: argparse.Namespace) -> int:
     from orchestration.admin.cluster import Cluster
     remembered = remembered_cluster(args.namespace) or {}
     answer = {"namespace": args.namespace, "stopped": False, "log_dir": remembered.get("log_dir")}
+    broker_log_dirs = dict(remembered.get("broker_log_dirs") or {})
     try:
         cluster = Cluster.connect(namespace=args.namespace, address=ray_address(args))
         answer["log_dir"] = cluster.log_dir
         answer["brokers"] = list(cluster.broker_ids)
+        broker_log_dirs = {b: cluster.broker_log_dir(b) for b in cluster.broker_ids}
         cluster.stop()
         answer["stopped"] = True
     except Exception as exc:  # no cluster, or no Ray there any more: the head is still ended below
@@ -130,6 +138,17 @@ def _stop(args: argparse.Namespace) -> int:
         head_gone = not head["still_running"]
         answer.update(ray_head=head, ray_head_stopped=head_gone,
                       ray_logs=f"{remembered['temp_dir']}/session_latest/logs")
+    if args.delete_data:
+        # Only once nothing can write there: the actors are removed, or the Ray they ran on is gone.
+        if answer["stopped"] or (remembered.get("head_pid") and head_gone):
+            answer["data"] = delete_cluster_data(
+                log_dir=answer["log_dir"], broker_log_dirs=broker_log_dirs,
+                log_dir_created=bool(remembered.get("log_dir_created")),
+                ray_temp_dir=remembered.get("temp_dir") if remembered.get("head_pid") and head_gone else None)
+        else:  # nothing is deleted; a cluster this machine knows nothing of has no path to name
+            answer["data"] = {"deleted": [], "missing": [], "kept": [], "refused": [
+                {"path": answer["log_dir"], "reason": "the cluster could not be stopped, so its brokers may still run"}]
+                if answer["log_dir"] else []}
     if head_gone:
         forget_cluster(args.namespace)  # else a second ``cluster stop`` can try again
     emit(args, answer, _stop_text)
@@ -147,8 +166,15 @@ def _stop_text(a: dict) -> str:
                      f"{len(head['killed'])} killed")
         if head["still_running"]:
             lines.append("STILL RUNNING: " + ", ".join(f"{p['name']} (pid {p['pid']})" for p in head["still_running"]))
-    ray_logs = f", Ray's logs in {a['ray_logs']}" if a.get("ray_logs") else ""
-    lines.append(f"broker logs stay in {a['log_dir']}{ray_logs}")
+    data = a.get("data")
+    if data is None:
+        ray_logs = f", Ray's logs in {a['ray_logs']}" if a.get("ray_logs") else ""
+        lines.append(f"broker logs stay in {a['log_dir']}{ray_logs}")
+        return "\n".join(lines)
+    lines += [f"deleted {path}" for path in data["deleted"]]
+    lines += [f"kept {path} (it existed before cluster start)" for path in data["kept"]]
+    lines += [f"not on this machine: {path}" for path in data["missing"]]
+    lines += [f"NOT DELETED {r['path']}: {r['reason']}" for r in data["refused"]]
     return "\n".join(lines)
 
 
@@ -168,6 +194,10 @@ def add_parsers(commands) -> None:
     status = sub.add_parser("status", help="brokers, controller and partition health")
     add_target_arguments(status)
     status.set_defaults(run=_status)
-    stop = sub.add_parser("stop", help="remove every actor (and the Ray head --local started); logs stay")
+    stop = sub.add_parser("stop", help="remove every actor (and the Ray head --local started); data stays "
+                                        "unless --delete-data")
     add_target_arguments(stop)
+    stop.add_argument("--delete-data", action="store_true",
+                      help="also delete the brokers' data directories and the --local Ray head's temporary "
+                           "directory that 'cluster start' made (default: keep them)")
     stop.set_defaults(run=_stop)

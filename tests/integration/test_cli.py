@@ -5,8 +5,10 @@ kill and leadership moving, elections, metrics), the console tools with Kafka's 
 that runs until Ctrl-C), the topics and console tools with ``--bootstrap-server`` against raykafka's
 listener and Apache Kafka's, nothing on stderr but what a command means to say, one line naming
 ``raykafka cluster start`` where there is no cluster, ``cluster status`` naming every broker's listener
-and the bootstrap servers a stock client connects with, and ``cluster stop`` ending the actors and
-every process of the Ray head it started before it returns (the last test, on the module's cluster).
+and the bootstrap servers a stock client connects with, and ``cluster stop --delete-data`` ending the
+actors and every process of the Ray head it started before it returns, and removing the data
+directories and the Ray head's temporary directory ``cluster start`` made (the last test, on the
+module's cluster).
 Each test makes what it reads (its own topics, or the module's ``orders`` fixture), so any one of
 them runs alone (``-k``)."""
 from __future__ import annotations
@@ -438,13 +440,16 @@ def test_metrics_on_rays_endpoint_move_during_a_load(rk, orders):
 
 
 def test_cluster_stop_waits_for_every_process_of_the_ray_head_and_says_what_it_stopped(rk):
-    """Last in this module, because it stops the module's cluster (the fixture then has nothing left to stop)."""
+    """With --delete-data it also removes the directories cluster start made. Last in this module,
+    because it stops the module's cluster (the fixture then has nothing left to stop)."""
     import psutil
     rk.stop_tested = True
     head = psutil.Process(rk.started["head_pid"])
     processes = [head, *head.children(recursive=True)]
     try:
-        stopped = rk.json("cluster", "stop")
+        log_dir = Path(rk.started["log_dir"])
+        assert sorted(p.name for p in log_dir.iterdir()) == ["broker-0", "broker-1", "broker-2"]
+        stopped = rk.json("cluster", "stop", "--delete-data")
         running = [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
         assert running == [], f"still running when cluster stop returned: {running}"
         assert stopped["stopped"] and stopped["ray_head_stopped"] and stopped["brokers"] == [0, 1, 2]
@@ -454,6 +459,8 @@ def test_cluster_stop_waits_for_every_process_of_the_ray_head_and_says_what_it_s
         assert sorted(stopped["ray_head"]["terminated"] + stopped["ray_head"]["killed"]) \
             == sorted(p["pid"] for p in head_processes)
         assert not rk.state_file.exists(), "the cluster is forgotten"
+        assert stopped["data"]["refused"] == [] and not log_dir.exists(), stopped["data"]
+        assert not Path(rk.started["temp_dir"]).exists() and rk.started["temp_dir"] in stopped["data"]["deleted"]
     finally:
         for process in processes:  # only if stop failed: end what this module started, and only that
             try:

@@ -18,7 +18,7 @@ ACTORS_DIR = REPO_ROOT / "actors"
 CORE_DIR = ACTORS_DIR / "core"
 
 # Top-level modules the core must not import: it takes time and randomness as arguments, does
-# no I/O and never touches Ray or Spark (actors/core/__init__.py; the README's "How it is built").
+# no I/O and never touches Ray or Spark (actors/core/__init__.py; docs/design.md).
 # It reports through ``LogEvent`` effects rather than a logger, and knows nothing of the clients
 # and tools outside.
 FORBIDDEN_IMPORTS = frozenset({
