@@ -27,6 +27,9 @@ def pytest_sessionfinish(session, exitstatus):
     session.config.stash[_EXIT_STATUS] = int(exitstatus)
     if ray.is_initialized():
         ray.shutdown()
+    session_ray = sys.modules.get("tests.support.session_ray")
+    if session_ray is not None:
+        session_ray.stop_every_head()  # normally stopped already, by its fixture
     gc.collect()
     lingering = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")

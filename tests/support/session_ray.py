@@ -32,6 +32,16 @@ EARLIER_JOBS_GONE_TIMEOUT_S = 60
 POLL_S = 0.2
 
 
+_RUNNING: list["SessionRayHead"] = []
+
+
+def stop_every_head() -> None:
+    """Stop every head still running (the session's end, when an interrupted run skipped its fixture's
+    teardown: the head runs in a process group of its own and would outlive pytest)."""
+    while _RUNNING:
+        _RUNNING[-1].stop()
+
+
 class SessionRayHead:
     """``ray start --head`` for this test session: ``address`` while it runs; ``stop()`` ends it."""
 
@@ -50,6 +60,7 @@ class SessionRayHead:
         self._log = open(os.path.join(self.temp_dir, "ray-start.log"), "wb")
         self._head = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       start_new_session=True, env=env)
+        _RUNNING.append(self)
         self._wait_started()
 
     def _wait_started(self) -> None:
@@ -74,6 +85,8 @@ class SessionRayHead:
             raise
 
     def stop(self) -> dict:
+        if self in _RUNNING:
+            _RUNNING.remove(self)
         try:
             return stop_local_head(self._head.pid, temp_dir=self.temp_dir)
         finally:
