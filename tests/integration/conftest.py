@@ -17,8 +17,8 @@ NUM_CPUS = 2
 def session_ray_head():
     """One local Ray head for the session (``tests.support.session_ray``), started when a module
     first asks for it and stopped at the session's end."""
-    from tests.support.session_ray import SessionRayHead
-    head = SessionRayHead(num_cpus=NUM_CPUS)
+    from tests.support.session_ray import start_session_head
+    head = start_session_head(num_cpus=NUM_CPUS)
     try:
         yield head
     finally:

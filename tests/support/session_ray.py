@@ -26,6 +26,9 @@ from orchestration.admin.detached import free_port, ray_executable, stop_local_h
 from orchestration.admin.ray_runtime import LOCAL_RAY_SYSTEM_CONFIG
 
 HEAD_START_TIMEOUT_S = 120
+# A busy machine can make one of Ray's processes miss Ray's own start-up limits (as
+# orchestration.admin.ray_runtime.start_local_ray says); a failed head is stopped whole before the next try.
+HEAD_START_ATTEMPTS = 3
 # What the module before left (its actors, their placement groups) is ended by Ray as its driver
 # leaves, in well under a second on a quiet machine.
 EARLIER_JOBS_GONE_TIMEOUT_S = 60
@@ -33,6 +36,18 @@ POLL_S = 0.2
 
 
 _RUNNING: list["SessionRayHead"] = []
+
+
+def start_session_head(num_cpus: int, attempts: int = HEAD_START_ATTEMPTS) -> "SessionRayHead":
+    """A running head, after up to ``attempts`` tries; the last failure is raised."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return SessionRayHead(num_cpus)
+        except RuntimeError:
+            if attempt == attempts:
+                raise
+            time.sleep(attempt)
+    raise AssertionError("unreachable")
 
 
 def stop_every_head() -> None:
