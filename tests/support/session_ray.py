@@ -3,7 +3,7 @@
 Starting a local Ray in every module cost 4-11 s and shutting it down about 1.5 s, some 30 times a
 run. The head is ``ray start --head --block`` in a process group and a temporary directory of its
 own (``orchestration.admin.detached`` starts ``raykafka cluster start --local``'s head the same
-way), on 127.0.0.1, with the tests' fixed CPU count. It writes its address only under that
+way, node IP 127.0.0.1), with the tests' fixed CPU count. It writes its address only under that
 directory, never to ``/tmp/ray/ray_current_cluster``, so a plain ``ray.init()`` elsewhere (a module
 that starts a Ray of its own, the CLI's head, the multi-host tests' nodes) never joins it, and it
 is stopped as ``raykafka cluster stop`` stops its head (``stop_local_head``; never ``ray stop``).
