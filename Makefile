@@ -23,8 +23,14 @@ demo: $(STAMP)
 demo-no-spark: $(STAMP)
 	$(VENV)/bin/raykafka demo
 
+# The unit and scenario tests (pure Python) on two processes (pytest-xdist), then the integration
+# tests one at a time (they share one Ray head and the machine's two CPUs). Both parts always run;
+# the target fails if either does.
 test: $(STAMP)
-	$(PYTEST) tests --durations=25
+	@status=0; \
+	$(PYTEST) -n 2 tests/unit tests/scenarios || status=$$?; \
+	$(PYTEST) tests/integration --durations=25 || status=$$?; \
+	exit $$status
 
 unit: $(STAMP)
 	$(PYTEST) tests/unit tests/scenarios

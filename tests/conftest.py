@@ -9,7 +9,8 @@ collects garbage while every module is still whole (unreferenced clients run the
 names any Python thread still running, and then leaves the process with pytest's own exit status
 without Python's interpreter teardown, which nothing here needs (output is flushed first).
 The Makefile runs pytest with `-X faulthandler`, so a crash at any earlier point still prints every
-thread's stack.
+thread's stack. A pytest-xdist worker (``make test`` runs the unit and scenario tests on two) is
+left to end as xdist ends it; only the controller leaves this way.
 """
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ def pytest_sessionfinish(session, exitstatus):
     session.config.stash[_EXIT_STATUS] = int(exitstatus)
     if ray.is_initialized():
         ray.shutdown()
+    session_ray = sys.modules.get("tests.support.session_ray")
+    if session_ray is not None:
+        session_ray.stop_every_head()  # normally stopped already, by its fixture
     gc.collect()
     lingering = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -42,6 +46,8 @@ def pytest_unconfigure(config):
     status = config.stash.get(_EXIT_STATUS, None)
     if status is None:
         return  # the session never ran (e.g. --help, a usage error): leave the exit to pytest
+    if hasattr(config, "workerinput"):
+        return  # a pytest-xdist worker: its controller ends it, and reports its status
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)

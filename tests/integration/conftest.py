@@ -1,4 +1,5 @@
-"""Integration tests share one local Ray per module: fixed CPUs, a unique namespace, temp log dirs."""
+"""Integration tests share one local Ray head per session (fixed CPUs, its own temp dir), each module
+connected to it as a job of its own with a unique namespace, and temp log dirs."""
 from __future__ import annotations
 
 import uuid
@@ -7,22 +8,34 @@ import warnings
 import pytest
 import ray
 
-from orchestration.admin.ray_runtime import start_local_ray
 from tests.support.clusters import running_cluster
 
 NUM_CPUS = 2
 
 
+@pytest.fixture(scope="session")
+def session_ray_head():
+    """One local Ray head for the session (``tests.support.session_ray``), started when a module
+    first asks for it and stopped at the session's end."""
+    from tests.support.session_ray import start_session_head
+    head = start_session_head(num_cpus=NUM_CPUS)
+    try:
+        yield head
+    finally:
+        head.stop()
+
+
 @pytest.fixture(scope="module")
-def ray_session():
+def ray_session(session_ray_head):
+    """This module's own job on the session's Ray head: a unique namespace, joined once whatever
+    the modules before it started has ended, and left at the module's end (Ray then ends the
+    module's actors and placement groups)."""
     # A module that failed must not leave its Ray behind for the next one: shut it down and say so
     # (the module that left it is the one to fix), rather than fail every module after it.
     if ray.is_initialized():
         warnings.warn("an earlier test left Ray running; it was shut down before this module")
         ray.shutdown()
-    # start_local_ray retries a start-up that a busy machine made miss Ray's own limits, and
-    # never leaves a half-started Ray behind when it gives up.
-    start_local_ray(num_cpus=NUM_CPUS, namespace=f"raykafka-test-{uuid.uuid4().hex[:8]}")
+    session_ray_head.connect(namespace=f"raykafka-test-{uuid.uuid4().hex[:8]}")
     try:
         yield ray.get_runtime_context().namespace
     finally:

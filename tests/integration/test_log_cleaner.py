@@ -127,6 +127,8 @@ def test_a_keyless_record_on_a_compacted_topic_is_refused_and_changes_nothing(cl
     assert _read_all(servers, "keyed") == before == [(0, b"a", b"1"), (1, b"b", b"2")]
 
 
+# A fault story of about a minute: `make chaos` runs it (CI runs both), keeping `make test` near 25 minutes.
+@pytest.mark.chaos
 def test_a_cleaner_killed_mid_round_leaves_a_whole_log_and_its_successor_finishes(cluster):
     servers = cluster.bootstrap_servers
     cluster.create_topic("killed", partitions=1, replication_factor=3,

@@ -96,6 +96,8 @@ def _assert_nothing_acknowledged_lost(result: dict) -> None:
     assert result["lost"] == 0 and not result["loss_anomalies"], result["examples"]
 
 
+# A fault story of about a minute: `make chaos` runs it (CI runs both), keeping `make test` near 25 minutes.
+@pytest.mark.chaos
 def test_a_lost_host_fails_over_and_rejoins_with_nothing_acknowledged_lost(netns_hosts, tmp_path):
     def faults(steps):
         victim = steps.wait("ready")["victim_broker"]
@@ -112,6 +114,8 @@ def test_a_lost_host_fails_over_and_rejoins_with_nothing_acknowledged_lost(netns
     _assert_nothing_acknowledged_lost(result)
 
 
+# A fault story of about a minute: `make chaos` runs it (CI runs both), keeping `make test` near 25 minutes.
+@pytest.mark.chaos
 def test_a_host_cut_from_the_controller_is_fenced_and_rejoins_with_nothing_acknowledged_lost(netns_hosts, tmp_path):
     def faults(steps):
         victim = steps.wait("ready")["victim_broker"]

@@ -225,6 +225,8 @@ def leave_without_leader_until_the_producer_has_asked(cluster, topic: str, failu
     cluster.restart_broker(followers[1])
 
 
+# A fault story of about a minute: `make chaos` runs it (CI runs both), keeping `make test` near 25 minutes.
+@pytest.mark.chaos
 def test_one_record_at_a_time_with_acks_all_keeps_going_across_leader_kills(cluster):
     """The scenario of a new user: each send waits for its result while the partition's leader is
     killed again and again (Ray restarts it). With retries=0 a send may fail, but none may hang,
