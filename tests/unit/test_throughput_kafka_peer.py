@@ -142,3 +142,25 @@ def test_a_kafka_catch_up_is_timed_from_the_first_growth_seen_to_the_whole_log(t
     sampler = kafka_peer.LogGrowth(tmp_path, "t", target=1000).start()
     sampler.wait(10)
     assert sampler.samples[-1][1] == 1000 and len(sampler.samples) == 1
+
+
+def test_a_kafka_catch_up_counts_the_cpu_of_the_copy_only(tmp_path):
+    """CPU is read at the first growth seen and at the whole log seen; what the restart spent
+    before the copy is not the copy's."""
+    (tmp_path / "t-0").mkdir()
+    segment = tmp_path / "t-0" / "00000000000000000000.log"
+    segment.write_bytes(b"")
+    readings = iter([5.0, 7.5])  # seconds of CPU at the growth, then at the whole log
+    sampler = kafka_peer.LogGrowth(tmp_path, "t", target=1000, cpu=lambda: next(readings)).start()
+    deadline = 100
+    while not sampler.samples and deadline:  # bounded: until its first look at the empty log
+        deadline -= 1
+        sampler._stop.wait(0.05)
+    segment.write_bytes(b"x" * 400)
+    while len(sampler._cpu_marks) < 1 and deadline:  # bounded: until it has seen the growth
+        deadline -= 1
+        sampler._stop.wait(0.05)
+    segment.write_bytes(b"x" * 1000)
+    sampler.wait(10)
+    assert sampler.cpu_seconds == pytest.approx(2.5)
+    assert sampler.timing()[2] is False
