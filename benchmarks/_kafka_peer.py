@@ -122,7 +122,8 @@ def libs_or_reason():
 
 def run_kafka(runner, libs, cluster_config: dict, catch_up_records) -> None:
     """Measure Kafka at every point of ``runner.profile`` into ``runner.kafka`` and run its perf
-    tools into ``runner.perf_tests``; on failure to start, record why in ``runner.kafka_skipped``."""
+    tools into ``runner.perf_tests``; if it fails to start or fails on the way, record why in
+    ``runner.kafka_skipped`` (printed, and in the JSON) and return what it measured."""
     display = runner.display
     with tempfile.TemporaryDirectory(prefix="raykafka-bench-kafka-") as workdir:
         display.step(f"starting Apache Kafka, {NODES} nodes")
@@ -145,6 +146,10 @@ def run_kafka(runner, libs, cluster_config: dict, catch_up_records) -> None:
                                   topic_config(test.replication_factor))
                 wait_topic_ready(kafka.bootstrap_servers, topic, test.partitions, test.replication_factor)
                 runner.run_perf_test("kafka", libs, kafka.bootstrap_servers, topic, test)
+        except Exception as error:  # Kafka's part ends here; raykafka's and Tansu's are still measured and reported
+            runner.kafka_skipped = (f"Apache Kafka stopped after {len(runner.kafka)} measurements: {error!r}; "
+                                    f"node 1 log: {kafka.log_tail(1, 1000)}")[:3000]
+            display.say(runner.kafka_skipped)
         finally:
             _stop(kafka)
 
