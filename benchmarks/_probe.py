@@ -47,6 +47,20 @@ def _rss_kinds(pid: int) -> dict[str, int]:
     return {kind: int(fields[name].split()[0]) * 1024 for kind, name in RSS_KINDS.items() if name in fields}
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """The process's CPU seconds: the sum of its threads' run time from /proc (nanoseconds), where
+    psutil's user + system time counts in 10 ms ticks, too coarse for a short point. Raises
+    FileNotFoundError where the process (or /proc's schedstat) is not there."""
+    total_ns = 0
+    for task in os.scandir(f"/proc/{pid}/task"):
+        try:
+            with open(f"{task.path}/schedstat") as handle:
+                total_ns += int(handle.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that just ended
+    return total_ns / 1e9
+
+
 class BrokerProbe:
     """Samples the processes ``pids()`` names; ``on_sample`` (if given) is called after each
     sample, which the live display uses as its clock."""
@@ -79,17 +93,9 @@ class BrokerProbe:
         self._pids_read_at = time.monotonic()
 
     def _cpu(self, pid: int) -> float:
-        """The process's CPU seconds: the sum of its threads' run time from /proc (nanoseconds),
-        where psutil's user + system time counts in 10 ms ticks, too coarse for a short point."""
+        """The process's CPU seconds (``process_cpu_seconds``), from psutil where /proc has no schedstat."""
         try:
-            total_ns = 0
-            for task in os.scandir(f"/proc/{pid}/task"):
-                try:
-                    with open(f"{task.path}/schedstat") as handle:
-                        total_ns += int(handle.read().split()[0])
-                except (FileNotFoundError, ProcessLookupError):
-                    continue  # a thread that just ended
-            return total_ns / 1e9
+            return process_cpu_seconds(pid)
         except FileNotFoundError:
             if not self._processes[pid].is_running():
                 raise psutil.NoSuchProcess(pid)

@@ -11,8 +11,8 @@ The profiles (``PROFILES``) say which points a run has and how much data each mo
 
 - ``smoke``: the smallest run that still touches every kind of point once: 1 partition, 1 KiB
   records, both clients producing (RF=1 acks=1) and consuming, a bare fetch, the Python producer
-  at RF=3 acks=all, one follower catch-up; 1 MiB per point, about 25 s. ``make test`` runs it and
-  checks counts.
+  at RF=3 acks=all, one follower catch-up, and Kafka's perf tools once (RF=1 acks=1); 1 MiB per
+  point, about 25 s, and about 40 s more with Apache Kafka. ``make test`` runs it and checks counts.
 - ``default`` (``make bench``): every dimension at least once with its ceilings, about three
   minutes on a 2-core machine (161 s measured): at 1 partition and 1 KiB, both clients produce
   with acks 0/1/all at RF=1 and acks 1/all at RF=3, consume, a bare fetch, and a follower catches
@@ -20,10 +20,12 @@ The profiles (``PROFILES``) say which points a run has and how much data each mo
   partitions (1 KiB) and at 100 B and 10 KiB (1 partition), both clients produce (RF=1 acks=1, and
   RF=3 acks=all at 8 and 64 partitions) and consume, a bare fetch, and a follower catches up;
   48 MiB per point (at most 200,000 records); a catch-up copies what the Python consume point of
-  its partitions and size reads (144 MiB at 1 partition and 1 KiB).
+  its partitions and size reads (144 MiB at 1 partition and 1 KiB); Kafka's perf tools at 1
+  partition RF=1 acks=1 and at 8 partitions RF=3 acks=all.
 - ``full``: the whole cross product: both clients x 1/8/64 partitions x 100 B/1 KiB/10 KiB x
   (acks 0/1/all at RF=1, acks 1/all at RF=3, consume; a bare fetch for the Python API), and
-  catch-up for each partitions x size; 64 MiB per point (at most 400,000 records). Not timed
+  catch-up for each partitions x size; Kafka's perf tools at 1/8/64 partitions, RF=1 acks=1 and
+  RF=3 acks=all; 64 MiB per point (at most 400,000 records). Not timed
   here yet; from the default run's pace, about half an hour.
 
 The ``python`` client's ``fetch`` point is the consumer's own Fetch call to the broker actor, bytes
@@ -37,6 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 OPS = ("produce", "consume", "consume-batches", "consume-arrow", "fetch", "catchup")
+# Not a point: Kafka's perf tools against raykafka and Apache Kafka (``PerfTest``); ``--ops`` names it too.
+PERF_TEST_OP = "perf-test"
 # The Python consumer's batch-level reads, each beside ``consume`` (``poll``) on the same data.
 BATCH_CONSUME_OPS = ("consume-batches", "consume-arrow")
 CLIENTS = ("python", "confluent")
@@ -67,6 +71,21 @@ class Point:
         return f"{what} {self.client} p={self.partitions} {size}"
 
 
+@dataclass(frozen=True, order=True)
+class PerfTest:
+    """A run of Kafka's own ``kafka-producer-perf-test`` into a fresh topic, then
+    ``kafka-consumer-perf-test`` reading it back, against raykafka and against Apache Kafka."""
+    partitions: int
+    record_bytes: int
+    replication_factor: int = 1
+    acks: str = "1"
+
+    @property
+    def label(self) -> str:
+        size = f"{self.record_bytes // 1024}KiB" if self.record_bytes >= 1024 else f"{self.record_bytes}B"
+        return f"perf-test RF={self.replication_factor} acks={self.acks} p={self.partitions} {size}"
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str
@@ -74,6 +93,7 @@ class Profile:
     megabytes: float  # moved by each point
     records_max: int  # per point, so that 100 B records do not take all the time
     ceiling_seconds: float  # each Ray transfer ceiling is timed this long
+    perf_tests: tuple[PerfTest, ...] = ()  # each moves as many records as a point of its record size
 
 
 def _produce_consume(client: str, partitions: int, size: int, produce: list[tuple[int, str]]) -> list[Point]:
@@ -116,10 +136,17 @@ def _full() -> list[Point]:
     return points + [_catchup(partitions, size) for partitions in PARTITIONS for size in SIZES]
 
 
+PERF_TESTS = {"smoke": (PerfTest(1, 1024),),
+              "default": (PerfTest(1, 1024), PerfTest(8, 1024, 3, "all")),
+              "full": tuple(PerfTest(partitions, 1024, rf, acks) for partitions in PARTITIONS
+                            for rf, acks in ((1, "1"), (3, "all")))}
 PROFILES = {
-    "smoke": Profile("smoke", tuple(_smoke()), megabytes=1, records_max=2_000, ceiling_seconds=0.2),
-    "default": Profile("default", tuple(_default()), megabytes=48, records_max=200_000, ceiling_seconds=1.0),
-    "full": Profile("full", tuple(_full()), megabytes=64, records_max=400_000, ceiling_seconds=2.0),
+    "smoke": Profile("smoke", tuple(_smoke()), megabytes=1, records_max=2_000, ceiling_seconds=0.2,
+                     perf_tests=PERF_TESTS["smoke"]),
+    "default": Profile("default", tuple(_default()), megabytes=48, records_max=200_000, ceiling_seconds=1.0,
+                       perf_tests=PERF_TESTS["default"]),
+    "full": Profile("full", tuple(_full()), megabytes=64, records_max=400_000, ceiling_seconds=2.0,
+                    perf_tests=PERF_TESTS["full"]),
 }
 
 
@@ -135,8 +162,13 @@ def select(profile: Profile, *, ops=None, clients=None, partitions=None, sizes=N
                 and (acks is None or point.op != "produce" or point.acks in acks)
                 and (replication_factors is None or point.op == "catchup"
                      or point.replication_factor in replication_factors))
+    def perf_admitted(test: PerfTest) -> bool:
+        return ((ops is None or PERF_TEST_OP in ops) and (partitions is None or test.partitions in partitions)
+                and (sizes is None or test.record_bytes in sizes) and (acks is None or test.acks in acks)
+                and (replication_factors is None or test.replication_factor in replication_factors))
     chosen = tuple(p for p in profile.points if admitted(p))
-    return replace(profile, points=chosen, megabytes=megabytes or profile.megabytes)
+    return replace(profile, points=chosen, megabytes=megabytes or profile.megabytes,
+                   perf_tests=tuple(t for t in profile.perf_tests if perf_admitted(t)))
 
 
 def records_for(profile: Profile, record_bytes: int) -> int:

@@ -115,10 +115,12 @@ def read_figures(records: int, value_bytes: int, started: float, first: tuple[fl
             "records_after_first_delivery": after[0], "seconds_after_first_delivery": after[1]}
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int = 1,
+                 config: dict | None = None) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)]).values():
+    new = NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor, config=config or {})
+    for future in admin.create_topics([new]).values():
         future.result(timeout=60)
 
 

@@ -8,11 +8,20 @@ same settings and the same records, and Ray's actor-to-actor transfer of a paylo
 per-call size (as bytes and as a numpy uint8 array). For every point it reports MB/s (10^6 bytes
 of record values), records/s, the ratio to each ceiling, the broker side's CPU seconds per GB
 moved (brokers and replica fetchers; Tansu's process for its own) and its peak resident memory.
+Apache Kafka is measured in the same run as a peer (``_kafka_peer``): three KRaft JVMs on
+127.0.0.1 doing every point through confluent-kafka with the same settings, at RF=1 and RF=3, and
+its own follower's catch-up of the same backlog, each point reporting raykafka ÷ Kafka beside its
+ratio to Tansu, and Kafka's JVMs' CPU seconds per GB and peak memory measured as raykafka's
+processes are. Kafka's own
+``kafka-producer-perf-test`` and ``kafka-consumer-perf-test`` run against both systems with the
+same record size and count (``_perf_test``; the profile's ``perf_tests``). Where Java or Maven is
+missing, the run says so and goes on without Kafka (and without the perf tools, which need its jars).
 A bare fetch is set beside Ray call for call: its ceiling moves the payload the fetch's calls
 carried on average (whole batches fill a 1 MiB fetch only up to the last one that fits), and its
 ratios compare those payload bytes per second (``payload_mb_per_s``), batch headers included.
 It prints a table, writes ``benchmarks/results/throughput-PROFILE.json`` and draws
-``throughput-PROFILE.png``; it asserts nothing about speed.
+``throughput-PROFILE.png`` (raykafka ÷ Kafka and ÷ Tansu per point, on a linear axis) and
+``throughput-PROFILE-rates.png`` (the rates, log scale); it asserts nothing about speed.
 
 How a point runs. Produce points of one client, partition count, record size and replication
 factor share a topic (acks 0, then 1, then all), and its consume point reads everything they
@@ -24,7 +33,7 @@ counts all of it over the time from the follower's first Fetch of the topic to t
 last append of its records, by the fetchers' own clock, as a consume point counts from its first
 poll to its last record. The brokers' followers fetch with the consumer's byte limits
 (``CLUSTER_CONFIG``: replica.fetch.max.bytes 10 MiB, replica.fetch.response.max.bytes 50 MiB).
-Tansu runs first, a fresh one per partitions x size, before Ray.
+Tansu runs first, a fresh one per partitions x size, then Apache Kafka, both before Ray.
 A bare fetch point over 64 partitions then also measures an idle fetch of them (``_idle_fetch``):
 bytes and time per fetch with fetch sessions (KIP-227) and without, in its row's ``idle_fetch``.
 
@@ -49,6 +58,7 @@ from collections import defaultdict
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchmarks import _kafka_peer as kafka_peer  # noqa: E402
 from benchmarks import _profiles as profiles  # noqa: E402
 from benchmarks import _report as report  # noqa: E402
 from benchmarks import _wire as wire  # noqa: E402
@@ -114,6 +124,9 @@ class Runner:
         self.profile, self.display, self.out = profile, display, out
         self.rows: list[dict] = []
         self.tansu: dict[tuple, dict] = {}  # (op, partitions, record_bytes, acks) -> Tansu's figures
+        self.kafka: dict[tuple, dict] = {}  # _kafka_peer.peer_key -> Apache Kafka's figures
+        self.kafka_libs, self.kafka_skipped = None, None  # Kafka's jars, or why Kafka was not measured
+        self.perf_tests: list[dict] = []  # one entry per perf-test pair and system (_kafka_peer.perf_test_entry)
         self.ceilings = None
         self._count = [0]
         self._target = 0
@@ -124,12 +137,12 @@ class Runner:
         elapsed = max(1e-9, time.perf_counter() - self._started)
         self.display.detail(f"{self._count[0]:,}/{self._target:,} records  {self._count[0] / elapsed:,.0f}/s")
 
-    def _begin(self, description: str, target: int) -> list[int]:
+    def begin(self, description: str, target: int) -> list[int]:
         self._count, self._target, self._started = [0], target, time.perf_counter()
         self.display.step(description)
         return self._count
 
-    def _probe(self, pids):
+    def probe(self, pids):
         from benchmarks._probe import BrokerProbe
         return BrokerProbe(pids, on_sample=self._tick)
 
@@ -151,21 +164,40 @@ class Runner:
                     if op == "consume":  # what the log holds (Tansu may drop records sent with acks=0)
                         produced = wire.end_offsets(tansu.bootstrap, topic, partitions)
                     label = f"Tansu {op}{' acks=' + acks if op == 'produce' else ''} p={partitions} {size}B"
-                    count = self._begin(label, records if op == "produce" else produced)
-                    with self._probe(lambda: tansu.pids) as probe:
+                    count = self.begin(label, records if op == "produce" else produced)
+                    with self.probe(lambda: tansu.pids) as probe:
                         if op == "produce":
                             figures = wire.produce(tansu.bootstrap, topic, partitions, records, size, acks, count)
                             produced += figures["records"]
                         else:
                             figures = wire.consume(tansu.bootstrap, topic, partitions, produced, count)
-                    moved = figures["records"] * size
-                    self.tansu[(op, partitions, size, acks)] = {
-                        "records": figures["records"], "seconds": round(figures["seconds"], 4),
-                        "mb_per_s": moved / MB / figures["seconds"],
-                        "records_per_s": moved / size / figures["seconds"],
-                        "cpu_s_per_gb": probe.cpu_seconds / (figures["records"] * size / GB),
-                        "rss_peak_mb": probe.rss_peak_bytes / MB}
-                    self.display.done(f"  {label}: {moved / MB / figures['seconds']:.1f} MB/s")
+                    self.tansu[(op, partitions, size, acks)] = kafka_peer.peer_figures(figures, size, probe)
+                    self.display.done(f"  {label}: {self.tansu[(op, partitions, size, acks)]['mb_per_s']:.1f} MB/s")
+
+    # --------------------------------------------------------------------- Apache Kafka
+    def run_kafka(self) -> None:
+        """Apache Kafka at every point, and its perf tools, before Ray starts (``_kafka_peer``)."""
+        self.kafka_libs, reason = kafka_peer.libs_or_reason()
+        if reason:
+            self.kafka_skipped = f"Apache Kafka skipped: {reason}"
+            self.display.say(self.kafka_skipped)
+            return
+        kafka_peer.run_kafka(self, self.kafka_libs, CLUSTER_CONFIG, lambda point: consumed_records(self.profile, point))
+
+    def run_perf_test(self, system: str, libs, bootstrap: str, topic: str, test) -> None:
+        """Kafka's perf tools against ``system``'s ``bootstrap``, into ``topic`` (already created)."""
+        from benchmarks import _perf_test as perf_test
+        label = f"{'Kafka' if system == 'kafka' else 'raykafka'} {test.label}"
+        self.display.step(label)
+        try:
+            figures = perf_test.run_pair(libs, bootstrap, topic, records_for(self.profile, test.record_bytes),
+                                         test.record_bytes, test.acks)
+        except (perf_test.PerfTestFailed, OSError, TimeoutError) as error:
+            self.display.done(f"  {label}: failed: {error}")
+            self.perf_tests.append(kafka_peer.perf_test_entry(system, test, {"error": str(error)[:2000]}))
+            return
+        self.perf_tests.append(kafka_peer.perf_test_entry(system, test, figures))
+        self.display.done(f"  {label}: {report.perf_line(figures)}")
 
     def _tansu_for(self, point: Point) -> dict | None:
         if point.op == "produce":
@@ -204,6 +236,10 @@ class Runner:
             row["ceilings"]["tansu_mb_per_s"] = tansu["mb_per_s"]
             row["ratios"]["to_tansu"] = mb_per_s / tansu["mb_per_s"]
             row["tansu"] = tansu
+        kafka = self.kafka.get(kafka_peer.peer_key(point))
+        if kafka is not None:  # Apache Kafka is a peer, not a ceiling: its figures and the ratio to them
+            row["ratios"]["to_kafka"] = mb_per_s / kafka["mb_per_s"]
+            row["kafka"] = kafka
         if point.op == "fetch":
             row["payload_mb_per_s"] = call_mb_per_s
         row.update(extra or {})
@@ -233,8 +269,8 @@ class Runner:
                 produced = in_log
             if point.replication_factor > 1:  # the points before this one fully replicated first
                 api.wait_replicated(cluster, topic)
-            count = self._begin(point.label, records if point.op == "produce" else produced)
-            with self._probe(self._raykafka_pids) as probe:
+            count = self.begin(point.label, records if point.op == "produce" else produced)
+            with self.probe(self._raykafka_pids) as probe:
                 if point.op == "produce" and point.client == "python":
                     figures = api.produce(cluster, topic, point.partitions, records, point.record_bytes, point.acks,
                                           count)
@@ -271,8 +307,8 @@ class Runner:
         self.display.step(f"{point.label}: backlog")
         catch_up.prepare(records, point.record_bytes)
         restart_s = catch_up.restart()
-        count = self._begin(point.label, catch_up.end)
-        with self._probe(self._raykafka_pids) as probe:
+        count = self.begin(point.label, catch_up.end)
+        with self.probe(self._raykafka_pids) as probe:
             figures = catch_up.run(count)
         # The fetchers time the copy themselves; when they could not (the copy never finished), the
         # figure counts what was copied from the restart's end.
@@ -283,6 +319,13 @@ class Runner:
                  extra={"restart_seconds": round(restart_s, 3), "seconds_from_restart": figures["seconds_total"],
                         "timed_by": "fetchers" if figures["timed_records"] else "restart",
                         "fetcher_windows_s": figures.get("fetcher_windows_s", [])})
+        cluster.delete_topic(topic)
+
+    def run_raykafka_perf_test(self, cluster, test) -> None:
+        from benchmarks import _python_api as api
+        topic = f"perf-p{test.partitions}-s{test.record_bytes}-rf{test.replication_factor}"
+        api.create_topic(cluster, topic, test.partitions, test.replication_factor)
+        self.run_perf_test("raykafka", self.kafka_libs, cluster.bootstrap_servers, topic, test)
         cluster.delete_topic(topic)
 
     @staticmethod
@@ -306,6 +349,9 @@ class Runner:
             with Cluster.start(brokers=BROKERS, config=CLUSTER_CONFIG) as cluster:
                 for key in sorted(groups):
                     self.run_group(cluster, groups[key])
+                if self.kafka_libs is not None:  # Kafka's perf tools need its jars
+                    for test in self.profile.perf_tests:
+                        self.run_raykafka_perf_test(cluster, test)
                 for point in catch_ups:
                     self.run_catch_up(cluster, point)
         finally:
@@ -333,22 +379,36 @@ def _machine() -> dict:
     import ray
     return {"cpus": os.cpu_count(), "python": platform.python_version(), "ray": ray.__version__,
             "platform": platform.platform(), "client": wire.client_version(),
-            "tansu": wire.tansu_binary() or "not installed"}
+            "tansu": wire.tansu_binary() or "not installed", "kafka": _kafka_version()}
 
 
-def run(profile, *, out_dir: str = RESULTS_DIR, progress: bool = True, out=print, command: str = "") -> dict:
-    """Run ``profile``; returns the results written to ``out_dir``'s JSON."""
+def _kafka_version() -> str:
+    from orchestration.apache_kafka import kafka_version, unavailable_reason
+    reason = unavailable_reason()
+    return f"Apache Kafka {kafka_version()}" + (f" (not run: {reason})" if reason else "")
+
+
+def run(profile, *, out_dir: str = RESULTS_DIR, progress: bool = True, out=print, command: str = "",
+        kafka: bool = True) -> dict:
+    """Run ``profile`` (with Apache Kafka beside it unless ``kafka`` is false); returns the results
+    written to ``out_dir``'s JSON."""
     import ray
 
     from benchmarks import _python_api as python_api
     from orchestration.progress import StepProgress
     started = time.time()
-    steps = len(profile.points) + sum(len(ops) for ops in tansu_plan(profile).values())
+    steps = (len(profile.points) + sum(len(ops) for ops in tansu_plan(profile).values())
+             + sum(len(ops) for ops in kafka_peer.kafka_plan(profile).values())
+             + len({p for p in profile.points if p.op == "catchup"}) + 2 * len(profile.perf_tests))
     with StepProgress(steps, enabled=progress, out=out) as display:
         runner = Runner(profile, display, out)
         display.say(f"profile {profile.name}: {len(profile.points)} points, {profile.megabytes:g} MiB each "
                     f"(at most {profile.records_max:,} records)")
         runner.run_tansu()
+        if kafka:
+            runner.run_kafka()
+        else:
+            runner.kafka_skipped = "Apache Kafka left out (--no-kafka)"
         owns_ray = _start_ray()
         try:
             display.say(report.header())
@@ -363,16 +423,25 @@ def run(profile, *, out_dir: str = RESULTS_DIR, progress: bool = True, out=print
                "records_max": profile.records_max, "machine": _machine(),
                "settings": {"confluent_producer": wire.PRODUCER, "confluent_consumer": wire.CONSUMER,
                             "python_producer": python_api.PRODUCER, "python_consumer": python_api.CONSUMER,
-                            "cluster": CLUSTER_CONFIG, "brokers": BROKERS},
+                            "cluster": CLUSTER_CONFIG, "brokers": BROKERS, **kafka_peer.settings()},
                "ray_ceilings": ceilings, "tansu": [{"op": k[0], "partitions": k[1], "record_bytes": k[2],
                                                     "acks": k[3], **v} for k, v in sorted(runner.tansu.items())],
+               "kafka": [{"op": k[0], "partitions": k[1], "record_bytes": k[2], "acks": k[3], **v}
+                         for k, v in sorted(runner.kafka.items())],
+               "kafka_skipped": runner.kafka_skipped,
+               "perf_tests": kafka_peer.pair_perf_tests(runner.perf_tests),
                "points": runner.rows}
     base = os.path.join(out_dir, f"throughput-{profile.name}")
     results["json"] = report.shown(report.save_json(base + ".json", results))
     title = f"raykafka throughput, profile {profile.name}, {results['started']}, {_machine()['cpus']} CPUs"
-    results["png"] = report.shown(report.draw(base + ".png", runner.rows, title))
+    results["png"] = report.shown(report.draw_ratios(base + ".png", runner.rows, results["perf_tests"], title))
+    results["png_rates"] = report.shown(report.draw(base + "-rates.png", runner.rows, title))
     report.save_json(base + ".json", results)
     out("\n" + report.table(runner.rows))
+    if results["perf_tests"]:
+        out("\n" + report.perf_table(results["perf_tests"]))
+    if runner.kafka_skipped:
+        out(runner.kafka_skipped)
     out(f"\n{len(runner.rows)} points in {results['duration_s']:.0f}s; saved {results['json']} and {results['png']}")
     return results
 
@@ -388,7 +457,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         description=__doc__.split("\n\n")[0] + "\n\n" + profiles.__doc__.split("\n\n", 2)[2],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", choices=sorted(profiles.PROFILES), default="default", help=profile_help)
-    parser.add_argument("--ops", help=f"only these operations ({','.join(profiles.OPS)})")
+    parser.add_argument("--ops", help=f"only these operations ({','.join(profiles.OPS + (profiles.PERF_TEST_OP,))}; "
+                                      f"{profiles.PERF_TEST_OP}: Kafka's perf tools against raykafka and Kafka)")
+    parser.add_argument("--no-kafka", action="store_true", help="leave Apache Kafka (and its perf tools) out")
     parser.add_argument("--partitions", help="only these partition counts (e.g. 1,8)")
     parser.add_argument("--sizes", help="only these record sizes (e.g. 100,1KiB,10KiB)")
     parser.add_argument("--clients", help=f"only these clients ({','.join(profiles.CLIENTS)})")
@@ -418,10 +489,10 @@ def main(argv=None) -> int:
         profiles.PROFILES[args.profile], ops=_list(args.ops), clients=_list(args.clients),
         partitions=_list(args.partitions, int), sizes=_list(args.sizes, profiles.parse_size), acks=_list(args.acks),
         replication_factors=_list(args.rf, int), megabytes=args.megabytes)
-    if not profile.points:
+    if not profile.points and not profile.perf_tests:
         print("no point left after the filters", file=sys.stderr)
         return 2
-    run(profile, out_dir=args.out, progress=not args.no_progress, command=command)
+    run(profile, out_dir=args.out, progress=not args.no_progress, command=command, kafka=not args.no_kafka)
     return 0
 
 

@@ -39,10 +39,18 @@ TOOLS = {
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
+    "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
+    "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
 }
 # A broker's heap on this 2-core, 24 GiB machine kind; the tools are short-lived clients and start
 # faster without the optimising compiler.
 BROKER_JVM_OPTS = ("-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true")
+# What bin/kafka-server-start.sh and kafka-run-class.sh give a broker (KAFKA_HEAP_OPTS and
+# KAFKA_JVM_PERFORMANCE_OPTS): a 1 GiB heap, G1 with 20 ms pauses. Three of them fit this machine
+# kind beside Ray; the throughput benchmark runs Kafka so, as its users run it.
+BENCHMARK_JVM_OPTS = ("-Xms1g", "-Xmx1g", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                      "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                      "-Djava.awt.headless=true")
 TOOL_JVM_OPTS = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Djava.awt.headless=true")
 # slf4j-simple (ci/kafka/pom.xml) writes to stderr: warnings and worse, stamped to the millisecond,
 # unless a caller asks for more (log_levels, e.g. {"org.apache.kafka.clients.producer.internals": "debug"}).
@@ -111,10 +119,11 @@ def start_tool(libs: Path, tool: str, *args: str, stderr_path: Path | None = Non
             stderr.close()  # the child holds its own descriptor
 
 
-def run_tool(libs: Path, tool: str, *args: str, stdin: str | None = None,
-             timeout_s: float = 90.0) -> subprocess.CompletedProcess:
-    """Runs one of Kafka's command-line tools (a key of TOOLS) from the fetched jars, as bin/<tool>.sh would."""
-    return subprocess.run(_java(libs, TOOL_JVM_OPTS, TOOLS[tool], *args), input=stdin,
+def run_tool(libs: Path, tool: str, *args: str, stdin: str | None = None, timeout_s: float = 90.0,
+             jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS) -> subprocess.CompletedProcess:
+    """Runs one of Kafka's command-line tools (a key of TOOLS) from the fetched jars, as bin/<tool>.sh
+    would; ``jvm_opts`` replaces the short-lived client's (a perf test wants the optimising compiler)."""
+    return subprocess.run(_java(libs, jvm_opts, TOOLS[tool], *args), input=stdin,
                           capture_output=True, text=True, timeout=timeout_s)
 
 
@@ -139,12 +148,15 @@ def _cluster_id() -> str:
 class ApacheKafkaCluster:
     """A real Apache Kafka cluster in KRaft mode: ``nodes`` combined broker+controller JVMs on
     127.0.0.1 with free ports and their data under ``workdir``. A context manager: leaving it stops
-    every JVM (SIGTERM, then SIGKILL after a bounded wait), whatever happened inside."""
+    every JVM (SIGTERM, then SIGKILL after a bounded wait), whatever happened inside. ``config``
+    adds to or overrides each node's server.properties; ``jvm_opts`` replaces BROKER_JVM_OPTS (the
+    heap and collector, e.g. BENCHMARK_JVM_OPTS)."""
 
-    def __init__(self, libs: Path, workdir: Path, nodes: int = 1, config: dict | None = None):
+    def __init__(self, libs: Path, workdir: Path, nodes: int = 1, config: dict | None = None,
+                 jvm_opts: tuple[str, ...] = BROKER_JVM_OPTS):
         if nodes not in (1, 3):
             raise ValueError("an Apache Kafka cluster here has 1 or 3 nodes")
-        self.libs, self.workdir, self.nodes = Path(libs), Path(workdir), nodes
+        self.libs, self.workdir, self.nodes, self.jvm_opts = Path(libs), Path(workdir), nodes, tuple(jvm_opts)
         self.config = dict(config or {})
         ports = _free_ports(2 * nodes)
         self.broker_ports, self.controller_ports = ports[:nodes], ports[nodes:]
@@ -192,16 +204,26 @@ class ApacheKafkaCluster:
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
         cluster_id = _cluster_id()
+        formats = {}  # the nodes' storage is formatted side by side: each is a JVM start of its own
         for node in range(1, self.nodes + 1):
             home = self.workdir / f"node-{node}"
             home.mkdir(parents=True, exist_ok=True)
             (home / "server.properties").write_text(self._properties(node), encoding="utf-8")
-            formatted = subprocess.run(
+            formats[node] = subprocess.Popen(
                 _java(self.libs, TOOL_JVM_OPTS, TOOLS["kafka-storage"], "format", "--ignore-formatted",
                       "-t", cluster_id, "-c", str(home / "server.properties")),
-                capture_output=True, text=True, timeout=120)
-            if formatted.returncode != 0:
-                raise RuntimeError(f"kafka-storage format failed for node {node}: {formatted.stderr[-2000:]}")
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        failed = []
+        for node, formatting in formats.items():
+            try:
+                _, stderr = formatting.communicate(timeout=120)
+            except subprocess.TimeoutExpired:
+                formatting.kill()
+                _, stderr = formatting.communicate()
+            if formatting.returncode != 0:
+                failed.append(f"kafka-storage format failed for node {node}: {stderr[-2000:]}")
+        if failed:
+            raise RuntimeError("; ".join(failed))
         for node in range(1, self.nodes + 1):
             self.processes.append(self._launch(node))
         self._wait_serving(timeout_s)
@@ -209,7 +231,7 @@ class ApacheKafkaCluster:
     def _launch(self, node: int) -> subprocess.Popen:
         home = self.workdir / f"node-{node}"
         with open(home / "stdout.log", "ab") as out:
-            return subprocess.Popen(_java(self.libs, BROKER_JVM_OPTS, "kafka.Kafka", str(home / "server.properties")),
+            return subprocess.Popen(_java(self.libs, self.jvm_opts, "kafka.Kafka", str(home / "server.properties")),
                                     stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=home)
 
     def kill_node(self, node: int) -> None:
@@ -218,6 +240,18 @@ class ApacheKafkaCluster:
         if process.poll() is None:
             process.kill()
         process.wait(timeout=30)
+
+    def stop_node(self, node: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """SIGTERM to node ``node``: a controlled shutdown (its leaderships move first); SIGKILL if
+        it has not exited within timeout_s."""
+        process = self.processes[node - 1]
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=30)
 
     def restart_node(self, node: int, timeout_s: float = START_TIMEOUT_S) -> None:
         """Starts a killed node again on its data; returns once every node serves metadata."""

@@ -158,7 +158,7 @@ def test_each_point_starts_once_the_topic_is_fully_replicated(monkeypatch):
     monkeypatch.setattr(api, "produce", produce)
     display = SimpleNamespace(step=lambda *a: None, detail=lambda *a: None, say=lambda *a: None, done=lambda *a: None)
     runner = throughput.Runner(profiles.PROFILES["smoke"], display, print)
-    monkeypatch.setattr(runner, "_probe", lambda pids: contextlib.nullcontext(SimpleNamespace()))
+    monkeypatch.setattr(runner, "probe", lambda pids: contextlib.nullcontext(SimpleNamespace()))
     monkeypatch.setattr(runner, "row", lambda *args, **kwargs: None)
     points = [profiles.Point("produce", "python", 1, 1024, acks, 3) for acks in ("1", "all")]
     runner.run_group(BehindCluster(), points)
