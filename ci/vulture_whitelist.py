@@ -72,3 +72,7 @@
 
 # CreateTopics v5's config fields (KIP-525, actors/core/messages/create_topics.py): written to the wire by name.
 (_.config_source, _.is_sensitive)
+
+# Kafka 2.4's broker config table (actors/core/kafka_broker_config_defs.py, generated): each key's
+# dynamic update mode is recorded as Kafka defines it; tests/unit/test_broker_config_entries.py reads it.
+_.update_mode
