@@ -82,21 +82,21 @@ def describe_broker(name: str, *, broker_overrides: Mapping[str, str],
     """Every entry of broker resource ``name`` (this broker's id, or the empty name for the
     cluster-wide one), sorted by key. ``broker_overrides`` are the keys set in the broker's
     configuration, ``broker_dynamic`` the stored dynamic keys by resource name, ``facts`` values the
-    broker knows of itself that no configuration sets (its ``broker.id``)."""
+    broker knows of itself that its configuration does not carry (its ``broker.id``, which a Kafka
+    broker has in its configuration): they are described as configured, STATIC_BROKER_CONFIG."""
     default_dynamic = broker_dynamic.get(DEFAULT_ENTITY, {})
     if name == DEFAULT_ENTITY:
         return [_entry(key, default_dynamic[key], [s for s in _synonyms(key, {}, default_dynamic, broker_overrides)
                                                    if s.source == SOURCE_DYNAMIC_DEFAULT_BROKER])
                 for key in sorted(default_dynamic)]
     own_dynamic = broker_dynamic.get(name, {})
-    facts = facts or {}
-    keys: Iterable[str] = sorted(set(BROKER_CONFIG_DEFS) | set(DEFAULTS) | set(broker_overrides) | set(own_dynamic)
-                                 | set(default_dynamic) | set(facts))
+    configured = {**(facts or {}), **broker_overrides}
+    keys: Iterable[str] = sorted(set(BROKER_CONFIG_DEFS) | set(DEFAULTS) | set(configured) | set(own_dynamic)
+                                 | set(default_dynamic))
     entries = []
     for key in keys:
-        synonyms = _synonyms(key, own_dynamic, default_dynamic, broker_overrides)
-        value = synonyms[0].value if synonyms else facts.get(key, DEFAULTS.get(key))
-        entries.append(_entry(key, facts.get(key, value), synonyms))
+        synonyms = _synonyms(key, own_dynamic, default_dynamic, configured)
+        entries.append(_entry(key, synonyms[0].value if synonyms else DEFAULTS.get(key), synonyms))
     return entries
 
 

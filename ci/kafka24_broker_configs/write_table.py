@@ -40,8 +40,7 @@ def main() -> None:
         name, config_type, default, mode, synonyms = line.rstrip("\n").split("\t")
         value = None if default == "\\N" else default
         rows.append(f"    _D({name!r}, {config_type!r}, {value!r}, {modes[mode]}, {tuple(synonyms.split(','))!r}),")
-    head = HEAD
-    sys.stdout.write(head + "BROKER_CONFIG_DEFS: dict[str, BrokerConfigDef] = {d.name: d for d in (\n"
+    sys.stdout.write(HEAD + "BROKER_CONFIG_DEFS: dict[str, BrokerConfigDef] = {d.name: d for d in (\n"
                      + "\n".join(rows) + "\n)}\n\n__all__ = [\"BROKER_CONFIG_DEFS\", \"CLUSTER_WIDE\", "
                      "\"PER_BROKER\", \"READ_ONLY\", \"BrokerConfigDef\"]\n")
 

@@ -50,7 +50,9 @@ def test_every_kafka_broker_key_is_listed_with_kafkas_default_or_raykafkas_value
     assert synonyms(io_threads) == [("num.io.threads", "8", SOURCE_DEFAULT)]
     # raykafka's own default for a key it applies, not Kafka's (1000012).
     assert described["message.max.bytes"].value == "1048588"
-    assert described["broker.id"].value == "1", "the broker's own id, not Kafka's default -1"
+    assert synonyms(described["broker.id"]) == [("broker.id", "1", SOURCE_STATIC_BROKER), ("broker.id", "-1", SOURCE_DEFAULT)], \
+        "the broker's own id, as configured, not Kafka's default -1"
+    assert described["broker.id"].value == "1"
     assert described["zookeeper.connect"].value is None and described["zookeeper.connect"].synonyms == ()
     assert described["num.io.threads"].config_type == 3 and described["log.retention.ms"].config_type == 5
 
