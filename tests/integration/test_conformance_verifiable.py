@@ -1,6 +1,6 @@
 """Kafka's own tools that need more than one broker give the same answers against a 3-node Apache
 Kafka and a 3-broker raykafka in the same test. kafka-reassign-partitions (--generate, --execute of a
-plan that moves a replica, --verify until done) and kafka-leader-election (preferred, on the moved
+plan that moves a replica, --verify until done, --list once none is in progress) and kafka-leader-election (preferred, on the moved
 partition and on one whose preferred replica leads) leave the data readable; kafka-leader-election
 --election-type unclean elects the live out-of-sync replica of a partition whose only in-sync
 replica is down (its follower killed until the ISR shrank to the leader, then the leader killed and
@@ -174,6 +174,7 @@ def reassignment_story(libs, bootstrap: str, workdir) -> dict:
         return "still in progress" not in text
     wait_until(verify_done, 90, f"kafka-reassign-partitions --verify to report {REASSIGNED}-0 done at {bootstrap}")
     seen["verify"] = verified[-1]
+    seen["list"] = run_tool_lines(libs, "kafka-reassign-partitions", *server, "--list")
     wait_until(lambda: partitions_of(admin, REASSIGNED, index)[0][2] == [0, 2], 60,
                f"{REASSIGNED}-0's ISR to be its two new replicas at {bootstrap}")
     seen["after reassignment"] = partitions_of(admin, REASSIGNED, index)
@@ -221,6 +222,7 @@ def test_reassign_partitions_and_preferred_leader_election(kafka_libs, apache_ka
             ("kafka-reassign-partitions --generate", "generate", apache["generate"]),
             ("kafka-reassign-partitions --execute", "execute", apache["execute"]),
             ("kafka-reassign-partitions --verify (done)", "verify", apache["verify"]),
+            ("kafka-reassign-partitions --list (none in progress)", "list", ["No partition reassignments found."]),
             ("replicas, leader and ISR after the move", "after reassignment", moved),
             ("kafka-leader-election --election-type preferred", "leader-election", apache["leader-election"]),
             ("replicas, leader and ISR after the election", "after election", apache["after election"]),
