@@ -34,7 +34,6 @@ from typing import Any
 import ray
 from loguru import logger
 
-from actors.core.config import KafkaConfig
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.messages.join_group import JoinGroupRequest
 from actors.core.messages.produce import ProduceRequest
@@ -284,9 +283,8 @@ class KafkaListener:
         if any(resource.resource_type == RESOURCE_TOPIC for resource in body.resources):
             stored = MetadataStore(RayKeyValueStore(self._namespace)).topics()
             topic_overrides = {name: dict(record.get("config", {})) for name, record in stored.items() if record}
-        if any(resource.resource_type == RESOURCE_BROKER for resource in body.resources):
+        if body.resources:  # a topic's synonyms name the dynamic broker values too
             broker_dynamic = MetadataStore(RayKeyValueStore(self._namespace)).broker_configs()
         return describe_configs(
-            body, broker_id=self._broker_id, broker_config=KafkaConfig(self._config).as_dict(),
-            broker_overrides=self._config, topic_overrides=topic_overrides,
+            body, broker_id=self._broker_id, broker_overrides=self._config, topic_overrides=topic_overrides,
             known_topics=self._broker.cached_topics() | frozenset(topic_overrides), broker_dynamic=broker_dynamic)

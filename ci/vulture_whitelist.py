@@ -75,3 +75,7 @@
 
 # argparse reads a parser's formatter_class when it prints help (orchestration/commands/options.py).
 (_.formatter_class,)
+
+# Kafka 2.4's broker config table (actors/core/kafka_broker_config_defs.py, generated): each key's
+# dynamic update mode is recorded as Kafka defines it; tests/unit/test_broker_config_entries.py reads it.
+_.update_mode

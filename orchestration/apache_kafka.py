@@ -253,33 +253,36 @@ class ApacheKafkaCluster:
             process.kill()
             process.wait(timeout=30)
 
-    def restart_node(self, node: int, timeout_s: float = START_TIMEOUT_S) -> None:
-        """Starts a killed node again on its data; returns once every node serves metadata."""
+    def restart_node(self, node: int, timeout_s: float = START_TIMEOUT_S, *, brokers: int | None = None) -> None:
+        """Starts a killed node again on its data; returns once every node serves metadata (or, with
+        ``brokers``, once that many do: another node may still be down)."""
         if self.processes[node - 1].poll() is None:
             raise RuntimeError(f"Apache Kafka node {node} is still running")
         self.processes[node - 1] = self._launch(node)
-        self._wait_serving(timeout_s)
+        self._wait_serving(timeout_s, brokers=brokers)
 
-    def _wait_serving(self, timeout_s: float) -> None:
-        """Polls until every broker is in the metadata the cluster serves, bounded by timeout_s."""
+    def _wait_serving(self, timeout_s: float, *, brokers: int | None = None) -> None:
+        """Polls until every broker (or ``brokers`` of them, counting the nodes that run) is in the
+        metadata the cluster serves, bounded by timeout_s."""
+        wanted = self.nodes if brokers is None else brokers
         from confluent_kafka.admin import AdminClient
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
         deadline = time.monotonic() + timeout_s
         last = "no answer yet"
         while time.monotonic() < deadline:
             for node, process in enumerate(self.processes, start=1):
-                if process.poll() is not None:
+                if process.poll() is not None and brokers is None:
                     raise RuntimeError(f"Apache Kafka node {node} exited with {process.returncode}: "
                                        + self.log_tail(node))
             try:
                 metadata = admin.list_topics(timeout=2)
                 last = f"brokers {sorted(metadata.brokers)}"
-                if len(metadata.brokers) == self.nodes:
+                if len(metadata.brokers) == wanted:
                     return
             except Exception as error:  # not serving yet: keep polling until the deadline
                 last = repr(error)
             time.sleep(0.5)
-        raise TimeoutError(f"waited {timeout_s:.0f}s for Apache Kafka's {self.nodes} broker(s) to serve "
+        raise TimeoutError(f"waited {timeout_s:.0f}s for {wanted} of Apache Kafka's brokers to serve "
                            f"metadata; last: {last}; node 1 log: {self.log_tail(1)}")
 
     def log_tail(self, node: int, chars: int = 3000) -> str:

@@ -136,7 +136,7 @@ APIS: tuple[Api, ...] = (
     _api("metadata", MetadataRequest, (0, 9), broker=BrokerCore.handle_metadata),
     # Flexible only; the brokers on the request's listener and a broker standing in for the controller.
     _api("describe_cluster", DescribeClusterRequest, (0, 2), broker=BrokerCore.handle_describe_cluster),
-    _api("find_coordinator", FindCoordinatorRequest, (0, 4),
+    _api("find_coordinator", FindCoordinatorRequest, (0, 5),
          broker=lambda core, *step: core.coordinator_finder.handle_find_coordinator(*step)),
     # Idempotent producers; a transactional id is refused.
     _api("init_producer_id", InitProducerIdRequest, (0, 5), broker=BrokerCore.handle_init_producer_id),

@@ -5,7 +5,10 @@ one topic's effective value of each is found: Kafka's ``LogConfig`` keys and
 Theory of operation. A topic's value for a key comes, in Kafka's order of precedence, from the
 topic's own override (ConfigSource TOPIC_CONFIG, 1), from the broker's configuration under the
 key's broker synonym (``segment.bytes`` <- ``log.segment.bytes``; STATIC_BROKER_CONFIG, 4), or from
-the default (DEFAULT_CONFIG, 5). ``resolve_topic_config`` answers, for every key, the value, its
+the default (DEFAULT_CONFIG, 5); a dynamic value of the broker synonym, this broker's
+(DYNAMIC_BROKER_CONFIG, 2) or every broker's (DYNAMIC_DEFAULT_BROKER_CONFIG, 3), ranks between the
+topic's override and the broker's configuration (raykafka reports it; its brokers do not apply it
+yet). ``resolve_topic_config`` answers, for every key, the value, its
 source and the synonyms in precedence order (what DescribeConfigs lists with ``include_synonyms``),
 as Kafka 2.4's ``AdminManager.createTopicConfigEntry`` does.
 
@@ -18,7 +21,7 @@ The keys raykafka honours (``config.TOPIC_CONFIG_SYNONYMS``) take their value an
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from actors.core.config import (
     BROKER_DEFAULTS, STORED_ONLY_BROKER_SYNONYMS, TOPIC_CONFIG_SYNONYMS as HONOURED, effective_topic_config,
@@ -27,10 +30,13 @@ from actors.core.config import (
 
 # Kafka's ConfigSource values (DescribeConfigsResponse).
 SOURCE_TOPIC = 1  # TOPIC_CONFIG, "DYNAMIC_TOPIC_CONFIG" in the admin clients
+SOURCE_DYNAMIC_BROKER = 2  # DYNAMIC_BROKER_CONFIG: set at runtime on this broker
+SOURCE_DYNAMIC_DEFAULT_BROKER = 3  # DYNAMIC_DEFAULT_BROKER_CONFIG: set at runtime on every broker
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 # Kafka's ConfigType values (DescribeConfigs v3, KIP-569).
-CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7}
+CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7, "CLASS": 8,
+                "PASSWORD": 9}
 
 LONG_MAX = str(2 ** 63 - 1)
 
@@ -98,16 +104,26 @@ class ResolvedConfig:
     synonyms: tuple[ConfigSynonym, ...]  # in precedence order, the topic's own first
 
 
-def resolve_topic_config(topic_overrides: Mapping[str, str], *,
-                         broker_overrides: Mapping[str, str]) -> list[ResolvedConfig]:
+def resolve_topic_config(topic_overrides: Mapping[str, str], *, broker_overrides: Mapping[str, str],
+                         own_dynamic: Mapping[str, str] | None = None,
+                         default_dynamic: Mapping[str, str] | None = None) -> list[ResolvedConfig]:
     """Every topic key, sorted, with its value for a topic whose overrides are ``topic_overrides``
-    on a broker whose explicitly set keys are ``broker_overrides``."""
+    on a broker whose explicitly set keys are ``broker_overrides`` and whose dynamic broker keys
+    are ``own_dynamic`` (set on this broker) and ``default_dynamic`` (set on every broker)."""
     effective = effective_topic_config(broker_overrides, topic_overrides)
     resolved = []
     for name in sorted(TOPIC_CONFIGS):
         key = TOPIC_CONFIGS[name]
+        # A dynamic broker value of the broker synonym ranks above the broker's configuration, as in
+        # Kafka's configSynonyms; raykafka stores it and reports it (its brokers do not apply it yet).
+        dynamic = [] if key.broker_synonym is None else [
+            ConfigSynonym(key.broker_synonym, str(layer[key.broker_synonym]), source)
+            for layer, source in ((own_dynamic or {}, SOURCE_DYNAMIC_BROKER),
+                                  (default_dynamic or {}, SOURCE_DYNAMIC_DEFAULT_BROKER))
+            if key.broker_synonym in layer]
         if name in STORED_ONLY_BROKER_SYNONYMS:
-            resolved.append(_resolve_stored_only(key, topic_overrides, broker_overrides))
+            resolved.append(_with_dynamic(_resolve_stored_only(key, topic_overrides, broker_overrides), dynamic,
+                                          name in topic_overrides))
             continue
         if name in HONOURED:
             broker_keys = HONOURED[name].broker_keys  # log.retention.ms, .minutes, .hours
@@ -128,9 +144,22 @@ def resolve_topic_config(topic_overrides: Mapping[str, str], *,
         else:
             value = synonyms[0].value if synonyms else default
             source = synonyms[0].source if synonyms else SOURCE_DEFAULT
-        resolved.append(ResolvedConfig(name=name, value=value, source=source,
-                                       config_type=CONFIG_TYPES[key.config_type], synonyms=tuple(synonyms)))
+        resolved.append(_with_dynamic(ResolvedConfig(name=name, value=value, source=source,
+                                                     config_type=CONFIG_TYPES[key.config_type],
+                                                     synonyms=tuple(synonyms)), dynamic, name in topic_overrides))
     return resolved
+
+
+def _with_dynamic(config: ResolvedConfig, dynamic: list[ConfigSynonym], overridden: bool) -> ResolvedConfig:
+    """``config`` with the dynamic broker synonyms after the topic's own override, which alone
+    outranks them; without an override the first of them gives the value and the source."""
+    if not dynamic:
+        return config
+    head = config.synonyms[:1] if overridden else ()
+    synonyms = (*head, *dynamic, *config.synonyms[len(head):])
+    if overridden:
+        return replace(config, synonyms=synonyms)
+    return replace(config, value=dynamic[0].value, source=dynamic[0].source, synonyms=synonyms)
 
 
 def _resolve_stored_only(key: TopicConfigKey, topic_overrides: Mapping[str, str],
@@ -158,5 +187,6 @@ def _resolve_stored_only(key: TopicConfigKey, topic_overrides: Mapping[str, str]
                           synonyms=tuple(synonyms))
 
 
-__all__ = ["CONFIG_TYPES", "SOURCE_DEFAULT", "SOURCE_STATIC_BROKER", "SOURCE_TOPIC", "TOPIC_CONFIGS",
+__all__ = ["CONFIG_TYPES", "SOURCE_DEFAULT", "SOURCE_DYNAMIC_BROKER", "SOURCE_DYNAMIC_DEFAULT_BROKER",
+           "SOURCE_STATIC_BROKER", "SOURCE_TOPIC", "TOPIC_CONFIGS",
            "BROKER_SYNONYMS", "ConfigSynonym", "ResolvedConfig", "TopicConfigKey", "resolve_topic_config"]

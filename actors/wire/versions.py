@@ -24,9 +24,9 @@ below a version that needs what raykafka lacks:
   left over: Kafka reads it as all topics because it skips the tag and ignores bytes after a
   request's body, and so does raykafka (frames.py). v10 answers topic ids (KIP-516), which raykafka
   does not keep.
-- FindCoordinator 0-4: v3 is flexible; v4 batches several keys in one request (KIP-699), each
-  answered as a single key is. v5 only lets a transactional client take TRANSACTION_ABORTABLE,
-  v6 adds share groups' key type (KIP-932).
+- FindCoordinator 0-5: v3 is flexible; v4 batches several keys in one request (KIP-699), each
+  answered as a single key is; v5 is v4 (it only lets a transactional client take
+  TRANSACTION_ABORTABLE, which raykafka never answers). v6 adds share groups' key type (KIP-932).
 - InitProducerId 0-5: idempotent producers (a transactional id is refused at every version); v3's
   producer id and epoch are for KIP-360's epoch bump, which Kafka too ignores without a
   transactional id (a new id is handed out); v6 adds KIP-939's two-phase commit.

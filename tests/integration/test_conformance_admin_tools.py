@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from actors.core.kafka_broker_config_defs import BROKER_CONFIG_DEFS
 from tests.integration.test_conformance_tools import describe_topic, tool
 from tests.support.conformance import APACHE, record as record_one
 
@@ -134,7 +135,7 @@ BROKER_KEYS = ("log.cleaner.backoff.ms", "num.partitions", "default.replication.
                "message.max.bytes")
 
 
-def test_broker_configs(kafka_libs, systems, table):
+def test_broker_configs(kafka_libs, systems, table, tmp_path):
     """A dynamic broker key set on the first broker, described alone and among all its keys, then deleted."""
     from confluent_kafka.admin import AdminClient
     observed = {name: {} for name in systems}
@@ -149,8 +150,10 @@ def test_broker_configs(kafka_libs, systems, table):
         seen = observed[name]
         seen["alter"] = lines("--alter", "--add-config", "log.cleaner.backoff.ms=20000")
         seen["describe"] = lines("--describe")
-        seen["describe --all"] = [line for line in lines("--describe", "--all")
+        described_all = lines("--describe", "--all")
+        seen["describe --all"] = [line for line in described_all
                                   if line.startswith("All configs") or line.split("=")[0] in BROKER_KEYS]
+        seen["keys"] = {line.split("=")[0] for line in described_all if "=" in line and " sensitive=" in line}
         seen["delete-config"] = lines("--alter", "--delete-config", "log.cleaner.backoff.ms")
         seen["describe after"] = lines("--describe")
     apache = observed[APACHE]
@@ -162,6 +165,20 @@ def test_broker_configs(kafka_libs, systems, table):
               "all keys": len(apache["describe --all"]) == 1 + len(BROKER_KEYS)}
     failures += [f"Apache Kafka's answer is not what the step expects: {what}: {apache}"
                  for what, held in pinned.items() if not held]
+    # Every key Apache Kafka lists that Kafka 2.4 also defines is listed by raykafka too; keys Kafka
+    # added after 2.4 (KRaft's, tiered storage's) and keys it removed are deliberate differences.
+    kafka_24 = apache["keys"] & set(BROKER_CONFIG_DEFS)
+    table["broker keys listed (Kafka 2.4's among them)"] = {
+        name: f"{len(seen['keys'])} ({len(seen['keys'] & set(BROKER_CONFIG_DEFS))})" for name, seen in observed.items()}
+    table["Kafka 2.4 broker keys Apache Kafka no longer lists"] = {
+        APACHE: str(len(set(BROKER_CONFIG_DEFS) - apache["keys"]))}
+    # The key sets, for the record (the test's temp directory, broker-keys.json).
+    (tmp_path / "broker-keys.json").write_text(json.dumps({n: sorted(s["keys"]) for n, s in observed.items()}))
+    try:
+        record_one(table, "kafka-configs --describe --all (broker): every Kafka 2.4 key Kafka lists",
+                   {n: sorted(kafka_24 - s["keys"]) for n, s in observed.items()}, [])
+    except AssertionError as exc:
+        failures.append(str(exc))
     for check, key in (("kafka-configs --alter --add-config (broker)", "alter"),
                        ("kafka-configs --describe (broker)", "describe"),
                        ("kafka-configs --describe --all (broker)", "describe --all"),

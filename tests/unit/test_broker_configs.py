@@ -87,12 +87,10 @@ def test_validate_only_stores_nothing_and_a_good_resource_is_forwarded(controlle
 
 
 def _described(broker_dynamic, overrides=None, keys=None, name="1"):
-    from actors.core.config import KafkaConfig
     overrides = overrides or {}
     body = SimpleNamespace(include_synonyms=True, resources=(SimpleNamespace(
         resource_type=4, resource_name=name, configuration_keys=keys),))
-    (result,) = describe_configs(body, broker_id=1, broker_config=KafkaConfig(overrides).as_dict(),
-                                 broker_overrides=overrides, topic_overrides={}, known_topics=frozenset(),
+    (result,) = describe_configs(body, broker_id=1, broker_overrides=overrides, topic_overrides={}, known_topics=frozenset(),
                                  broker_dynamic=broker_dynamic)["results"]
     return {c["name"]: c for c in result["configs"]}
 
@@ -108,14 +106,16 @@ def test_describe_configs_ranks_a_brokers_value_over_the_cluster_wide_one_over_i
     assert [(s["source"], s["value"]) for s in throttle["synonyms"]] == [(2, "1000"), (5, str(2 ** 63 - 1))]
     message = described["message.max.bytes"]
     assert (message["value"], message["config_source"]) == ("2000", 3)
-    assert [(s["source"], s["value"]) for s in message["synonyms"]] == [(3, "2000"), (4, "3000")]
+    # As Kafka, the default follows the configured value (raykafka's default, which it applies).
+    assert [(s["source"], s["value"]) for s in message["synonyms"]] == [(3, "2000"), (4, "3000"), (5, "1048588")]
     assert described["min.insync.replicas"]["value"] == "1", "another broker's dynamic value is not this one's"
     assert described["num.partitions"]["read_only"] and described["num.partitions"]["config_source"] == 5
 
 
-def test_the_default_entity_is_described_without_any_brokers_own_values():
+def test_the_default_entity_lists_only_the_keys_set_cluster_wide_as_kafka():
     described = _described({"1": {"log.cleaner.backoff.ms": "20000"}, "": {"log.cleaner.backoff.ms": "30000"}},
                            name="")
+    assert set(described) == {"log.cleaner.backoff.ms"}
     backoff = described["log.cleaner.backoff.ms"]
     assert (backoff["value"], backoff["config_source"]) == ("30000", 3)
-    assert [(s["source"], s["value"]) for s in backoff["synonyms"]] == [(3, "30000"), (5, "15000")]
+    assert [(s["source"], s["value"]) for s in backoff["synonyms"]] == [(3, "30000")]

@@ -36,8 +36,7 @@ def described(version: int, resources, *, include_synonyms: bool = False, broker
                                                                  configuration_keys=k) for t, n, k in resources),
                   **fields)
     broker_overrides = dict(broker_overrides or {})
-    answer = describe_configs(body, broker_id=1, broker_config=KafkaConfig(broker_overrides).as_dict(),
-                              broker_overrides=broker_overrides, topic_overrides=topic_overrides or {},
+    answer = describe_configs(body, broker_id=1, broker_overrides=broker_overrides, topic_overrides=topic_overrides or {},
                               known_topics=frozenset({"orders"}))
     _, response = read_response(32, version, encode_response(5, CODECS[32].to_kio(answer, version, body)))
     return response.results

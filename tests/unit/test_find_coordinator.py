@@ -68,6 +68,18 @@ def test_a_transaction_coordinator_is_refused_at_once_with_a_fatal_code_and_noth
     assert sends == [], "no offsets (or transaction state) topic is created for it"
 
 
+def test_an_errored_single_key_answer_names_no_node_as_kafka_does():
+    """Kafka answers an error below v4 with Node.noNode(): node -1, host "" and port -1."""
+    finder = finder_with_live_brokers(live=3, factor=3)
+    for key_type in (COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION, 7):
+        for listener_name in (None, "PLAINTEXT"):
+            effects = finder.handle_find_coordinator(7, FindCoordinatorRequest(
+                key="orders-readers", key_type=key_type, listener_name=listener_name), 0)
+            response = next(e.response for e in effects if hasattr(e, "response"))
+            assert response.error_code != ErrorCode.NONE
+            assert (response.node_id, response.host, response.port) == (-1, "", -1), (key_type, listener_name)
+
+
 def test_an_unknown_coordinator_key_type_is_an_invalid_request():
     response, _, _ = find(finder_with_live_brokers(live=3, factor=3), key_type=7)
     assert response.error_code == ErrorCode.INVALID_REQUEST

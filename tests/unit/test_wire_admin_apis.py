@@ -209,13 +209,15 @@ def test_a_broker_forwards_elect_leaders_and_answers_not_controller_when_it_cann
 
 
 # ----------------------------------------------------------------------------- FindCoordinator (10)
-def test_find_coordinator_v4_carries_batched_keys_both_ways():
+@pytest.mark.parametrize("version", [4, 5])
+def test_find_coordinator_v4_carries_batched_keys_both_ways(version):
     from actors.core.messages.find_coordinator import Coordinator, FindCoordinatorRequest, FindCoordinatorResponse
-    assert SUPPORTED_VERSIONS[10] == (0, 4)  # v4: KIP-699's batched keys
-    schema, _ = _schema_module(10, 4)
-    request = _through_the_wire(10, 4, schema(key_type=0, coordinator_keys=("g1", "g2")))
+    # v4: KIP-699's batched keys; v5 is v4 (it lets a transactional client take TRANSACTION_ABORTABLE).
+    assert SUPPORTED_VERSIONS[10] == (0, 5)
+    schema, _ = _schema_module(10, version)
+    request = _through_the_wire(10, version, schema(key_type=0, coordinator_keys=("g1", "g2")))
     assert request == FindCoordinatorRequest(key="", coordinator_keys=("g1", "g2"), listener_name=CONTEXT.listener_name)
-    answer = _answer(10, 4, FindCoordinatorResponse(coordinators=(
+    answer = _answer(10, version, FindCoordinatorResponse(coordinators=(
         Coordinator(key="g1", node_id=2, host="127.0.0.1", port=9092),
         Coordinator(key="g2", error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))))
     assert [(c.key, c.node_id, c.host, c.port, c.error_code, c.error_message) for c in answer.coordinators] == [

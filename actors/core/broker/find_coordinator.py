@@ -10,7 +10,8 @@ are alive than that factor the broker refuses to create it and logs an error, as
 under-replicated for good (a one-broker cluster sets the factor to 1). One creation request, or
 one refusal's log line, per ``OFFSETS_TOPIC_CREATION_RETRY_MS``. A transaction coordinator (key type
 1) is refused at once with the code stock clients treat as fatal, as transactions are not built.
-A v4+ request's keys (``coordinator_keys``) are each answered as one key is, in one answer.
+A v4+ request's keys (``coordinator_keys``) are each answered as one key is, in one answer. An
+answer without a coordinator names none as Kafka's ``Node.noNode()`` does: node -1, host "", port -1.
 """
 from __future__ import annotations
 
@@ -55,13 +56,14 @@ class CoordinatorFinder:
         if request.coordinator_keys is not None:
             return self._find_coordinators(request_id, request, now_ms)
         def answer(code: ErrorCode, message: str | None = None, node_id: int = -1) -> list[Effect]:
-            host, port = (self.coordinator_host(node_id) if node_id >= 0 else ""), 0
+            # No coordinator is Kafka's Node.noNode(): node -1, host "" and port -1.
+            host, port = (self.coordinator_host(node_id), 0) if node_id >= 0 else ("", -1)
             if node_id >= 0 and request.listener_name is not None:
                 # A stock client reaches the coordinator through its broker's listener.
                 endpoint = self.metadata_cache.endpoint(node_id, request.listener_name)
                 if endpoint is None:
                     code, message, node_id = ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1
-                    host, port = "", 0
+                    host, port = "", -1
                 else:
                     host, port = endpoint
             return [Respond(request_id=request_id, response=FindCoordinatorResponse(
@@ -93,7 +95,7 @@ class CoordinatorFinder:
                     continue
                 found = effect.response
                 coordinators.append(Coordinator(
-                    key=key, node_id=found.node_id, host=found.host, port=found.port if found.node_id >= 0 else -1,
+                    key=key, node_id=found.node_id, host=found.host, port=found.port,
                     error_code=found.error_code, error_message=found.error_message))
         return effects + [Respond(request_id=request_id, response=FindCoordinatorResponse(
             coordinators=tuple(coordinators)))]
