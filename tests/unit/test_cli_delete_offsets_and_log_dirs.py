@@ -4,7 +4,6 @@ driven through the command line's main with the cluster connection replaced by a
 records what the admin client was asked and answers as the admin client does, no Ray."""
 from __future__ import annotations
 
-import contextlib
 import json
 from types import SimpleNamespace
 
@@ -16,6 +15,7 @@ from orchestration.commands import groups as group_commands
 from orchestration.commands import log_dirs as log_dir_commands
 from orchestration.commands.groups import parse_topic_partitions
 from orchestration.errors import KafkaError
+from tests.support.cli_stand_in import connect_commands_to
 
 
 class StandInCluster:
@@ -50,12 +50,7 @@ class StandInCluster:
 @pytest.fixture
 def cluster(monkeypatch) -> StandInCluster:
     stand_in = StandInCluster()
-
-    @contextlib.contextmanager
-    def connected(args):
-        yield stand_in
-    monkeypatch.setattr(group_commands, "connected", connected)
-    monkeypatch.setattr(log_dir_commands, "connected", connected)
+    connect_commands_to(monkeypatch, stand_in, group_commands, log_dir_commands)
     return stand_in
 
 

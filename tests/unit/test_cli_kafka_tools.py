@@ -5,7 +5,6 @@ driven through the command line's main with the cluster replaced by a stand-in t
 was asked and answers as the admin and client classes do, no Ray."""
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
@@ -20,6 +19,7 @@ from orchestration.cli import main
 from orchestration.commands import data as data_commands
 from orchestration.commands import operations as operation_commands
 from orchestration.commands.data import FORMATTER_PROPERTIES, READER_PROPERTIES, LineReader, format_record
+from tests.support.cli_stand_in import connect_commands_to
 
 
 class StandInProducer:
@@ -99,12 +99,7 @@ class StandInCluster:
 @pytest.fixture
 def cluster(monkeypatch) -> StandInCluster:
     stand_in = StandInCluster()
-
-    @contextlib.contextmanager
-    def connected(args):
-        yield stand_in
-    monkeypatch.setattr(operation_commands, "connected", connected)
-    monkeypatch.setattr(data_commands, "connected", connected)
+    connect_commands_to(monkeypatch, stand_in, operation_commands, data_commands)
     return stand_in
 
 
