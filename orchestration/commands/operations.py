@@ -18,7 +18,7 @@ ROLES = ("broker", "controller", "request-send-thread", "replica-fetcher", "grou
 
 def _kill(args: argparse.Namespace) -> int:
     if args.role != "controller" and args.id is None:
-        print(f"error: kill {args.role} needs the broker id")
+        print(f"error: kill {args.role} needs the broker id", file=sys.stderr)
         return 2
     with connected(args) as cluster:
         try:

@@ -86,6 +86,14 @@ def test_with_no_cluster_json_says_so_on_stdout(tmp_path, monkeypatch, capsys):
     assert '"error": "NO_CLUSTER"' in out and "--namespace other" in out
 
 
+def test_kill_without_the_broker_id_says_so_on_stderr_before_looking_for_a_cluster(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RAYKAFKA_HOME", str(tmp_path))
+    assert main(["kill", "broker"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip() == "error: kill broker needs the broker id"
+
+
 @pytest.mark.parametrize("argv", [["topics", "list"], ["topics", "describe", "t"], ["produce", "t"],
                                   ["consume", "t"]])
 def test_bootstrap_server_talks_to_a_kafka_listener_not_to_ray(argv, tmp_path, monkeypatch):
