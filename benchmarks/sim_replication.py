@@ -142,7 +142,8 @@ def main() -> None:
     print("\ncritical paths (send to answer), by how many acknowledgements took them:")
     for run in runs:
         for path, count in run["ack_chains"].items():
-            print(f"  {run['label']}, p={run['summary']['partitions']}: {count} x {path.count('>') // 2 + 1} hops: {path}")
+            short = path.replace("Follower", "").replace("Request", "Req").replace("Response", "Resp")
+            print(f"  {run['label']}, p={run['summary']['partitions']}: {count} x {path.count(' > ') + 1} hops: {short}")
     results = {"commit": _commit(), "command": "python " + " ".join(sys.argv), "runs": runs}
     save_results(args.out, results)
     draw(runs, os.path.splitext(args.out)[0] + ".png")
