@@ -60,7 +60,6 @@ PRODUCE_TIMEOUT_MS = 30_000
 ROUND_LIMIT_MS = 60_000  # a round that does not finish within this much simulated time stalls the run
 
 
-
 @dataclass(frozen=True)
 class ReplicationDesign:
     """What one run models; each field is something a design change could alter."""
@@ -130,6 +129,8 @@ class ReplicationModel(Simulation):
                                     destination=destination, destination_incarnation=destination_incarnation,
                                     kind=kind, payload=payload, now_ms=self.now_ms,
                                     latency_ms=self._local_units if local else self._latency_units, call_id=call_id)
+        if message is not None and message.held_by is not None:
+            self.record(f"hold {message.describe()}")
         if message is not None and self.tracing:
             self.cause[message.id], self.sent[message.id] = self._delivering, message
 
