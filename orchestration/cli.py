@@ -204,9 +204,13 @@ def _load_run(args: argparse.Namespace) -> int:
     output = args.output or str(Path("load-results") / workload.name)
     print(f"running workload {workload.name!r} from {args.workload}", flush=True)
     try:
-        result = run_workload(workload, address=args.address, output_dir=output, num_cpus=args.num_cpus,
+        address = args.address
+        if args.namespace is not None:  # a raykafka cluster already running: its Ray, as every command finds it
+            from orchestration.commands.common import ray_address
+            address = ray_address(args)
+        result = run_workload(workload, address=address, output_dir=output, num_cpus=args.num_cpus,
                               show_progress=not args.no_progress, log_dir=args.log_dir,
-                              out=lambda line: print(line, flush=True))
+                              out=lambda line: print(line, flush=True), namespace=args.namespace)
     except JavaNotFoundError as exc:
         print(str(exc), file=sys.stderr)
         return 2
@@ -259,7 +263,11 @@ def build_parser() -> argparse.ArgumentParser:
     load_commands = load.add_subparsers(dest="load_command", required=True)
     load_run = load_commands.add_parser("run", help="load job, faults, consume job, checker and summary")
     load_run.add_argument("workload", help="a workload file (OpenMessaging Benchmark YAML plus raykafka's keys)")
-    load_run.add_argument("--address", default=None, help="an existing Ray cluster's address (default: a local Ray)")
+    load_run.add_argument("--address", default=None, help="an existing Ray cluster's address (default: a local Ray; "
+                                                          "with --namespace, the one 'cluster start' used)")
+    load_run.add_argument("--namespace", default=None,
+                          help="load the raykafka cluster already running in this Ray namespace ('cluster start'), "
+                               "and leave it running (default: start a cluster of its own, and stop it at the end)")
     load_run.add_argument("--output", default=None, help="where the history, summary.json, the Parquet results "
                                                          "and the PNG go (default: load-results/WORKLOAD)")
     load_run.add_argument("--num-cpus", type=int, default=None,
