@@ -203,10 +203,12 @@ def _recovery_s(load_rows: list[tuple], topic: str, kills: list[tuple[float, int
 
 def run_workload(workload: Workload, *, address: str | None = None, output_dir: str | Path = "load-results",
                  num_cpus: int | None = None, show_progress: bool = True, log_dir: str | None = None,
-                 spark_sizing=None, out=print, namespace: str | None = None) -> PipelineResult:
+                 spark_sizing=None, out=print, namespace: str | None = None,
+                 bootstrap_servers: str | None = None) -> PipelineResult:
     """Run ``workload`` end to end; see the module docstring. Shuts down what it started. With
     ``namespace``, on the raykafka cluster already running in that Ray namespace (on the Ray at
-    ``address``), which is left running (``run_on_existing``)."""
+    ``address``), which is left running (``run_on_existing``); with ``bootstrap_servers``, against
+    that Kafka listener (``listener_load``)."""
     import ray
 
     from orchestration.spark.session import check_java
@@ -226,6 +228,9 @@ def run_workload(workload: Workload, *, address: str | None = None, output_dir: 
             from orchestration.admin.ray_runtime import start_local_ray
             start_local_ray(num_cpus=num_cpus, namespace=namespace)
     try:
+        if bootstrap_servers is not None:
+            from orchestration.spark.listener_load import run_on_listener
+            return run_on_listener(workload, bootstrap_servers, output, show_progress, spark_sizing, out, run_on)
         several_hosts = bool(address) or sum(1 for node in ray.nodes() if node.get("Alive")) > 1
         return _run_on_ray(workload, output, show_progress, log_dir, spark_sizing, out, several_hosts)
     finally:
@@ -343,8 +348,11 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
         run = Run(Scenario(name=workload.name, title=workload.name, criterion="", script=lambda r: None),
                   cluster, faults, history, seed=0)
         schedule = _Schedule(workload, run, topics[0])
-        sampler = Sampler(cluster, history, topics=topics, interval_s=1.0)
-        sampler.start()
+        # A Kafka listener's cluster (listener_load) has no replica actors to sample.
+        sampler = Sampler(cluster, history, topics=topics, interval_s=1.0) \
+            if getattr(cluster, "samples_replicas", True) else None
+        if sampler is not None:
+            sampler.start()
         try:
             out(_describe_load(workload))
             consumer_tasks = _consumer_tasks(workload, topics)
@@ -391,7 +399,8 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
             where = {"bootstrap_servers": target.bootstrap_servers, "executors": spark.executor_hosts(),
                      "clients": jobs.snapshot(progress)["hosts"]}
         finally:
-            sampler.stop()
+            if sampler is not None:
+                sampler.stop()
             ray.kill(progress)
     report = check(read_history(history_path), unseen_is_anomaly=True)
     return _summarize(workload, spark, output, load_rows, consume_rows, report, schedule, run, wall_zero,
