@@ -11,6 +11,7 @@ invariant sampler does not run (the checker judges the clients' histories alone)
 from __future__ import annotations
 
 import dataclasses
+import time
 import uuid
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from orchestration.spark.workload import Workload, WorkloadError
 
 LISTENER_CLIENT = "confluent-kafka"
 ADMIN_TIMEOUT_S = 30  # one DescribeCluster or CreateTopics, as Kafka's tools wait
+LEADER_POLL_S = 0.2  # between two metadata reads while a new topic's leaders are elected
 
 
 class ListenerCluster:
@@ -38,6 +40,17 @@ class ListenerCluster:
         from confluent_kafka.admin import NewTopic
         topic = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=config or {})
         self._admin.create_topics([topic], operation_timeout=ADMIN_TIMEOUT_S)[name].result(timeout=ADMIN_TIMEOUT_S)
+        # As Cluster.create_topic: the load starts once every partition has a leader (its producers do not retry).
+        deadline = time.monotonic() + ADMIN_TIMEOUT_S
+        while not self._all_led(name, partitions):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the partitions of {name!r} had no leader after {ADMIN_TIMEOUT_S}s")
+            time.sleep(LEADER_POLL_S)
+
+    def _all_led(self, name: str, partitions: int) -> bool:
+        described = self._admin.list_topics(name, timeout=ADMIN_TIMEOUT_S).topics.get(name)
+        return (described is not None and described.error is None and len(described.partitions) == partitions
+                and all(p.leader >= 0 for p in described.partitions.values()))
 
     def close(self) -> None:
         pass
