@@ -77,7 +77,8 @@ def run_backlog(args, *, out_dir: str, start_ray, command: str) -> dict:
                        "broker_rss_growth_mb": (max(produce_peak, consume_peak) - before) / MB,
                        "broker_cpu_s_per_gb": probe.cpu_seconds / (2 * records * size / 1e9),
                        "rss_series": [(round(at, 2), rss) for at, rss in series],
-                       "rss_kinds_series": [(round(at, 2), kinds) for at, kinds in kinds_series]}
+                       "rss_kinds_series": [(round(at, 2), kinds) for at, kinds in kinds_series],
+                       "phases": [(round(at, 2), name) for at, name in phases]}  # to redraw the chart
             for kind in RSS_KINDS:
                 # The broker side's own heap (anon) apart from the object store pages it touched
                 # (shmem): only the first is the broker's memory in Kafka's sense.
@@ -93,7 +94,8 @@ def run_backlog(args, *, out_dir: str, start_ray, command: str) -> dict:
     base = os.path.join(out_dir, "throughput-backlog")
     figures.update(command=command, started=time.strftime("%Y-%m-%dT%H:%M:%SZ"))
     figures["png"] = report.shown(report.draw_memory(
-        base + ".png", series, phases, f"broker memory, {args.backlog:g} GiB backlog, {client}, p={partitions}"))
+        base + ".png", series, phases, f"broker memory, {args.backlog:g} GiB backlog, {client}, p={partitions}",
+        kinds_series))
     figures["json"] = report.shown(base + ".json")
     report.save_json(base + ".json", figures)
     for key in ("produced", "consumed", "produce_mb_per_s", "consume_mb_per_s", "broker_rss_before_mb",

@@ -206,19 +206,43 @@ def draw_ratios(path: str, rows: list[dict], perf_tests: list[dict], title: str)
     return path
 
 
-def draw_memory(path: str, series: list[tuple[float, int]], phases: list[tuple[float, str]], title: str) -> str:
-    """The broker side's summed RSS over a backlog run, with the phase boundaries marked."""
+# The memory chart's parts of RSS (benchmarks/_probe.py's RSS_KINDS), labelled for a reader.
+MEMORY_PARTS = (("anon", "heap (RssAnon: the processes' own memory)"),
+                ("shmem", "shared memory (RssShmem: Ray's object store pages touched)"),
+                ("file", "mapped files (RssFile: code, libraries)"))
+
+
+def memory_lines(series: list[tuple[float, int]], kinds_series: list[tuple[float, dict[str, int]]] | None
+                 ) -> list[tuple[str, list[float], list[float]]]:
+    """What the memory chart draws, in MB (10^6 bytes): with ``kinds_series`` the heap, the shared
+    memory and the mapped files apart, then their sum; without it the summed RSS alone."""
+    lines = [("RSS, all parts", [s for s, _ in series], [rss / 1e6 for _, rss in series])]
+    if not kinds_series:
+        return lines
+    return [(label, [s for s, _ in kinds_series], [kinds.get(kind, 0) / 1e6 for _, kinds in kinds_series])
+            for kind, label in MEMORY_PARTS] + lines
+
+
+def draw_memory(path: str, series: list[tuple[float, int]], phases: list[tuple[float, str]], title: str,
+                kinds_series: list[tuple[float, dict[str, int]]] | None = None) -> str:
+    """The broker side's RSS over a backlog run, split into heap, shared memory and mapped files
+    when ``kinds_series`` says them, with the phase boundaries marked."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     figure, axis = plt.subplots(figsize=(10, 4))
-    axis.plot([s for s, _ in series], [rss / 1e6 for _, rss in series], color="tab:blue")
+    colors = {MEMORY_PARTS[0][1]: "tab:green", MEMORY_PARTS[1][1]: "tab:orange", MEMORY_PARTS[2][1]: "tab:gray"}
+    for label, xs, ys in memory_lines(series, kinds_series):
+        axis.plot(xs, ys, color=colors.get(label, "tab:blue"), label=label,
+                  linestyle="--" if label in colors else "-")
+    if kinds_series:
+        axis.legend(fontsize=8, loc="upper left")
     for at, name in phases:
         axis.axvline(at, color="tab:red", alpha=0.5)
         axis.text(at, axis.get_ylim()[1], f" {name}", va="top", fontsize=8, color="darkred")
     axis.set_ylim(bottom=0)
     axis.set_xlabel("seconds")
-    axis.set_ylabel("broker RSS, MB (brokers + fetchers)")
+    axis.set_ylabel("broker RSS, MB of 10^6 bytes (brokers + fetchers)")
     axis.grid(alpha=0.3)
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()

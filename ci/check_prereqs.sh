@@ -12,7 +12,7 @@ elif ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then
 fi
 if ! command -v java >/dev/null 2>&1; then
   # Only the Spark load generator needs Java; the cluster and its tests do not.
-  echo "note: no 'java' on PATH: the Spark/RayDP load jobs need Java 17 (Debian: apt-get install openjdk-17-jre-headless)." >&2
+  echo "note: no 'java' on PATH: the Spark/RayDP load jobs need Java 17 to 22 (Debian: apt-get install openjdk-17-jre-headless)." >&2
 fi
 if ! command -v mvn >/dev/null 2>&1; then
   # The conformance tests fetch Apache Kafka's jars from Maven Central with Maven (ci/kafka/fetch.sh).

@@ -35,7 +35,7 @@ from orchestration.commands import reassign as reassign_commands
 from orchestration.commands import records as record_commands
 from orchestration.commands import options
 from orchestration.commands import topics as topic_commands
-from orchestration.commands.common import NoClusterError, fail
+from orchestration.commands.common import NoClusterError, add_bootstrap_server, fail
 from orchestration.commands.quiet import route_rays_messages
 
 
@@ -198,15 +198,27 @@ def _load_run(args: argparse.Namespace) -> int:
 
     try:
         workload = load_workload(args.workload)
+        if args.bootstrap_server is not None:  # refused here, before Ray and Spark start
+            from orchestration.spark.listener_load import listener_workload
+            listener_workload(workload)
     except WorkloadError as exc:
         print(f"bad workload: {exc}", file=sys.stderr)
         return 2
     output = args.output or str(Path("load-results") / workload.name)
     print(f"running workload {workload.name!r} from {args.workload}", flush=True)
     try:
-        result = run_workload(workload, address=args.address, output_dir=output, num_cpus=args.num_cpus,
+        address = args.address
+        if args.namespace is not None and args.bootstrap_server is not None:
+            print("error: give --namespace (a raykafka cluster) or --bootstrap-server (any Kafka listener), "
+                  "not both", file=sys.stderr)
+            return 2
+        if args.namespace is not None:  # a raykafka cluster already running: its Ray, as every command finds it
+            from orchestration.commands.common import ray_address
+            address = ray_address(args)
+        result = run_workload(workload, address=address, output_dir=output, num_cpus=args.num_cpus,
                               show_progress=not args.no_progress, log_dir=args.log_dir,
-                              out=lambda line: print(line, flush=True))
+                              out=lambda line: print(line, flush=True), namespace=args.namespace,
+                              bootstrap_servers=args.bootstrap_server)
     except JavaNotFoundError as exc:
         print(str(exc), file=sys.stderr)
         return 2
@@ -259,7 +271,12 @@ def build_parser() -> argparse.ArgumentParser:
     load_commands = load.add_subparsers(dest="load_command", required=True)
     load_run = load_commands.add_parser("run", help="load job, faults, consume job, checker and summary")
     load_run.add_argument("workload", help="a workload file (OpenMessaging Benchmark YAML plus raykafka's keys)")
-    load_run.add_argument("--address", default=None, help="an existing Ray cluster's address (default: a local Ray)")
+    load_run.add_argument("--address", default=None, help="an existing Ray cluster's address (default: a local Ray; "
+                                                          "with --namespace, the one 'cluster start' used)")
+    load_run.add_argument("--namespace", default=None,
+                          help="load the raykafka cluster already running in this Ray namespace ('cluster start'), "
+                               "and leave it running (default: start a cluster of its own, and stop it at the end)")
+    add_bootstrap_server(load_run)
     load_run.add_argument("--output", default=None, help="where the history, summary.json, the Parquet results "
                                                          "and the PNG go (default: load-results/WORKLOAD)")
     load_run.add_argument("--num-cpus", type=int, default=None,

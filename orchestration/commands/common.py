@@ -51,7 +51,11 @@ def connected(args: argparse.Namespace) -> Iterator:
     ``--bootstrap-server``, any Kafka listener through confluent-kafka instead (``listener``)."""
     if getattr(args, "bootstrap_server", None):
         from orchestration.commands.listener import ListenerTarget
-        yield ListenerTarget(args.bootstrap_server)
+        target = ListenerTarget(args.bootstrap_server)
+        try:
+            yield target
+        finally:
+            target.close()
         return
     from orchestration.admin.cluster import Cluster
     address = ray_address(args)

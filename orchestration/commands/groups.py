@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from orchestration.commands.common import add_target_arguments, connected, emit, fail, table
+from orchestration.commands.common import add_bootstrap_server, add_target_arguments, connected, emit, fail, table
 from orchestration.errors import KafkaError
 
 # Kafka's ConsumerGroupCommand.deleteOffsets: its words for a group-level refusal.
@@ -197,3 +197,4 @@ def add_parsers(commands) -> None:
     delete_offsets.set_defaults(run=_delete_offsets)
     for parser in (listed, describe, delete, reset, delete_offsets):
         add_target_arguments(parser)
+        add_bootstrap_server(parser)

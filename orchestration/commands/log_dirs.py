@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from orchestration.commands.common import add_target_arguments, connected, emit, fail
+from orchestration.commands.common import add_bootstrap_server, add_target_arguments, connected, emit, fail
 
 
 def _ids(text: str) -> list[int]:
@@ -65,3 +65,4 @@ def add_parsers(commands) -> None:
     describe.add_argument("--topic-list", default="", help="the topics to show, as a,b (default: every one)")
     describe.set_defaults(run=_describe)
     add_target_arguments(describe)
+    add_bootstrap_server(describe)

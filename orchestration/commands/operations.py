@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from orchestration.commands.common import add_target_arguments, connected, emit, fail, refuse
+from orchestration.commands.common import add_bootstrap_server, add_target_arguments, connected, emit, fail, refuse
 
 ROLES = ("broker", "controller", "request-send-thread", "replica-fetcher", "group-coordinator",
          "log-cleaner")
@@ -151,3 +151,4 @@ def add_parsers(commands) -> None:
     elect.set_defaults(run=_leader_election)
     for parser in (kill, restart, elect):
         add_target_arguments(parser)
+    add_bootstrap_server(elect)  # kill and restart-broker act on Ray's actors: --namespace only

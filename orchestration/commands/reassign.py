@@ -15,7 +15,7 @@ import json
 import random
 import time
 
-from orchestration.commands.common import add_target_arguments, connected, emit, fail, table
+from orchestration.commands.common import add_bootstrap_server, add_target_arguments, connected, emit, fail, table
 
 
 def _read_moves(path: str) -> dict[tuple[str, int], list[int]]:
@@ -155,3 +155,4 @@ def add_parsers(commands) -> None:
     reassign.add_argument("--broker-list", default=None, help="for --generate: brokers to spread over, e.g. 0,1,2")
     reassign.set_defaults(run=_run)
     add_target_arguments(reassign)
+    add_bootstrap_server(reassign)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from orchestration.commands.common import add_target_arguments, connected, emit, fail
+from orchestration.commands.common import add_bootstrap_server, add_target_arguments, connected, emit, fail
 
 
 def parse_offset_json(text: str) -> dict[tuple[str, int], int]:
@@ -62,3 +62,4 @@ def add_parsers(commands) -> None:
                              "offset -1 means the high watermark")
     delete.set_defaults(run=_delete_records)
     add_target_arguments(delete)
+    add_bootstrap_server(delete)

@@ -203,14 +203,20 @@ def _recovery_s(load_rows: list[tuple], topic: str, kills: list[tuple[float, int
 
 def run_workload(workload: Workload, *, address: str | None = None, output_dir: str | Path = "load-results",
                  num_cpus: int | None = None, show_progress: bool = True, log_dir: str | None = None,
-                 spark_sizing=None, out=print) -> PipelineResult:
-    """Run ``workload`` end to end; see the module docstring. Shuts down what it started."""
+                 spark_sizing=None, out=print, namespace: str | None = None,
+                 bootstrap_servers: str | None = None) -> PipelineResult:
+    """Run ``workload`` end to end; see the module docstring. Shuts down what it started. With
+    ``namespace``, on the raykafka cluster already running in that Ray namespace (on the Ray at
+    ``address``), which is left running (``run_on_existing``); with ``bootstrap_servers``, against
+    that Kafka listener (``listener_load``)."""
     import ray
 
     from orchestration.spark.session import check_java
     check_java()  # before anything starts: the fix is named at once
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
+    if namespace is not None:
+        return run_on_existing(workload, namespace, address, output, show_progress, spark_sizing, out)
     owns_ray = not ray.is_initialized()
     if owns_ray:
         namespace = f"raykafka-load-{uuid.uuid4().hex[:8]}"
@@ -222,6 +228,9 @@ def run_workload(workload: Workload, *, address: str | None = None, output_dir: 
             from orchestration.admin.ray_runtime import start_local_ray
             start_local_ray(num_cpus=num_cpus, namespace=namespace)
     try:
+        if bootstrap_servers is not None:
+            from orchestration.spark.listener_load import run_on_listener
+            return run_on_listener(workload, bootstrap_servers, output, show_progress, spark_sizing, out, run_on)
         several_hosts = bool(address) or sum(1 for node in ray.nodes() if node.get("Alive")) > 1
         return _run_on_ray(workload, output, show_progress, log_dir, spark_sizing, out, several_hosts)
     finally:
@@ -250,13 +259,39 @@ def _run_on_ray(workload, output, show_progress, log_dir, spark_sizing, out, sev
         cluster.shutdown()
 
 
+def run_on_existing(workload: Workload, namespace: str, address: str | None, output: Path, show_progress: bool,
+                    spark_sizing, out) -> PipelineResult:
+    """``workload`` on the raykafka cluster running in Ray namespace ``namespace``: Spark starts on
+    its Ray, the topics get a suffix of this run (a cluster that outlives the run keeps earlier
+    runs' topics), the workload's broker settings are not applied (the brokers keep their own), and
+    the cluster is left running."""
+    from orchestration.admin.cluster import Cluster
+    from orchestration.spark.session import SparkOnRay
+    cluster = Cluster.connect(namespace=namespace, address=address)
+    spark = None
+    try:
+        out(f"raykafka cluster: {len(cluster.broker_ids)} brokers already running (Ray namespace {namespace}; "
+            f"bootstrap servers {cluster.bootstrap_servers}); the workload's broker settings are not applied")
+        spark = SparkOnRay.start("raykafka-load", spark_sizing)
+        out(f"Spark on Ray started in {spark.startup_s:.1f}s ({spark.sizing.num_executors} executor(s), "
+            f"{spark.sizing.task_slots} task slots each)")
+        run_id = uuid.uuid4().hex[:6]
+        return run_on(cluster, spark, workload, output, show_progress=show_progress, out=out,
+                      topics=[f"{topic}-{run_id}" for topic in workload.topic_names()])
+    finally:
+        if spark is not None:
+            spark.stop()
+        cluster.close()
+
+
 def run_on(cluster, spark, workload: Workload, output_dir: str | Path, *, show_progress: bool = False,
-           out=print) -> PipelineResult:
-    """Run ``workload``'s topics, load, faults, consume job, checker and summary on a running
-    cluster and Spark session (``SparkOnRay``); writes the results under ``output_dir``."""
+           out=print, topics: list[str] | None = None) -> PipelineResult:
+    """Run ``workload``'s topics (``topics``, default the workload's names), load, faults, consume
+    job, checker and summary on a running cluster and Spark session (``SparkOnRay``); writes the
+    results under ``output_dir``."""
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
-    topics = workload.topic_names()
+    topics = topics or workload.topic_names()
     for topic in topics:
         cluster.create_topic(topic, partitions=workload.partitions_per_topic,
                              replication_factor=workload.replication_factor,
@@ -313,8 +348,11 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
         run = Run(Scenario(name=workload.name, title=workload.name, criterion="", script=lambda r: None),
                   cluster, faults, history, seed=0)
         schedule = _Schedule(workload, run, topics[0])
-        sampler = Sampler(cluster, history, topics=topics, interval_s=1.0)
-        sampler.start()
+        # A Kafka listener's cluster (listener_load) has no replica actors to sample.
+        sampler = Sampler(cluster, history, topics=topics, interval_s=1.0) \
+            if getattr(cluster, "samples_replicas", True) else None
+        if sampler is not None:
+            sampler.start()
         try:
             out(_describe_load(workload))
             consumer_tasks = _consumer_tasks(workload, topics)
@@ -361,7 +399,8 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
             where = {"bootstrap_servers": target.bootstrap_servers, "executors": spark.executor_hosts(),
                      "clients": jobs.snapshot(progress)["hosts"]}
         finally:
-            sampler.stop()
+            if sampler is not None:
+                sampler.stop()
             ray.kill(progress)
     report = check(read_history(history_path), unseen_is_anomaly=True)
     return _summarize(workload, spark, output, load_rows, consume_rows, report, schedule, run, wall_zero,

@@ -18,7 +18,10 @@ from the address its host has toward the GCS, as ``ray start --address`` chooses
 and ``SparkSizing.placement_strategy`` spreads the executors over the nodes with a Ray placement
 group (``for_ray`` picks ``SPREAD`` when the cluster has more than one node).
 
-``check_java`` looks for Java 17 first (fast, no Spark start) and names the fix when it is missing.
+``check_java`` looks for a Java from 17 to 22 first (fast, no Spark start) and names the fix when
+there is none: 17 is the oldest these options and RayDP 1.6's own CI use; from Java 23 on,
+``Subject.getSubject`` throws unless a security manager is allowed, and the Hadoop client in
+PySpark 3.5 calls it for the current user, so Spark 3.5 does not start there.
 """
 from __future__ import annotations
 
@@ -33,7 +36,8 @@ from pathlib import Path
 
 from loguru import logger
 
-REQUIRED_JAVA_MAJOR = 17
+MIN_JAVA_MAJOR = 17  # the --add-opens options below, and RayDP 1.6's CI
+MAX_JAVA_MAJOR = 22  # Java 23 made Subject.getSubject throw; PySpark 3.5's Hadoop client calls it
 _OPENED_PACKAGES = (
     "java.lang", "java.lang.invoke", "java.lang.reflect", "java.io", "java.net", "java.nio", "java.util",
     "java.util.concurrent", "java.util.concurrent.atomic", "sun.nio.ch", "sun.nio.cs", "sun.security.action",
@@ -55,7 +59,7 @@ EXECUTORS_POLL_S = 0.2
 
 
 class JavaNotFoundError(RuntimeError):
-    """No Java 17 where Spark will look for it; the message says how to fix that."""
+    """No Java from 17 to 22 where Spark will look for it; the message says how to fix that."""
 
 
 def _java_candidates(env: dict) -> list[str]:
@@ -67,42 +71,57 @@ def _java_candidates(env: dict) -> list[str]:
     return [found] if found else []
 
 
+def parse_java_major(text: str) -> int | None:
+    """The major version in ``java -version``'s words (``openjdk version "21.0.2" ...``) or in a bare
+    version ("17.0.9", "1.8.0_392" is Java 8); None when there is none."""
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', text) or re.fullmatch(r"\s*(\d+)(?:\.(\d+))?\S*\s*", text)
+    if not match:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2)) if major == 1 and match.group(2) else major
+
+
+def java_major_accepted(major: int | None) -> bool:
+    return major is not None and MIN_JAVA_MAJOR <= major <= MAX_JAVA_MAJOR
+
+
 def _java_major(java: str) -> int | None:
     try:
         answer = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=JAVA_VERSION_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', answer.stderr + answer.stdout)
-    if not match:
-        return None
-    major = int(match.group(1))
-    return int(match.group(2)) if major == 1 and match.group(2) else major  # "1.8" is Java 8
+    return parse_java_major(answer.stderr + answer.stdout)
 
 
 def _installed_java17() -> str | None:
-    for home in sorted(Path("/usr/lib/jvm").glob("*17*")) if Path("/usr/lib/jvm").is_dir() else []:
-        if (home / "bin" / "java").exists():
+    """A Java home under /usr/lib/jvm whose name says an accepted version (17 first)."""
+    homes = sorted(Path("/usr/lib/jvm").iterdir()) if Path("/usr/lib/jvm").is_dir() else []
+    named = [(int(m.group(1)), home) for home in homes if (m := re.search(r"(?<!\d)(\d{2})(?!\d)", home.name))]
+    for major, home in sorted(named, key=lambda pair: pair[0]):
+        if java_major_accepted(major) and (home / "bin" / "java").exists():
             return str(home)
     return None
 
 
 def check_java(env: dict | None = None) -> str:
-    """The path of the Java 17 that Spark will run; raises ``JavaNotFoundError`` naming the fix."""
+    """The path of the Java (17 to 22) that Spark will run; raises ``JavaNotFoundError`` naming the fix."""
     env = dict(os.environ if env is None else env)
     candidates = _java_candidates(env)
     installed = _installed_java17()
-    fix = (f"set JAVA_HOME={installed} (a Java 17 is installed there)" if installed else
+    fix = (f"set JAVA_HOME={installed} (a Java {_java_major(str(Path(installed) / 'bin' / 'java'))} is installed "
+           "there)" if installed else
            "install Java 17 (e.g. 'apt-get install openjdk-17-jdk-headless', or a Temurin 17) and set "
            "JAVA_HOME to it or put its bin/ first on PATH")
     if not candidates or not os.access(candidates[0], os.X_OK):
         where = f"JAVA_HOME={env['JAVA_HOME']} has no bin/java" if env.get("JAVA_HOME") else "no 'java' on PATH"
-        raise JavaNotFoundError(f"raykafka's Spark jobs need Java {REQUIRED_JAVA_MAJOR}, and there is none "
+        raise JavaNotFoundError(f"raykafka's Spark jobs need Java {MIN_JAVA_MAJOR} to {MAX_JAVA_MAJOR} "
+                                f"(Java 17 as tested), and there is none "
                                 f"({where}). To fix: {fix}.")
     major = _java_major(candidates[0])
-    if major != REQUIRED_JAVA_MAJOR:
+    if not java_major_accepted(major):
         found = f"Java {major}" if major else "a java that does not report its version"
-        raise JavaNotFoundError(f"raykafka's Spark jobs need Java {REQUIRED_JAVA_MAJOR} (RayDP 1.6 with "
-                                f"PySpark 3.5), but {candidates[0]} is {found}. To fix: {fix}.")
+        raise JavaNotFoundError(f"raykafka's Spark jobs need Java {MIN_JAVA_MAJOR} to {MAX_JAVA_MAJOR} (RayDP 1.6 "
+                                f"with PySpark 3.5), but {candidates[0]} is {found}. To fix: {fix}.")
     return candidates[0]
 
 

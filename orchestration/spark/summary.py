@@ -15,7 +15,11 @@ from pathlib import Path
 from orchestration.spark.jobs import CONSUME_COLUMNS, LOAD_COLUMNS
 
 QUANTILES = (0.5, 0.95, 0.99, 0.999)
-MB = 1024 * 1024
+MB = 1024 * 1024  # as Kafka's perf-test tools count a MB
+MB_NOTE = "MB = 1024*1024 bytes, as kafka-producer-perf-test and kafka-consumer-perf-test count it"
+# kafka-consumer-perf-test's columns, in its order; the load's lines add the subscription last.
+CONSUMER_COLUMNS = ("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
+                    "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
 
 
 def load_schema():
@@ -67,10 +71,13 @@ def summarize(load, consume, zero: float) -> dict:
     # As kafka-consumer-perf-test, a subscription's time runs from its first consumer's start
     # (joining the group included) to its last record.
     per_subscription = {r["subscription"]: {"records": r["records"], "bytes": r["bytes"],
-                                            "seconds": round(max(1e-9, r["last"] - r["first"]), 3)}
+                                            "seconds": round(max(1e-9, r["last"] - r["first"]), 3),
+                                            "start_time": r["first"], "end_time": r["last"],
+                                            "first_read_time": r["first_read"]}
                         for r in first_reads.groupBy("subscription").agg(
                             F.count("*").alias("records"), F.sum("bytes").alias("bytes"),
-                            F.min("consumer_started").alias("first"), F.max("read_time").alias("last")).collect()}
+                            F.min("consumer_started").alias("first"), F.max("read_time").alias("last"),
+                            F.min("read_time").alias("first_read")).collect()}
     consume_windows = [{"second": r["second"], "records": r["records"], "mb": r["bytes"] / MB}
                        for r in first_reads.groupBy(F.floor(F.col("read_time") - zero).alias("second")).agg(
                            F.count("*").alias("records"), F.sum("bytes").alias("bytes")).orderBy("second").collect()]
@@ -103,12 +110,28 @@ def producer_line(summary: dict) -> str:
             f"{latency['p99.9']:.0f} ms 99.9th.")
 
 
+def _perf_test_time(seconds: float) -> str:
+    """kafka-consumer-perf-test's date format, yyyy-MM-dd HH:mm:ss:SSS, in local time."""
+    import datetime
+    moment = datetime.datetime.fromtimestamp(seconds)
+    return moment.strftime("%Y-%m-%d %H:%M:%S:") + f"{moment.microsecond // 1000:03d}"
+
+
 def consumer_lines(summary: dict) -> list[str]:
-    """As kafka-consumer-perf-test prints: a header, then one line per subscription."""
-    lines = ["subscription, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, seconds"]
+    """As kafka-consumer-perf-test prints: its header, then one line per subscription (the
+    subscription's name added as a last column), then what its MB and rebalance time mean. Time
+    runs from the subscription's first consumer's start to its last record; rebalance.time.ms is
+    from that start to the first record read (Kafka's tool stops it at the assignment, before the
+    first fetch), fetch.time.ms the rest."""
+    lines = [CONSUMER_COLUMNS + ", subscription"]
     for name, s in sorted(summary["consume"]["subscriptions"].items()):
-        lines.append(f"{name}, {s['bytes'] / MB:.4f}, {s['mb_per_s']:.4f}, {s['records']}, "
-                     f"{s['records_per_s']:.4f}, {s['seconds']:.3f}")
+        mb, elapsed_ms = s["bytes"] / MB, s["seconds"] * 1000
+        rebalance_ms = max(0, round((s["first_read_time"] - s["start_time"]) * 1000))
+        fetch_s = max(1e-3, elapsed_ms - rebalance_ms) / 1000
+        lines.append("%s, %s, %.4f, %.4f, %d, %.4f, %d, %d, %.4f, %.4f, %s" % (
+            _perf_test_time(s["start_time"]), _perf_test_time(s["end_time"]), mb, mb / s["seconds"], s["records"],
+            s["records"] / s["seconds"], rebalance_ms, round(fetch_s * 1000), mb / fetch_s, s["records"] / fetch_s, name))
+    lines.append(f"({MB_NOTE}; rebalance.time.ms runs to the first record read)")
     e2e = summary["consume"]["end_to_end_latency"]
     if e2e.get("count"):
         lines.append(f"end-to-end latency: {e2e['p50']:.0f} ms 50th, {e2e['p95']:.0f} ms 95th, {e2e['p99']:.0f} ms "

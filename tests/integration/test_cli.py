@@ -2,8 +2,8 @@
 a subprocess, then every subcommand, each as its own process with ``--json``, against that cluster
 (topics, topic configs changed live, produce, consume, groups with lag, a partition reassignment,
 kill and leadership moving, elections, metrics), the console tools with Kafka's flags (a consumer
-that runs until Ctrl-C), the topics and console tools with ``--bootstrap-server`` against raykafka's
-listener and Apache Kafka's, nothing on stderr but what a command means to say, one line naming
+that runs until Ctrl-C), the topics, console, groups, leader-election, delete-records, log-dirs and
+reassign-partitions commands with ``--bootstrap-server`` against raykafka's listener and Apache Kafka's, nothing on stderr but what a command means to say, one line naming
 ``raykafka cluster start`` where there is no cluster, ``cluster status`` naming every broker's listener
 and the bootstrap servers a stock client connects with, and ``cluster stop --delete-data`` ending the
 actors and every process of the Ray head it started before it returns, and removing the data
@@ -296,6 +296,80 @@ def test_topics_and_console_tools_with_bootstrap_server_on_raykafkas_listener(rk
 
 def test_topics_and_console_tools_with_bootstrap_server_on_apache_kafka(rk, apache_kafka):
     round_trip_through_a_listener(rk, apache_kafka.bootstrap_servers, 1)
+
+
+def admin_tools_through_a_listener(rk, bootstrap: str, tmp_path: Path) -> None:
+    """kafka-consumer-groups, kafka-delete-records, kafka-leader-election, kafka-log-dirs and
+    kafka-reassign-partitions with --bootstrap-server (a Kafka client, no Ray in those processes):
+    the same answers and lines as the commands give on the Ray path."""
+    server = ("--bootstrap-server", bootstrap)
+    topic, group = f"admin-{uuid.uuid4().hex[:6]}", f"readers-{uuid.uuid4().hex[:6]}"
+    assert rk.json("topics", "create", topic, "--partitions", "2", *server)["created"]
+    led = wait_for(f"both partitions of {topic} led", lambda: [
+        p for p in rk.json("topics", "describe", topic, *server) if p["leader"] in p["isr"]])
+    assert len(led) == 2
+    assert rk.json("console-producer", "--topic", topic, "--request-required-acks", "all", *server,
+                   stdin="".join(f"v{i}\n" for i in range(6)))["acknowledged"] == 6
+    assert len(rk.json_lines("console-consumer", "--topic", topic, "--group", group, "--from-beginning",
+                             "--max-messages", "6", "--timeout-ms", "20000", *server)) == 6
+    # kafka-consumer-groups --list / --describe / --reset-offsets / --delete-offsets / --delete
+    assert group in [g["group"] for g in rk.json("groups", "list", *server)]
+    described = rk.json("groups", "describe", group, *server)
+    assert described["state"] == "Empty" and [r["partition"] for r in described["partitions"]] == [0, 1]
+    assert sum(r["current_offset"] for r in described["partitions"]) == 6 and all(
+        r["lag"] == 0 for r in described["partitions"])
+    text = rk.run("groups", "describe", group, *server, json_output=False).stdout.splitlines()
+    assert text[1].split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                               "CONSUMER-ID", "HOST", "CLIENT-ID"] and text[2].split()[:2] == [group, topic]
+    dry = rk.json("groups", "reset-offsets", group, "--topic", topic, "--to-earliest", *server)
+    assert not dry["executed"] and [p["new_offset"] for p in dry["partitions"]] == [0, 0]
+    assert rk.json("groups", "reset-offsets", group, "--topic", topic, "--to-earliest", "--execute", *server)["executed"]
+    assert sum(r["lag"] for r in rk.json("groups", "describe", group, *server)["partitions"]) == 6
+    deleted = rk.json("groups", "delete-offsets", group, "--topic", f"{topic}:0", *server)
+    assert (deleted["error"], deleted["partitions"]) == (None, [{"topic": topic, "partition": 0, "status": "Successful"}])
+    assert [r["partition"] for r in rk.json("groups", "describe", group, *server)["partitions"]] == [1]
+    assert rk.run("groups", "delete", group, *server, json_output=False).stdout == \
+        f"Deletion of group {group} succeeded.\n"
+    assert group not in [g["group"] for g in rk.json("groups", "list", *server)]
+    # kafka-delete-records: partition 0 up to its high watermark
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text(json.dumps({"partitions": [{"topic": topic, "partition": 0, "offset": -1}], "version": 1}))
+    high_watermark = next(p["high_watermark"] for p in rk.json("topics", "describe", topic, *server)
+                          if p["partition"] == 0)
+    assert rk.json("delete-records", "--offset-json-file", str(offsets), *server) == [
+        {"topic": topic, "partition": 0, "low_watermark": high_watermark}]
+    # kafka-leader-election: partition 0's preferred replica already leads
+    elected = rk.run("leader-election", "--election-type", "preferred", "--topic", topic, "--partition", "0",
+                     *server, json_output=False)
+    assert (elected.stdout, elected.stderr) == (f"Valid replica already elected for partitions {topic}-0\n", "")
+    # kafka-log-dirs --describe: each replica of the topic on the broker that holds it
+    document = rk.json("log-dirs", "describe", "--topic-list", topic, *server)
+    held = sorted(p["partition"] for b in document["brokers"] for d in b["logDirs"] for p in d["partitions"])
+    assert held == sorted(f"{topic}-{p['partition']}" for p in led for _ in p["replicas"])
+    # kafka-reassign-partitions --generate / --execute / --verify: partition 1 onto partition 0's replicas
+    replicas = {p["partition"]: p["replicas"] for p in rk.json("topics", "describe", topic, *server)}
+    moves = tmp_path / "moves.json"
+    moves.write_text(json.dumps({"topics": [{"topic": topic}], "version": 1}))
+    proposed = rk.json("reassign-partitions", "--generate", "--topics-to-move-json-file", str(moves),
+                       "--broker-list", ",".join(map(str, sorted(replicas[0]))), *server)["proposed"]
+    assert sorted(p["partition"] for p in proposed["partitions"]) == [0, 1]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 1, "replicas": replicas[0]}]}))
+    started = rk.json("reassign-partitions", "--reassignment-json-file", str(plan), "--execute", "--wait",
+                      "--timeout-s", "120", *server)
+    assert started["started"] == [f"{topic}-1"] and [r["status"] for r in started["status"]] == ["complete"]
+    verified = rk.run("reassign-partitions", "--reassignment-json-file", str(plan), "--verify", *server,
+                      json_output=False)
+    assert verified.stdout == f"Reassignment of partition {topic}-1 is complete.\n"
+    assert rk.json("topics", "delete", topic, *server)["deleted"]
+
+
+def test_admin_tools_with_bootstrap_server_on_raykafkas_listener(rk, tmp_path):
+    admin_tools_through_a_listener(rk, rk.json("cluster", "status")["bootstrap_servers"], tmp_path)
+
+
+def test_admin_tools_with_bootstrap_server_on_apache_kafka(rk, apache_kafka, tmp_path):
+    admin_tools_through_a_listener(rk, apache_kafka.bootstrap_servers, tmp_path)
 
 
 def test_topics_alter_config_reaches_the_brokers_live_partitions(rk):

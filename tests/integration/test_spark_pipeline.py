@@ -1,7 +1,8 @@
 """The data pipeline on Spark against a real cluster: one local Ray, one RayDP session for the
 module; a DataFrame written to a topic reads back as exactly the acknowledged records at their
 offsets, a refused record fails the job with its Kafka error, and a small workload runs end to end
-(acknowledged = in the summary = consumed, and the checker finds nothing)."""
+(acknowledged = in the summary = consumed, and the checker finds nothing), also against
+the cluster's Kafka listener with Kafka clients only, as `load run --bootstrap-server` runs it."""
 from __future__ import annotations
 
 import pytest
@@ -112,3 +113,20 @@ def test_a_small_workload_runs_end_to_end(spark_on_ray, spark, cluster, target, 
     assert read == acknowledged
     for name in ("summary.json", "throughput.png", "verdict.txt"):
         assert (tmp_path / name).exists(), name
+
+
+def test_a_small_workload_runs_against_a_kafka_listener(spark_on_ray, cluster, tmp_path):
+    """``load run --bootstrap-server``'s path: topics through confluent-kafka's AdminClient, the
+    jobs' clients confluent-kafka's, no replica sampler, on the module's cluster's listener."""
+    import ray
+
+    from orchestration.spark.listener_load import ListenerCluster, listener_workload
+    listener = ListenerCluster(cluster.bootstrap_servers, ray.get_runtime_context().namespace)
+    try:
+        workload = listener_workload(parse_workload({**SMALL_WORKLOAD, "recordCount": 200}))
+        result = run_on(listener, spark_on_ray, workload, tmp_path, show_progress=False, topics=["over-listener"])
+    finally:
+        listener.close()
+    assert result.acknowledged == 200 and result.consumed == 200
+    assert result.report.valid and result.lost == 0, result.report.table()
+    assert not [e for e in read_history(tmp_path / "history.jsonl") if e["f"] == "sample"]

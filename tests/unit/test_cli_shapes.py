@@ -95,7 +95,12 @@ def test_kill_without_the_broker_id_says_so_on_stderr_before_looking_for_a_clust
 
 
 @pytest.mark.parametrize("argv", [["topics", "list"], ["topics", "describe", "t"], ["produce", "t"],
-                                  ["consume", "t"]])
+                                  ["consume", "t"], ["groups", "list"], ["groups", "describe", "g"],
+                                  ["groups", "delete", "g"], ["groups", "reset-offsets", "g", "--topic", "t"],
+                                  ["groups", "delete-offsets", "g", "--topic", "t"],
+                                  ["leader-election", "--election-type", "preferred", "--all-topic-partitions"],
+                                  ["delete-records", "--offset-json-file", "f.json"], ["log-dirs", "describe"],
+                                  ["reassign-partitions", "--verify", "--reassignment-json-file", "f.json"]])
 def test_bootstrap_server_talks_to_a_kafka_listener_not_to_ray(argv, tmp_path, monkeypatch):
     from orchestration.commands.common import connected
     from orchestration.commands.listener import ListenerTarget
@@ -104,3 +109,11 @@ def test_bootstrap_server_talks_to_a_kafka_listener_not_to_ray(argv, tmp_path, m
     args = options.finish(parser, parser.parse_args([*argv, "--bootstrap-server", "127.0.0.1:9"]))
     with connected(args) as target:
         assert isinstance(target, ListenerTarget) and target.bootstrap_servers == "127.0.0.1:9"
+
+
+@pytest.mark.parametrize("argv", [["kill", "controller"], ["restart-broker", "0"]])
+def test_commands_that_act_on_rays_actors_take_no_bootstrap_server(argv, capsys):
+    parser = build_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args([*argv, "--bootstrap-server", "127.0.0.1:9"])
+    assert "unrecognized arguments: --bootstrap-server" in capsys.readouterr().err

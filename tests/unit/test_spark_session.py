@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from orchestration.spark.session import (
-    JAVA17_OPTIONS, JavaNotFoundError, SparkSizing, check_java, spark_configs,
+    JAVA17_OPTIONS, JavaNotFoundError, SparkSizing, check_java, java_major_accepted, parse_java_major, spark_configs,
 )
 
 JDK17 = next((str(p) for p in sorted(Path("/usr/lib/jvm").glob("*17*")) if (p / "bin" / "java").exists()), None) \
@@ -29,13 +29,33 @@ def test_java_home_without_java_names_the_fix(tmp_path):
         check_java({"PATH": "", "JAVA_HOME": str(tmp_path)})
 
 
-def test_a_java_of_another_version_is_refused(tmp_path):
+def _fake_java(tmp_path, version: str) -> str:
     fake = tmp_path / "bin" / "java"
-    fake.parent.mkdir()
-    fake.write_text('#!/bin/sh\necho \'openjdk version "25.0.1" 2025-10-21\' >&2\n')
+    fake.parent.mkdir(exist_ok=True)
+    fake.write_text(f'#!/bin/sh\necho \'openjdk version "{version}" 2025-10-21\' >&2\n')
     fake.chmod(0o755)
-    with pytest.raises(JavaNotFoundError, match=r"is Java 25\. To fix"):
+    return str(fake)
+
+
+@pytest.mark.parametrize("version, major", [("11.0.1", 11), ("25.0.1", 25)])
+def test_a_java_older_than_17_or_newer_than_spark_35_runs_on_is_refused(tmp_path, version, major):
+    _fake_java(tmp_path, version)
+    with pytest.raises(JavaNotFoundError, match=rf"need Java 17 to 22 .* is Java {major}\. To fix"):
         check_java({"PATH": "", "JAVA_HOME": str(tmp_path)})
+
+
+@pytest.mark.parametrize("version", ["17.0.9", "21.0.2"])
+def test_java_17_or_newer_is_accepted(tmp_path, version):
+    java = _fake_java(tmp_path, version)
+    assert check_java({"PATH": "", "JAVA_HOME": str(tmp_path)}) == java
+
+
+@pytest.mark.parametrize("text, major", [("21.0.2", 21), ("17.0.9", 17), ("11.0.1", 11), ("1.8.0_392", 8),
+                                         ('openjdk version "21.0.2" 2024-01-16', 21), ("22", 22),
+                                         ('java version "1.8.0_392"', 8), ("no version here", None)])
+def test_java_versions_are_read_as_java_writes_them(text, major):
+    assert parse_java_major(text) == major
+    assert java_major_accepted(major) == (major is not None and 17 <= major <= 22)
 
 
 @pytest.mark.skipif(JDK17 is None, reason="no Java 17 installed under /usr/lib/jvm")
