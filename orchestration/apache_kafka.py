@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -104,10 +105,11 @@ def _java(libs: Path, jvm_opts: tuple[str, ...], main_class: str, *args: str,
 
 
 # Kafka's tools are short-lived JVMs that spend much of their start loading Kafka's classes. A
-# tool's first successful run through run_tool writes the classes it loaded to a class-data-sharing
-# archive (the JDK's dynamic AppCDS, Java 13+) in the jars' cache, one per tool and JVM; its later
-# runs map that archive instead of loading and verifying those classes again. The JVM's own warnings
-# (an archive it cannot use is one: it then runs without it) go to stderr, never into a tool's output.
+# tool's first successful run (run_tool, start_tool, a cluster's kafka-storage format) writes the
+# classes it loaded to a class-data-sharing archive (the JDK's dynamic AppCDS, Java 13+) in the
+# jars' cache, one per tool and JVM; its later runs map that archive instead of loading and
+# verifying those classes again. The JVM's own warnings (an archive it cannot use is one: it then
+# runs without it) go to stderr, never into a tool's output.
 JVM_LOG_TO_STDERR = ("-Xlog:disable", "-Xlog:all=warning:stderr")
 
 
@@ -151,6 +153,19 @@ def _keep_archive(pending: Path | None, returncode: int) -> None:
         pass
 
 
+def _popen_sharing(libs: Path, main_class: str, *args: str, log_levels: dict[str, str] | None = None,
+                   **popen) -> subprocess.Popen:
+    """A short-lived client's JVM started with class sharing; a thread keeps the archive its
+    successful exit wrote (``_class_sharing``)."""
+    sharing, pending = _class_sharing(libs, main_class, write=True)
+    process = subprocess.Popen(_java(libs, TOOL_JVM_OPTS + sharing, main_class, *args, log_levels=log_levels),
+                               **popen)
+    if pending is not None:
+        threading.Thread(target=lambda: _keep_archive(pending, process.wait()), daemon=True,
+                         name="raykafka-kafka-class-sharing").start()
+    return process
+
+
 def start_tool(libs: Path, tool: str, *args: str, stderr_path: Path | None = None,
                log_levels: dict[str, str] | None = None) -> subprocess.Popen:
     """Starts one of Kafka's command-line tools without waiting for it: its stdout is a pipe of
@@ -159,10 +174,8 @@ def start_tool(libs: Path, tool: str, *args: str, stderr_path: Path | None = Non
     without one)."""
     stderr = open(stderr_path, "ab") if stderr_path is not None else subprocess.DEVNULL  # noqa: SIM115
     try:
-        sharing, _ = _class_sharing(libs, TOOLS[tool], write=False)
-        return subprocess.Popen(_java(libs, TOOL_JVM_OPTS + sharing, TOOLS[tool], *args, log_levels=log_levels),
-                                stdout=subprocess.PIPE,
-                                stderr=stderr, stdin=subprocess.DEVNULL, text=True)
+        return _popen_sharing(libs, TOOLS[tool], *args, log_levels=log_levels, stdout=subprocess.PIPE,
+                              stderr=stderr, stdin=subprocess.DEVNULL, text=True)
     finally:
         if stderr_path is not None:
             stderr.close()  # the child holds its own descriptor
@@ -266,9 +279,9 @@ class ApacheKafkaCluster:
             home = self.workdir / f"node-{node}"
             home.mkdir(parents=True, exist_ok=True)
             (home / "server.properties").write_text(self._properties(node), encoding="utf-8")
-            formats[node] = subprocess.Popen(
-                _java(self.libs, TOOL_JVM_OPTS, TOOLS["kafka-storage"], "format", "--ignore-formatted",
-                      "-t", cluster_id, "-c", str(home / "server.properties")),
+            formats[node] = _popen_sharing(
+                self.libs, TOOLS["kafka-storage"], "format", "--ignore-formatted", "-t", cluster_id,
+                "-c", str(home / "server.properties"),
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
         failed = []
         for node, formatting in formats.items():
