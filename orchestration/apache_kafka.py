@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -103,6 +104,68 @@ def _java(libs: Path, jvm_opts: tuple[str, ...], main_class: str, *args: str,
     return ["java", *jvm_opts, *LOG_JVM_OPTS, *levels, "-cp", f"{libs}/*", main_class, *args]
 
 
+# Kafka's tools are short-lived JVMs that spend much of their start loading Kafka's classes. A
+# tool's first successful run (run_tool, start_tool, a cluster's kafka-storage format) writes the
+# classes it loaded to a class-data-sharing archive (the JDK's dynamic AppCDS, Java 13+) in the
+# jars' cache, one per tool and JVM; its later runs map that archive instead of loading and
+# verifying those classes again. The JVM's own warnings (an archive it cannot use is one: it then
+# runs without it) go to stderr, never into a tool's output.
+JVM_LOG_TO_STDERR = ("-Xlog:disable", "-Xlog:all=warning:stderr")
+
+
+def _java_identity() -> str:
+    """Names the JVM an archive was written by: an archive only serves the JVM that wrote it."""
+    java = os.path.realpath(shutil.which("java") or "java")
+    try:
+        stat = os.stat(java)
+    except OSError:
+        return "unknown"
+    return hashlib.sha256(f"{java}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:12]
+
+
+def _class_sharing(libs: Path, main_class: str, *, write: bool) -> tuple[tuple[str, ...], Path | None]:
+    """The JVM options that use ``main_class``'s archive when there is one; else, with ``write``,
+    the options that write one to a temporary file, and that file (``_keep_archive`` keeps it)."""
+    directory = Path(libs).parent / "class-sharing"
+    archive = directory / f"{main_class}-{_java_identity()}.jsa"
+    if archive.is_file():
+        return (f"-XX:SharedArchiveFile={archive}", *JVM_LOG_TO_STDERR), None
+    if not write:
+        return JVM_LOG_TO_STDERR, None
+    try:
+        directory.mkdir(exist_ok=True)
+    except OSError:
+        return JVM_LOG_TO_STDERR, None
+    pending = directory / f"{archive.name}.{uuid.uuid4().hex}.tmp"
+    return (f"-XX:ArchiveClassesAtExit={pending}", *JVM_LOG_TO_STDERR), pending
+
+
+def _keep_archive(pending: Path | None, returncode: int) -> None:
+    """The archive a successful run wrote becomes its tool's (atomically: a concurrent run may write one too)."""
+    if pending is None:
+        return
+    try:
+        if returncode == 0 and pending.is_file() and pending.stat().st_size > 0:
+            os.replace(pending, str(pending).rsplit(".", 2)[0])
+        else:
+            pending.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _popen_sharing(libs: Path, main_class: str, *args: str, log_levels: dict[str, str] | None = None,
+                   **popen) -> subprocess.Popen:
+    """A short-lived client's JVM started with class sharing; a thread keeps the archive its
+    successful exit wrote (``_class_sharing``)."""
+    sharing, pending = _class_sharing(libs, main_class, write=True)
+    process = subprocess.Popen(_java(libs, TOOL_JVM_OPTS + sharing, main_class, *args, log_levels=log_levels),
+                               **popen)
+    if pending is not None:
+        threading.Thread(target=lambda: _keep_archive(pending, process.wait()), daemon=True,
+                         name="raykafka-kafka-class-sharing").start()
+    return process
+
+
 def start_tool(libs: Path, tool: str, *args: str, stderr_path: Path | None = None,
                log_levels: dict[str, str] | None = None) -> subprocess.Popen:
     """Starts one of Kafka's command-line tools without waiting for it: its stdout is a pipe of
@@ -111,9 +174,8 @@ def start_tool(libs: Path, tool: str, *args: str, stderr_path: Path | None = Non
     without one)."""
     stderr = open(stderr_path, "ab") if stderr_path is not None else subprocess.DEVNULL  # noqa: SIM115
     try:
-        return subprocess.Popen(_java(libs, TOOL_JVM_OPTS, TOOLS[tool], *args, log_levels=log_levels),
-                                stdout=subprocess.PIPE,
-                                stderr=stderr, stdin=subprocess.DEVNULL, text=True)
+        return _popen_sharing(libs, TOOLS[tool], *args, log_levels=log_levels, stdout=subprocess.PIPE,
+                              stderr=stderr, stdin=subprocess.DEVNULL, text=True)
     finally:
         if stderr_path is not None:
             stderr.close()  # the child holds its own descriptor
@@ -122,9 +184,17 @@ def start_tool(libs: Path, tool: str, *args: str, stderr_path: Path | None = Non
 def run_tool(libs: Path, tool: str, *args: str, stdin: str | None = None, timeout_s: float = 90.0,
              jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS) -> subprocess.CompletedProcess:
     """Runs one of Kafka's command-line tools (a key of TOOLS) from the fetched jars, as bin/<tool>.sh
-    would; ``jvm_opts`` replaces the short-lived client's (a perf test wants the optimising compiler)."""
-    return subprocess.run(_java(libs, jvm_opts, TOOLS[tool], *args), input=stdin,
-                          capture_output=True, text=True, timeout=timeout_s)
+    would; ``jvm_opts`` replaces the short-lived client's (a perf test wants the optimising compiler).
+    With the short-lived client's options the run shares the tool's classes (``_class_sharing``)."""
+    sharing, pending = _class_sharing(libs, TOOLS[tool], write=True) if jvm_opts == TOOL_JVM_OPTS else ((), None)
+    try:
+        done = subprocess.run(_java(libs, jvm_opts + sharing, TOOLS[tool], *args), input=stdin,
+                              capture_output=True, text=True, timeout=timeout_s)
+    except BaseException:
+        _keep_archive(pending, -1)
+        raise
+    _keep_archive(pending, done.returncode)
+    return done
 
 
 def _free_ports(count: int) -> list[int]:
@@ -209,9 +279,9 @@ class ApacheKafkaCluster:
             home = self.workdir / f"node-{node}"
             home.mkdir(parents=True, exist_ok=True)
             (home / "server.properties").write_text(self._properties(node), encoding="utf-8")
-            formats[node] = subprocess.Popen(
-                _java(self.libs, TOOL_JVM_OPTS, TOOLS["kafka-storage"], "format", "--ignore-formatted",
-                      "-t", cluster_id, "-c", str(home / "server.properties")),
+            formats[node] = _popen_sharing(
+                self.libs, TOOLS["kafka-storage"], "format", "--ignore-formatted", "-t", cluster_id,
+                "-c", str(home / "server.properties"),
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
         failed = []
         for node, formatting in formats.items():

@@ -239,7 +239,9 @@ below (topics, console producer and consumer, consumer groups, leader election, 
 shows a leader failover in one command. 'raykafka COMMAND --help' describes each command."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(sim_options: bool = True) -> argparse.ArgumentParser:
+    """Every command's parser. ``sim_options=False`` leaves ``sim``'s own options out, and with them
+    the import of the simulator (about a second), for a command line that does not run ``sim``."""
     parser = argparse.ArgumentParser(prog="raykafka", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -285,8 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
     load_run.add_argument("--no-progress", action="store_true", help="no live progress display")
     load_run.set_defaults(run=_load_run)
     sim = commands.add_parser("sim", help="random fault schedules on a simulated cluster, a verdict per seed")
-    from orchestration.simulation.command import add_arguments as add_sim_arguments
-    add_sim_arguments(sim)
+    if sim_options:
+        from orchestration.simulation.command import add_arguments as add_sim_arguments
+        add_sim_arguments(sim)
     sim.set_defaults(run=_sim)
     for family in (cluster_commands, topic_commands, data_commands, group_commands, operation_commands,
                    reassign_commands, record_commands, log_dir_commands):
@@ -296,7 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    # Only a command line that names ``sim`` (anywhere: a topic called sim just costs the import) needs its options.
+    parser = build_parser(sim_options="sim" in argv)
     args = options.finish(parser, parser.parse_args(argv))
     from loguru import logger
     logger.remove()

@@ -333,7 +333,9 @@ def _zombie_controller(run: Run) -> None:
                          == new_epoch for b in run.cluster.broker_ids), "every broker to follow the new controller")
     epoch = run.partition_state(topic).leader_epoch
     run.faults.kill("broker", run.leader(topic), restart=True)
-    run.wait(lambda: run.partition_state(topic).leader_epoch > epoch, "the new controller to elect a leader")
+    # A leader elected, not only a new epoch (the one that takes the killed leader out leaves no leader yet).
+    run.wait(lambda: (state := run.partition_state(topic)).leader_epoch > epoch and state.leader >= 0,
+             "the new controller to elect a leader")
     before = {p.partition: (p.leader, p.leader_epoch) for p in run.cluster.describe_topic(topic)}
     run.faults.record("resume", "controller-zombie")
     ray.get(zombie.resume.remote(), timeout=30)

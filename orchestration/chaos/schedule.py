@@ -2,7 +2,8 @@
 
 Theory of operation. A schedule file describes one scenario: ``name``, ``title``, ``criterion``,
 ``brokers``, broker ``[config]``, the ``[topic]`` to create, the ``[load]`` (producers, rate, acks,
-how long), then ``[[step]]``s run in order, each when its trigger fires:
+and when it ends: ``acknowledged_after_steps`` more sends acknowledged once the last step is done,
+or ``duration_s`` seconds after it started), then ``[[step]]``s run in order, each when its trigger fires:
 ``at`` (seconds since the load started) or ``after_acks`` (that many sends acknowledged), plus
 ``jitter_s`` (a seeded random extra wait). A step does one fault (``do``) to a ``target``:
 ``leader``/``follower`` (of the topic's partition 0 when the step fires; a follower is picked by
@@ -98,7 +99,7 @@ def run_schedule(run: Run, spec: dict[str, Any]) -> None:
         state = run.partition_state(topic)
         seen["leaders"].add(state.leader)
         seen["isr_min"] = min(seen["isr_min"], len(state.isr))
-    _sleep_until(started + float(load_spec.get("duration_s", 0)))
+    _end_load(run, load, load_spec, started)
     load.stop()
     run.note(f"load: {load.sent} sent, {load.acknowledged} acknowledged, {load.failed} not")
     run.require(load.acknowledged > 0, "the load was acknowledged", f"{load.acknowledged} acknowledged")
@@ -122,6 +123,18 @@ def run_schedule(run: Run, spec: dict[str, Any]) -> None:
     if expect.get("controller_epoch_increased"):
         epoch = run.cluster.controller_epoch()
         run.require(epoch > seen["epoch"], "a new controller epoch", f"{seen['epoch']} -> {epoch}")
+
+
+def _end_load(run: Run, load, load_spec: dict[str, Any], started: float) -> None:
+    """The load runs on until ``acknowledged_after_steps`` more sends are acknowledged once the last
+    step is done (writes go on after the faults; bounded, a failure if they do not), or, without
+    it, until ``duration_s`` seconds after it started."""
+    if "acknowledged_after_steps" in load_spec:
+        after = int(load_spec["acknowledged_after_steps"])
+        load.wait_acknowledged(load.acknowledged + after, TRIGGER_TIMEOUT_S)
+        run.note(f"load: {after} more sends acknowledged after the last step")
+    else:
+        _sleep_until(started + float(load_spec.get("duration_s", 0)))
 
 
 def _sleep_until(deadline: float) -> None:

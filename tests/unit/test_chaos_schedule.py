@@ -3,12 +3,14 @@ and seeded target choice and jitter repeat exactly for one seed (a fake run, no 
 from __future__ import annotations
 
 import random
+import time
+import tomllib
 from types import SimpleNamespace
 
 import pytest
 
 from orchestration.chaos.scenarios import SCHEDULES_DIR
-from orchestration.chaos.schedule import ScheduleError, _resolve, load_schedule
+from orchestration.chaos.schedule import ScheduleError, _end_load, _resolve, load_schedule
 
 VALID = """
 name = "x"
@@ -85,3 +87,23 @@ def test_targets_resolve_and_repeat_for_a_seed():
         _resolve(run, "chaos", "same", None)
     with pytest.raises(ScheduleError):
         _resolve(run, "chaos", "the-moon", None)
+
+
+def test_the_load_ends_once_enough_sends_are_acknowledged_after_the_last_step():
+    """``acknowledged_after_steps``: the load runs on until that many more sends are acknowledged
+    after the last step (a condition), not until ``duration_s`` has passed; without it, the time."""
+    waited, notes = [], []
+    load = SimpleNamespace(acknowledged=350, wait_acknowledged=lambda count, timeout_s: waited.append(count))
+    run = SimpleNamespace(note=notes.append)
+    started = time.monotonic()
+    _end_load(run, load, {"acknowledged_after_steps": 200, "duration_s": 600}, started)
+    assert waited == [550] and time.monotonic() - started < 60, "it waited for acknowledgements, not the time"
+    assert notes and "200 more sends acknowledged" in notes[0]
+    _end_load(run, load, {"duration_s": 0.2}, started - 1.0)
+    assert waited == [550], "without the key the load runs for duration_s"
+
+
+def test_every_shipped_schedule_ends_its_load_by_a_condition_or_a_time():
+    for path in sorted(SCHEDULES_DIR.glob("*.toml")):
+        load = tomllib.loads(path.read_text())["load"]
+        assert ("acknowledged_after_steps" in load) != ("duration_s" in load), path.name
