@@ -263,7 +263,8 @@ class FutureRecordMetadata:
         return False
 
     def add_done_callback(self, fn) -> None:
-        """``fn(self)`` once the record's outcome is known (at once, here, if it is). The batch
+        """``fn(self)`` once the record's outcome is known (at once, here, if it is; one that raises
+        is logged, never raised to the caller, as ``concurrent.futures.Future`` does). The batch
         keeps the callbacks of all its sends: one list append per send, where a Future's would
         take its lock and a wrapper. A batch split meanwhile has handed its callbacks to its
         pieces: this one goes to the record's piece too."""
@@ -277,7 +278,10 @@ class FutureRecordMetadata:
                     return
                 if batch.pieces is None:
                     break  # resolved
-        fn(self)
+        try:  # run at once, and, as concurrent.futures does, a callback that raises is logged
+            fn(self)
+        except Exception:
+            logger.exception("a send's done callback raised")
 
     def __repr__(self) -> str:
         state = "pending" if not self.done() else "done"

@@ -81,6 +81,19 @@ def test_every_send_callback_runs_once_even_one_that_raises_and_those_added_whil
     assert all(f.exception() is None for f in futures)
 
 
+def test_a_callback_added_after_the_send_completed_runs_at_once_and_one_that_raises_is_logged_not_raised():
+    """As ``concurrent.futures.Future.add_done_callback``: on a completed send the callback runs in
+    the caller's thread at once, and its exception is logged, never raised into the caller."""
+    broker = leading_broker()
+    producer = make_producer(broker, None, **{"linger.ms": "0"})
+    future = producer.send(TOPIC, value=b"v", partition=0)
+    assert future.result(timeout=WAIT_S).offset == 0
+    ran = []
+    future.add_done_callback(lambda f: 1 / 0)  # raised into the caller before the fix
+    future.add_done_callback(ran.append)
+    assert ran == [future]
+
+
 def test_a_leader_with_one_ready_batch_gets_every_partition_it_leads_in_the_same_request():
     """Kafka's RecordAccumulator: once a leader has a batch ready (full, lingered, or flushed), a
     drain takes the head batch of every partition that leader leads, lingered or not, into one
