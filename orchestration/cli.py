@@ -192,6 +192,7 @@ def _chaos_run(args: argparse.Namespace) -> int:
 def _load_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from orchestration.spark.kafka_connector import ConnectorUnavailable
     from orchestration.spark.pipeline import run_workload
     from orchestration.spark.session import JavaNotFoundError
     from orchestration.spark.workload import WorkloadError, load_workload
@@ -207,7 +208,7 @@ def _load_run(args: argparse.Namespace) -> int:
         result = run_workload(workload, address=args.address, output_dir=output, num_cpus=args.num_cpus,
                               show_progress=not args.no_progress, log_dir=args.log_dir,
                               out=lambda line: print(line, flush=True))
-    except JavaNotFoundError as exc:
+    except (JavaNotFoundError, ConnectorUnavailable) as exc:
         print(str(exc), file=sys.stderr)
         return 2
     print(f"\nverdict: {'PASS' if result.passed else 'FAIL'}: {result.lost} acknowledged records lost")

@@ -177,6 +177,9 @@ def run_workload(workload: Workload, *, address: str | None = None, output_dir: 
 
     from orchestration.spark.session import check_java
     check_java()  # before anything starts: the fix is named at once
+    if workload.job == "streaming-aggregate":
+        from orchestration.spark.kafka_connector import connector_jars
+        connector_jars()  # the same for Spark's Kafka connector (ConnectorUnavailable names what is missing)
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
     owns_ray = not ray.is_initialized()
