@@ -192,12 +192,16 @@ def _chaos_run(args: argparse.Namespace) -> int:
 def _load_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from orchestration.spark.kafka_connector import ConnectorUnavailable
     from orchestration.spark.pipeline import run_workload
     from orchestration.spark.session import JavaNotFoundError
     from orchestration.spark.workload import WorkloadError, load_workload
 
     try:
         workload = load_workload(args.workload)
+        if workload.job == "streaming-aggregate" and (args.bootstrap_server or args.namespace):
+            raise WorkloadError(f"{workload.name}: the streaming-aggregate job starts its own cluster; "
+                                "--namespace and --bootstrap-server take the load job only")
         if args.bootstrap_server is not None:  # refused here, before Ray and Spark start
             from orchestration.spark.listener_load import listener_workload
             listener_workload(workload)
@@ -219,7 +223,7 @@ def _load_run(args: argparse.Namespace) -> int:
                               show_progress=not args.no_progress, log_dir=args.log_dir,
                               out=lambda line: print(line, flush=True), namespace=args.namespace,
                               bootstrap_servers=args.bootstrap_server)
-    except JavaNotFoundError as exc:
+    except (JavaNotFoundError, ConnectorUnavailable) as exc:
         print(str(exc), file=sys.stderr)
         return 2
     print(f"\nverdict: {'PASS' if result.passed else 'FAIL'}: {result.lost} acknowledged records lost")

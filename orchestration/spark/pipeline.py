@@ -27,12 +27,9 @@ from pathlib import Path
 from typing import Any
 
 
+from orchestration.spark.fault_schedule import LOAD_PRODUCER_DEFAULTS, FaultSchedule
 from orchestration.spark.workload import Workload
 
-# Sends are not retried, so a retried request cannot write a record twice (which the checker
-# would rightly call a duplicate); the producer's own defaults otherwise.
-LOAD_PRODUCER_DEFAULTS = {"linger.ms": "5", "retries": "0", "retry.backoff.ms": "100", "request.timeout.ms": "5000",
-                          "delivery.timeout.ms": "30000", "max.in.flight.requests.per.connection": "1"}
 DISPLAY_INTERVAL_S = 1.0
 # A consumer task also stops by itself this long after its deadline should have come (a driver
 # that died cannot tell it to).
@@ -161,35 +158,6 @@ def _result(thread: threading.Thread, outcome: dict):
     return outcome["value"]
 
 
-class _Schedule:
-    """The workload's fault steps, run by the driver while the load job runs (chaos schedule
-    semantics: ``at`` seconds since the load started, or ``after_acks``)."""
-
-    def __init__(self, workload: Workload, run, topic: str) -> None:
-        self.steps = list(workload.faults)
-        self.run, self.topic = run, topic
-        self.previous_target = None
-        self.kills: list[tuple[float, int]] = []  # (wall time, partition 0's leader killed)
-
-    def due(self, step: dict, counts: dict, elapsed_s: float) -> bool:
-        if "after_acks" in step:
-            return counts["acknowledged"] >= int(step["after_acks"])
-        return elapsed_s >= float(step["at"])
-
-    def maybe_run(self, counts: dict, elapsed_s: float | None) -> None:
-        from orchestration.chaos.schedule import _do, _wait
-        while self.steps and elapsed_s is not None and self.due(self.steps[0], counts, elapsed_s):
-            step = self.steps.pop(0)
-            leader_before = self.run.leader(self.topic)
-            fired_at = time.time()
-            self.previous_target = _do(self.run, self.topic, step, self.previous_target)
-            if step["do"] == "kill" and self.previous_target == leader_before:
-                self.kills.append((fired_at, leader_before))
-            self.run.note(f"fault: {step['do']} {self.previous_target} at {elapsed_s:.1f}s of load")
-            _wait(self.run, self.topic, step.get("wait_for", "none"), leader_before,
-                  {"leaders": set(), "isr_min": 99, "epoch": 0})
-
-
 def _recovery_s(load_rows: list[tuple], topic: str, kills: list[tuple[float, int]]) -> float | None:
     """Seconds from the first leader kill until partition 0 of ``topic`` acknowledged a write again."""
     if not kills:
@@ -213,6 +181,9 @@ def run_workload(workload: Workload, *, address: str | None = None, output_dir: 
 
     from orchestration.spark.session import check_java
     check_java()  # before anything starts: the fix is named at once
+    if workload.job == "streaming-aggregate":
+        from orchestration.spark.kafka_connector import connector_jars
+        connector_jars()  # the same for Spark's Kafka connector (ConnectorUnavailable names what is missing)
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
     if namespace is not None:
@@ -248,10 +219,14 @@ def _run_on_ray(workload, output, show_progress, log_dir, spark_sizing, out, sev
     try:
         out(f"raykafka cluster: {workload.brokers} brokers up in {time.monotonic() - started:.1f}s "
             f"(Ray namespace {cluster.namespace}; bootstrap servers {cluster.bootstrap_servers})")
-        spark = SparkOnRay.start("raykafka-load", spark_sizing)
+        streaming = workload.job == "streaming-aggregate"
+        spark = SparkOnRay.start("raykafka-load", spark_sizing, kafka_connector=True if streaming else None)
         placed = f", placed {spark.sizing.placement_strategy}" if spark.sizing.placement_strategy else ""
         out(f"Spark on Ray started in {spark.startup_s:.1f}s ({spark.sizing.num_executors} executor(s), "
             f"{spark.sizing.task_slots} task slots each{placed})")
+        if streaming:
+            from orchestration.spark.streaming import run_streaming
+            return run_streaming(cluster, spark, workload, output, out=out)
         return run_on(cluster, spark, workload, output, show_progress=show_progress, out=out)
     finally:
         if spark is not None:
@@ -347,7 +322,7 @@ def _run_jobs(workload, cluster, spark, topics, output, show_progress, out) -> P
         faults = Faults(cluster, history)
         run = Run(Scenario(name=workload.name, title=workload.name, criterion="", script=lambda r: None),
                   cluster, faults, history, seed=0)
-        schedule = _Schedule(workload, run, topics[0])
+        schedule = FaultSchedule(workload, run, topics[0])
         # A Kafka listener's cluster (listener_load) has no replica actors to sample.
         sampler = Sampler(cluster, history, topics=topics, interval_s=1.0) \
             if getattr(cluster, "samples_replicas", True) else None

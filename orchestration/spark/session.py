@@ -240,10 +240,15 @@ class SparkOnRay:
 
     @classmethod
     def start(cls, app_name: str = DEFAULT_APP_NAME, sizing: SparkSizing | None = None,
-              configs: dict | None = None) -> "SparkOnRay":
-        """Start Spark on the Ray this process is connected to (start Ray first)."""
+              configs: dict | None = None, *, kafka_connector: bool | None = None) -> "SparkOnRay":
+        """Start Spark on the Ray this process is connected to (start Ray first).
+
+        ``kafka_connector``: put Spark's own Kafka connector on the session (``format("kafka")``,
+        ``orchestration.spark.kafka_connector``); ``True`` requires it (raises saying what is
+        missing), ``None`` adds it where it can be had and otherwise logs why not, ``False`` leaves it out."""
         import ray
         check_java()
+        configs = _with_kafka_connector(configs, kafka_connector)
         if not ray.is_initialized():
             raise RuntimeError("connect to Ray (or start a Cluster) before starting Spark on it")
         if sizing is None:
@@ -313,6 +318,19 @@ class SparkOnRay:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _with_kafka_connector(configs: dict | None, wanted: bool | None) -> dict | None:
+    if wanted is False:
+        return configs
+    from orchestration.spark.kafka_connector import ConnectorUnavailable, connector_configs, connector_jars
+    try:
+        return connector_configs(connector_jars(), configs)
+    except ConnectorUnavailable as exc:
+        if wanted:
+            raise
+        logger.warning("Spark's Kafka connector is not on this session (format(\"kafka\") will not work): {}", exc)
+        return configs
 
 
 def _executor_placement_group(sizing: SparkSizing):

@@ -141,3 +141,52 @@ def consumer_lines(summary: dict) -> list[str]:
 
 def save_summary(summary: dict, path: str | Path) -> None:
     Path(path).write_text(json.dumps(summary, indent=2, default=float))
+
+
+# ------------------------------------------------------------------------ the streaming workload
+def check_stream_totals(acknowledged: list, input_rows: list, output_rows: list) -> dict:
+    """The streaming workload's check (``orchestration.spark.streaming``). ``acknowledged`` and
+    ``input_rows``: (partition, offset, key, value) of the records the producer saw acknowledged and
+    of those in the input topic; ``output_rows``: (key, value) of the output topic, each value a
+    running total ``{"count": n, "sum": s}``. Spark's state is exactly-once and its Kafka sink
+    at-least-once, so each key's highest count and its sum must equal the input's exactly, no row
+    may exceed them, and a row written twice (a retried micro-batch) is counted, not failed."""
+    expected: dict[str, list[int]] = {}
+    for _, _, key, value in input_rows:
+        totals = expected.setdefault(key, [0, 0])
+        totals[0] += 1
+        totals[1] += int(value)
+    in_topic = {(partition, offset): (key, value) for partition, offset, key, value in input_rows}
+    lost = sorted((p, o) for p, o, key, value in acknowledged if in_topic.get((p, o)) != (key, value))
+    final: dict[str, tuple[int, int]] = {}
+    seen: dict[tuple[str, int, int], int] = {}
+    impossible = []
+    for key, value in output_rows:
+        total = json.loads(value)
+        row = (key, int(total["count"]), int(total["sum"]))
+        seen[row] = seen.get(row, 0) + 1
+        want = expected.get(key)
+        if want is None or row[1] > want[0] or row[2] > want[1]:
+            impossible.append(row)
+        if key not in final or row[1] > final[key][0]:
+            final[key] = row[1:]
+    wrong = sorted(key for key in set(expected) | set(final) if tuple(expected.get(key, ())) != final.get(key))
+    return {"acknowledged": len(acknowledged), "input_records": len(input_rows), "keys": len(expected),
+            "output_records": len(output_rows), "repeated_output_records": sum(n - 1 for n in seen.values()),
+            "lost": len(lost), "lost_offsets": lost[:20], "keys_with_wrong_totals": wrong,
+            "impossible_output_records": impossible[:20],
+            "passed": not lost and not wrong and not impossible}
+
+
+def stream_lines(summary: dict) -> list[str]:
+    check = summary["check"]
+    return [f"input {summary['input_topic']}: {summary['sent']} sent, {check['acknowledged']} acknowledged, "
+            f"{check['input_records']} in the topic; lost acknowledged records: {check['lost']}",
+            f"output {summary['output_topic']}: {check['output_records']} running totals for {check['keys']} keys, "
+            f"{check['repeated_output_records']} of them written again (Spark's Kafka sink is at-least-once); "
+            f"query restarts from its checkpoint: {summary['restarts']}",
+            f"check: {'PASS' if check['passed'] else 'FAIL'}: each key's final count and sum "
+            + ("equal the input's exactly (Spark's state is exactly-once)" if not check["keys_with_wrong_totals"]
+               else f"differ from the input's for {', '.join(check['keys_with_wrong_totals'])}")
+            + (f"; {len(check['impossible_output_records'])} output totals exceed the input's"
+               if check["impossible_output_records"] else "")]

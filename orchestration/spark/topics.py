@@ -7,11 +7,12 @@ partition, asking the partition leaders (ListOffsets) for ``earliest`` (the log 
 of at most ``max_records_per_partition`` offsets. A Spark task reads its range with raykafka's
 consumer (whole fetches, never one Ray call per record) and yields rows with the columns of Spark's
 Kafka source: ``key``, ``value`` (binary), ``topic``, ``partition``, ``offset``, ``timestamp``,
-``timestampType`` (0, CreateTime: the only timestamp type raykafka's brokers keep).
+``timestampType`` (0, CreateTime: the only timestamp type raykafka's brokers keep), and with
+``include_headers`` (Spark's ``includeHeaders``) ``headers``: array<struct<key: string, value: binary>>.
 
 Writing (``write_topic``): each Spark task runs one raykafka producer with the producer settings
 given (Kafka's keys, with or without Spark's ``kafka.`` prefix) over its rows' ``value`` and
-optional ``key``, ``partition`` and ``topic`` columns, then flushes. A record the cluster refuses
+optional ``key``, ``partition``, ``topic`` and ``headers`` columns (the sink's types), then flushes. A record the cluster refuses
 fails the task and so the job (``spark.task.maxFailures`` is 1: a retried task would write its
 records twice); the driver raises ``KafkaError`` with the refusal's Kafka error name.
 """
@@ -34,6 +35,7 @@ READ_CONSUMER_DEFAULTS = {"max.partition.fetch.bytes": str(4 << 20), "fetch.max.
                           "max.poll.records": "100000", "fetch.max.wait.ms": "200",
                           "auto.offset.reset": "none"}
 KAFKA_SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
+HEADERS = "headers"  # with include_headers, after KAFKA_SOURCE_COLUMNS, as Spark's source adds it
 _ERROR_IN_TRACEBACK = re.compile(r"KafkaError: ([A-Z_]+) \(-?\d+\)")
 
 
@@ -42,14 +44,34 @@ def kafka_settings(config: dict | None) -> dict[str, str]:
     return {(k[6:] if str(k).startswith("kafka.") else str(k)): str(v) for k, v in (config or {}).items()}
 
 
-def kafka_source_schema():
+def headers_type():
+    """Spark's Kafka type for headers: array<struct<key: string, value: binary>>."""
+    from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
+    return ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+
+
+def kafka_source_schema(include_headers: bool = False):
     from pyspark.sql.types import (
         BinaryType, IntegerType, LongType, StringType, StructField, StructType,
     )
-    return StructType([StructField("key", BinaryType()), StructField("value", BinaryType()),
-                       StructField("topic", StringType(), False), StructField("partition", IntegerType(), False),
-                       StructField("offset", LongType(), False), StructField("timestamp_ms", LongType(), False),
-                       StructField("timestampType", IntegerType(), False)])
+    fields = [StructField("key", BinaryType()), StructField("value", BinaryType()),
+              StructField("topic", StringType(), False), StructField("partition", IntegerType(), False),
+              StructField("offset", LongType(), False), StructField("timestamp_ms", LongType(), False),
+              StructField("timestampType", IntegerType(), False)]
+    return StructType(fields + ([StructField(HEADERS, headers_type())] if include_headers else []))
+
+
+def header_pairs(headers) -> list[tuple[str, bytes | None]] | None:
+    """Headers as the producer takes them ((key, value) pairs) from a row's ``headers`` (Spark's
+    structs, or pairs); keys as text, values as bytes."""
+    if headers is None:
+        return None
+    pairs = []
+    for header in headers:
+        key, value = (header["key"], header["value"]) if hasattr(header, "asDict") else header
+        key = key.decode() if isinstance(key, (bytes, bytearray)) else str(key)
+        pairs.append((key, None if value is None else bytes(value)))
+    return pairs
 
 
 # ------------------------------------------------------------------------------------- reading
@@ -114,9 +136,9 @@ def partition_bounds(target: RayTarget, topic: str) -> dict[int, tuple[int, int]
 
 
 def read_ranges(target: RayTarget, ranges: Iterable[OffsetRange], config: dict | None = None,
-                timeout_s: float = READ_TIMEOUT_S) -> Iterator[tuple]:
-    """Rows (key, value, topic, partition, offset, timestamp ms, timestampType) of every offset in
-    ``ranges``; runs in a Spark task (or anywhere connected to the cluster's Ray)."""
+                timeout_s: float = READ_TIMEOUT_S, include_headers: bool = False) -> Iterator[tuple]:
+    """Rows (key, value, topic, partition, offset, timestamp ms, timestampType[, headers]) of every
+    offset in ``ranges``; runs in a Spark task (or anywhere connected to the cluster's Ray)."""
     from orchestration.clients.consumer import Consumer
     consumer = Consumer(target.directory(), {**READ_CONSUMER_DEFAULTS, **kafka_settings(config)})
     try:
@@ -133,24 +155,28 @@ def read_ranges(target: RayTarget, ranges: Iterable[OffsetRange], config: dict |
                                      f"{consumer.position(tp)} of [{offsets.start}, {offsets.end}) in {timeout_s}s")
                 for record in consumer.poll(timeout_ms=500):
                     if record.offset < offsets.end:
-                        yield (record.key, record.value, record.topic, record.partition, record.offset,
+                        row = (record.key, record.value, record.topic, record.partition, record.offset,
                                record.timestamp, CREATE_TIME)
+                        yield row + (header_pairs(record.headers),) if include_headers else row
     finally:
         consumer.close()
 
 
 def read_topic(spark, target: RayTarget, topic: str, *, starting_offsets="earliest", ending_offsets="latest",
-               max_records_per_partition: int | None = None, consumer_config: dict | None = None):
-    """``topic`` (or the offset ranges asked for) as a DataFrame with Spark's Kafka-source columns."""
+               max_records_per_partition: int | None = None, consumer_config: dict | None = None,
+               include_headers: bool = False):
+    """``topic`` (or the offset ranges asked for) as a DataFrame with Spark's Kafka-source columns
+    (``headers`` too with ``include_headers``, as Spark's ``includeHeaders`` option adds it)."""
     from pyspark.sql import functions as F
     ranges = plan_ranges(topic, partition_bounds(target, topic), starting_offsets, ending_offsets,
                          max_records_per_partition)
     config = dict(consumer_config or {})
     rows = spark.sparkContext.parallelize(ranges, max(1, len(ranges))).mapPartitions(
-        lambda part: read_ranges(target, part, config))
-    frame = spark.createDataFrame(rows, kafka_source_schema())
+        lambda part: read_ranges(target, part, config, include_headers=include_headers))
+    frame = spark.createDataFrame(rows, kafka_source_schema(include_headers))
     return frame.select("key", "value", "topic", "partition", "offset",
-                        F.expr("timestamp_millis(timestamp_ms)").alias("timestamp"), "timestampType")
+                        F.expr("timestamp_millis(timestamp_ms)").alias("timestamp"), "timestampType",
+                        *([HEADERS] if include_headers else []))
 
 
 # ------------------------------------------------------------------------------------- writing
@@ -164,7 +190,7 @@ class WriteResult:
 
 def produce_rows(target: RayTarget, rows: Iterable, topic: str | None, config: dict,
                  collect_metadata: bool) -> Iterator[tuple]:
-    """Produce ``rows`` (with ``value`` and optional ``key``, ``partition``, ``topic``) with one
+    """Produce ``rows`` (with ``value`` and optional ``key``, ``partition``, ``topic``, ``headers``) with one
     producer; yields ("summary", records, bytes) and, when ``collect_metadata``, one
     ("ack", topic, partition, offset, key, value) per record. Raises the first refusal."""
     from orchestration.clients.producer import Producer
@@ -179,7 +205,8 @@ def produce_rows(target: RayTarget, rows: Iterable, topic: str | None, config: d
             value, key = fields.get("value"), fields.get("key")
             value = bytes(value) if value is not None else None
             key = bytes(key) if key is not None else None
-            future = producer.send(destination, value=value, key=key, partition=fields.get("partition"))
+            future = producer.send(destination, value=value, key=key, partition=fields.get("partition"),
+                                   headers=header_pairs(fields.get(HEADERS)))
             sent.append((future, key, value) if collect_metadata else (future, None, None))
             size += len(value or b"") + len(key or b"")
         producer.flush()
@@ -198,7 +225,7 @@ def produce_rows(target: RayTarget, rows: Iterable, topic: str | None, config: d
 def write_topic(frame, target: RayTarget, topic: str | None = None, producer_config: dict | None = None,
                 *, collect_metadata: bool = False) -> WriteResult:
     """Produce every row of ``frame`` (Spark's Kafka sink: ``value``, optional ``key``,
-    ``partition``, ``topic``); raises ``KafkaError`` with the Kafka error of a refused record."""
+    ``partition``, ``topic``, ``headers``); raises ``KafkaError`` with the Kafka error of a refused record."""
     from pyspark.sql import functions as F
     columns = set(frame.columns)
     if "value" not in columns:
@@ -209,6 +236,7 @@ def write_topic(frame, target: RayTarget, topic: str | None = None, producer_con
     selected += [F.col("key").cast("binary").alias("key")] if "key" in columns else []
     selected += [F.col("partition").cast("int").alias("partition")] if "partition" in columns else []
     selected += [F.col("topic").cast("string").alias("topic")] if "topic" in columns else []
+    selected += [F.col(HEADERS).cast(headers_type()).alias(HEADERS)] if HEADERS in columns else []
     config = kafka_settings(producer_config)
     try:
         answers = frame.select(*selected).rdd.mapPartitions(

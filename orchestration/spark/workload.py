@@ -23,7 +23,11 @@ read every acknowledged record), and ``faults``: a list of steps in the chaos sc
 ``target``, ``role``, ``restart``, ``wait_for``, ...), aimed at partition 0 of the first topic;
 ``client``: the load job's producers, ``raykafka`` (its Python API, the default) or
 ``confluent-kafka`` (librdkafka over Kafka's wire protocol, to the brokers' listeners);
-``consumerClient``: the consume job's consumers, the same two (default ``raykafka``).
+``consumerClient``: the consume job's consumers, the same two (default ``raykafka``);
+``job``: ``load-consume`` (the default: the load job, the consume job, the checker) or
+``streaming-aggregate`` (``orchestration.spark.streaming``: a Structured Streaming job on Spark's
+own Kafka source and sink keeps a count and sum per key of the first topic in ``<topic>-totals``
+while the faults run, and the summary checks them against the input).
 """
 from __future__ import annotations
 
@@ -40,6 +44,7 @@ from orchestration.errors import KafkaError
 KEY_DISTRIBUTORS = ("NO_KEY", "KEY_ROUND_ROBIN", "RANDOM_NANO")
 ACKS = ("0", "1", "all", "-1")
 CLIENTS = ("raykafka", "confluent-kafka")
+JOBS = ("load-consume", "streaming-aggregate")
 OMB_IGNORED = ("payloadFile", "consumerBacklogSizeGB", "warmupDurationMinutes", "randomBytesRatio",
                "randomizedPayloadPoolSize")
 # A record count or a duration above these is a typo on a laptop-sized cluster, not a plan.
@@ -77,6 +82,7 @@ class Workload:
     faults: tuple[dict, ...] = ()
     client: str = "raykafka"
     consumer_client: str = "raykafka"
+    job: str = "load-consume"
 
     @property
     def producers(self) -> int:
@@ -118,7 +124,7 @@ _NUMBERS = {
 }
 _MAPPINGS = {"brokerConfig": "broker_config", "topicConfig": "topic_config", "producerConfig": "producer_config",
              "consumerConfig": "consumer_config"}
-ALLOWED_KEYS = ("name", "keyDistributor", "acks", "faults", "client", "consumerClient", *_NUMBERS, *_MAPPINGS,
+ALLOWED_KEYS = ("name", "keyDistributor", "acks", "faults", "client", "consumerClient", "job", *_NUMBERS, *_MAPPINGS,
                 *OMB_IGNORED)
 
 
@@ -199,6 +205,10 @@ def parse_workload(spec: Any, where: str = "workload") -> Workload:
             if spec[key] not in CLIENTS:
                 raise WorkloadError(f"{where}: '{key}' must be one of {', '.join(CLIENTS)}, not {spec[key]!r}")
             values[name] = spec[key]
+    if "job" in spec:
+        if spec["job"] not in JOBS:
+            raise WorkloadError(f"{where}: 'job' must be one of {', '.join(JOBS)}, not {spec['job']!r}")
+        values["job"] = spec["job"]
     workload = Workload(**values)
     _check_together(where, workload)
     return workload

@@ -110,3 +110,11 @@ def test_load_run_with_a_bootstrap_server_refuses_faults_before_starting_anythin
                         "faults:\n  - {at: 1, do: kill, target: leader}\n")
     assert main(["load", "run", str(workload), "--bootstrap-server", "127.0.0.1:9"]) == 2
     assert "run it with --namespace" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", [["--bootstrap-server", "127.0.0.1:9"], ["--namespace", "elsewhere"]])
+def test_the_streaming_job_on_an_existing_cluster_is_refused_before_starting_anything(where, tmp_path, capsys):
+    """The streaming-aggregate job starts its own cluster; pointed at another, it says so rather
+    than running the plain load job in its place."""
+    assert main(["load", "run", "benchmarks/workloads/streaming-broker-kill.yaml", *where]) == 2
+    assert "--namespace and --bootstrap-server take the load job only" in capsys.readouterr().err
