@@ -64,6 +64,19 @@ def actor_pids(cluster) -> dict[str, int]:
     return roles | {f"fetcher-{index}": pid for index, pid in enumerate(fetchers)}
 
 
+def cpu_seconds(pids) -> float:
+    """User plus system CPU seconds the processes have used so far (from /proc; a process gone counts 0)."""
+    ticks, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                fields = handle.read().rpartition(")")[2].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+        except OSError:
+            pass
+    return total
+
+
 def _parent_pid(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/stat") as handle:
@@ -176,14 +189,19 @@ def main() -> None:
                     pids = actor_pids(cluster) | {"client": os.getpid()}
                     profiles = start_profiles(args.profile, name, pids)
                     time.sleep(1.0)  # py-spy attaches
+                pids = actor_pids(cluster)
+                cpu_before = cpu_seconds(pids.values())
                 row = {"point": name, "partitions": args.partitions,
                        "produce": produce(cluster, topic, args.records, args.size, acks, producer_config,
                                           args.partitions)}
+                moved_gb = row["produce"]["records"] * args.size / 1e9
+                row["broker_cpu_s_per_gb"] = round((cpu_seconds(pids.values()) - cpu_before) / moved_gb, 1)
                 if profiles:
                     row["profiles"] = stop_profiles(profiles)
                 results["points"].append(row)
                 print(f"  {name:<14} produce {row['produce']['mb_per_s']:>7.2f} MB/s "
-                      f"({row['produce']['records_per_s']:,} records/s, {row['produce']['failed']} failed)",
+                      f"({row['produce']['records_per_s']:,} records/s, {row['produce']['failed']} failed, "
+                      f"brokers and fetchers {row['broker_cpu_s_per_gb']} CPU s/GB)",
                       flush=True)
                 for profile, top in row.get("profiles", {}).items():
                     print(f"    {profile}")
@@ -191,9 +209,10 @@ def main() -> None:
                         print(f"      {own:6.1%} own {inclusive:6.1%} incl  {frame}")
     finally:
         ray.shutdown()
-    print(f"\n{'point':<14} {'produce MB/s':>13} {'records/s':>11}")
+    print(f"\n{'point':<14} {'produce MB/s':>13} {'records/s':>11} {'CPU s/GB':>9}")
     for row in results["points"]:
-        print(f"{row['point']:<14} {row['produce']['mb_per_s']:>13.2f} {row['produce']['records_per_s']:>11,}")
+        print(f"{row['point']:<14} {row['produce']['mb_per_s']:>13.2f} {row['produce']['records_per_s']:>11,} "
+              f"{row['broker_cpu_s_per_gb']:>9}")
     save_results(args.out, results)
 
 
