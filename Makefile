@@ -29,7 +29,7 @@ demo-no-spark: $(STAMP)
 test: $(STAMP)
 	@status=0; \
 	$(PYTEST) -n 2 tests/unit tests/scenarios || status=$$?; \
-	$(PYTEST) tests/integration --durations=25 || status=$$?; \
+	$(PYTEST) tests/integration --durations=0 --durations-min=1 || status=$$?; \
 	exit $$status
 
 unit: $(STAMP)
