@@ -10,7 +10,7 @@ each after the one before), per follower, and the time between each pair printed
 and p90 over the records, for the follower whose Fetch moved the high watermark last (the one the
 write waited for). Asserts nothing.
 
-    python benchmarks/ack_hops.py [--records 200] [--size 100] [--warmup 30] [--set KEY=VALUE]
+    python benchmarks/ack_hops.py [--records 200] [--size 100] [--warmup 30] [--gap-ms 0] [--set KEY=VALUE]
 """
 from __future__ import annotations
 
@@ -111,6 +111,9 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=200)
     parser.add_argument("--size", type=int, default=100, help="bytes per record value")
     parser.add_argument("--warmup", type=int, default=30, help="records sent first and left out")
+    parser.add_argument("--gap-ms", type=float, default=0.0,
+                        help="a pause before each send (the replicas' high-watermark round of the write "
+                             "before then ends before the next write arrives)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a broker setting for the cluster (e.g. replica.fetch.wait.max.ms=10)")
     parser.add_argument("--out", default=default_out("ack_hops"))
@@ -137,6 +140,7 @@ def main() -> None:
             value = b"x" * args.size
             try:
                 for _ in range(args.warmup + args.records):
+                    time.sleep(args.gap_ms / 1000)  # the pacing asked for, not a wait for anything
                     sent = time.monotonic()
                     producer.send(topic, value=value, partition=0).result(timeout=30)
                     writes.append((sent, time.monotonic()))
@@ -145,10 +149,10 @@ def main() -> None:
     finally:
         ray.shutdown()
     chains = breakdown(read_trace(trace_dir), leader, followers, writes[args.warmup:])
-    print(f"RF=3 acks=all, leader broker {leader}, followers {followers}")
+    print(f"RF=3 acks=all, leader broker {leader}, followers {followers}, {args.gap_ms} ms before each send")
     rows = print_table(chains)
-    save_results(args.out, {"records": args.records, "size": args.size, "broker_config": broker_config,
-                            "writes_traced": len(chains), "hops": rows})
+    save_results(args.out, {"records": args.records, "size": args.size, "gap_ms": args.gap_ms,
+                            "broker_config": broker_config, "writes_traced": len(chains), "hops": rows})
 
 
 if __name__ == "__main__":
