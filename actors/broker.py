@@ -45,6 +45,7 @@ from actors.ray_seams import RayClock, RayEventLog, RayStorageWorker, RayMesseng
 from actors.shared_records import ZERO_COPY_THRESHOLD_BYTES, pack_together, resolve_shared_records
 from actors.shell_support import CallNumbers
 from actors.fault_network import CONTROLLER_NODE, broker_node, shell_fault_network
+from actors.hop_trace import hop, enabled as hop_trace_enabled
 
 TICK_INTERVAL_S = 0.05
 FETCHER_CHECK_INTERVAL_S = 1.0
@@ -84,6 +85,13 @@ async def _get_object(ref):
     """The object a follower's append names; None for anything that is no object ref (bad input:
     that partition is then answered CORRUPT_MESSAGE)."""
     return await ref if isinstance(ref, ray.ObjectRef) else None
+
+
+def _hop_name(broker_id: int, request) -> str:
+    """What the hop trace calls a request at a broker: its type, and a follower's id for a Fetch."""
+    name = f"broker-{broker_id} {type(request).__name__}"
+    replica_id = getattr(request, "replica_id", None)
+    return name if replica_id is None else f"{name} replica-{replica_id}"
 
 
 class _Messenger(RayMessenger):
@@ -321,12 +329,20 @@ class BrokerActor:
     async def handle(self, request):
         """Every request this broker serves (actors/core/apis.py), dispatched by its type. A
         follower's append arrives with its leader's answer in shared memory, mapped here first."""
+        traced = hop_trace_enabled() and _hop_name(self.broker_id, request)
+        if traced:
+            hop(traced + " in")
         if isinstance(request, FollowerAppendRequest):
             self._driver.check_request(request, FollowerAppendRequest)  # before reading it here
             request = await resolve_shared_records(request, _get_object)
         api = api_of(request)
-        return await self._call(lambda respond: self._driver.handle(request, respond),
-                                api.name if api is not None else type(request).__name__)
+        if traced:
+            hop(traced + " resolved")
+        response = await self._call(lambda respond: self._driver.handle(request, respond),
+                                    api.name if api is not None else type(request).__name__)
+        if traced:
+            hop(traced + " out")
+        return response
 
     # ------------------------------------------------------------------ for the group coordinator
     async def coordinator_request(self, request):

@@ -30,6 +30,7 @@ from actors.drivers.fetcher import FetcherDriver
 from actors.ray_seams import RayClock, RayEventLog, RayMessenger, monotonic_ms, tick_forever
 from actors.shell_support import OrderedInbox
 from actors.fault_network import broker_node, shell_fault_network
+from actors.hop_trace import hop, enabled as hop_trace_enabled
 
 TICK_INTERVAL_S = 0.05
 
@@ -57,6 +58,15 @@ class ReplicaFetcherActor:
             tick_forever(TICK_INTERVAL_S, self._driver.on_wakeup, f"fetcher {broker_id}->{leader_id}"))
 
     async def _invoke(self, destination: str, request, timeout_s: float):
+        traced = hop_trace_enabled() and f"fetcher-{self.broker_id} {type(request).__name__}"
+        if traced:
+            hop(traced + " sent")
+        response = await self._send(destination, request, timeout_s)
+        if traced:
+            hop(traced + " answered")
+        return response
+
+    async def _send(self, destination: str, request, timeout_s: float):
         if destination == "local":
             response = await self._broker.handle.remote(request)
             if isinstance(request, FollowerAppendRequest):
