@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import uuid
 from pathlib import Path
 
 from orchestration.spark.workload import Workload, WorkloadError
@@ -71,20 +70,10 @@ def run_on_listener(workload: Workload, bootstrap_servers: str, output: Path, sh
     ``run_on`` (pipeline.run_on, handed in: the pipeline imports this module)."""
     import ray
 
-    from orchestration.spark.session import SparkOnRay
+    from orchestration.spark.session import run_on_a_running_cluster
     workload = listener_workload(workload)
     cluster = ListenerCluster(bootstrap_servers, ray.get_runtime_context().namespace)
-    spark = None
-    try:
-        out(f"Kafka listener {bootstrap_servers}: {len(cluster.broker_ids)} broker(s); producers and consumers are "
-            f"{LISTENER_CLIENT}'s, the workload's broker settings are not applied")
-        spark = SparkOnRay.start("raykafka-load", spark_sizing)
-        out(f"Spark on Ray started in {spark.startup_s:.1f}s ({spark.sizing.num_executors} executor(s), "
-            f"{spark.sizing.task_slots} task slots each)")
-        run_id = uuid.uuid4().hex[:6]
-        return run_on(cluster, spark, workload, output, show_progress=show_progress, out=out,
-                      topics=[f"{topic}-{run_id}" for topic in workload.topic_names()])
-    finally:
-        if spark is not None:
-            spark.stop()
-        cluster.close()
+    return run_on_a_running_cluster(
+        cluster, f"Kafka listener {bootstrap_servers}: {len(cluster.broker_ids)} broker(s); producers and consumers "
+                 f"are {LISTENER_CLIENT}'s, the workload's broker settings are not applied",
+        workload, output, show_progress, spark_sizing, out, run_on)

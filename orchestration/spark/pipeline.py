@@ -241,23 +241,12 @@ def run_on_existing(workload: Workload, namespace: str, address: str | None, out
     runs' topics), the workload's broker settings are not applied (the brokers keep their own), and
     the cluster is left running."""
     from orchestration.admin.cluster import Cluster
-    from orchestration.spark.session import SparkOnRay
+    from orchestration.spark.session import run_on_a_running_cluster
     cluster = Cluster.connect(namespace=namespace, address=address)
-    spark = None
-    try:
-        out(f"raykafka cluster: {len(cluster.broker_ids)} brokers already running (Ray namespace {namespace}; "
-            f"bootstrap servers {cluster.bootstrap_servers}); the workload's broker settings are not applied")
-        spark = SparkOnRay.start("raykafka-load", spark_sizing)
-        out(f"Spark on Ray started in {spark.startup_s:.1f}s ({spark.sizing.num_executors} executor(s), "
-            f"{spark.sizing.task_slots} task slots each)")
-        run_id = uuid.uuid4().hex[:6]
-        return run_on(cluster, spark, workload, output, show_progress=show_progress, out=out,
-                      topics=[f"{topic}-{run_id}" for topic in workload.topic_names()])
-    finally:
-        if spark is not None:
-            spark.stop()
-        cluster.close()
-
+    return run_on_a_running_cluster(
+        cluster, f"raykafka cluster: {len(cluster.broker_ids)} brokers already running (Ray namespace {namespace}; "
+                 f"bootstrap servers {cluster.bootstrap_servers}); the workload's broker settings are not applied",
+        workload, output, show_progress, spark_sizing, out, run_on)
 
 def run_on(cluster, spark, workload: Workload, output_dir: str | Path, *, show_progress: bool = False,
            out=print, topics: list[str] | None = None) -> PipelineResult:

@@ -320,6 +320,28 @@ class SparkOnRay:
         self.stop()
 
 
+def run_on_a_running_cluster(cluster, described: str, workload, output, show_progress: bool, spark_sizing, out,
+                             run_on):
+    """``workload`` by ``run_on`` (orchestration.spark.pipeline.run_on, handed in: the pipeline
+    imports this module) on a cluster the run did not start (``load run --namespace`` or
+    ``--bootstrap-server``): Spark starts on this process's Ray, the topics get a suffix of this run
+    (such a cluster keeps earlier runs' topics), and Spark is stopped and ``cluster`` closed after."""
+    import uuid
+    spark = None
+    try:
+        out(described)
+        spark = SparkOnRay.start("raykafka-load", spark_sizing)
+        out(f"Spark on Ray started in {spark.startup_s:.1f}s ({spark.sizing.num_executors} executor(s), "
+            f"{spark.sizing.task_slots} task slots each)")
+        run_id = uuid.uuid4().hex[:6]
+        return run_on(cluster, spark, workload, output, show_progress=show_progress, out=out,
+                      topics=[f"{topic}-{run_id}" for topic in workload.topic_names()])
+    finally:
+        if spark is not None:
+            spark.stop()
+        cluster.close()
+
+
 def _with_kafka_connector(configs: dict | None, wanted: bool | None) -> dict | None:
     if wanted is False:
         return configs
