@@ -12,6 +12,7 @@ event (a long GC pause), which is how a test makes a zombie controller.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 from typing import Any
 
@@ -176,7 +177,8 @@ class ControllerActor:
     # ---------------------------------------------------------------------------- observation
     async def ping(self) -> dict:
         await self._ensure_started()
-        return {"controller_epoch": self._driver.core.controller_epoch, "active": self._driver.core.active}
+        return {"controller_epoch": self._driver.core.controller_epoch, "active": self._driver.core.active,
+                "pid": os.getpid()}
 
     async def controller_epoch(self) -> int:
         return self._driver.core.controller_epoch

@@ -292,9 +292,9 @@ class Cluster(AdminClient):
         from the last round that was swapped in (a round cut short leaves the logs whole).
         """
         if role == "broker":
-            ray.kill(self.broker(broker_id), no_restart=not restart)
+            _kill_and_wait_gone(self.broker(broker_id), f"broker {broker_id}", restart)
         elif role == "controller":
-            ray.kill(self.controller(), no_restart=not restart)
+            _kill_and_wait_gone(self.controller(), "the controller", restart)
         elif role == "replica-fetcher":
             fetchers = ray.get(self.broker(broker_id).fetchers.remote(), timeout=30)
             if not fetchers:
@@ -304,7 +304,7 @@ class Cluster(AdminClient):
         elif role == "group-coordinator":
             if broker_id not in self._coordinators:
                 raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no group coordinator {broker_id}")
-            ray.kill(self._coordinators[broker_id], no_restart=not restart)
+            _kill_and_wait_gone(self._coordinators[broker_id], f"group coordinator {broker_id}", restart)
         elif role == "log-cleaner":
             cleaner = ray.get(self.broker(broker_id).log_cleaner.remote(), timeout=30)["actor"]
             if cleaner is None:
@@ -446,3 +446,33 @@ def _actor_gone(name: str, namespace: str) -> bool:
     except ValueError:
         return True
     return False
+
+
+KILL_TIMEOUT_S = 30.0
+
+
+def _kill_and_wait_gone(handle, what: str, restart: bool) -> None:
+    """``ray.kill`` and return once the killed process no longer answers.
+
+    ``ray.kill`` only asks Ray to end the process: a call made right after it can still be served
+    by the old process, and a script that kills a broker and then waits for "the broker is back,
+    following" would see the broker as it was before the crash. The process id the actor reports
+    (``ping``) tells the old process from the one Ray starts in its place; an actor that cannot
+    say (it is stuck or already dead) is killed without the wait."""
+    try:
+        before = ray.get(handle.ping.remote(), timeout=5).get("pid")
+    except Exception:  # already dead, restarting or unresponsive: nothing to tell apart
+        before = None
+    ray.kill(handle, no_restart=not restart)
+    if before is None:
+        return
+
+    def old_process_gone() -> bool:
+        try:
+            return ray.get(handle.ping.remote(), timeout=2).get("pid") != before
+        except ray.exceptions.GetTimeoutError:
+            return False  # no answer yet: ask again
+        except ray.exceptions.RayError:  # ActorDiedError, ActorUnavailableError (restarting)
+            return True
+
+    wait_until(old_process_gone, KILL_TIMEOUT_S, f"{what}'s killed process to stop answering")

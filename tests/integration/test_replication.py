@@ -5,7 +5,8 @@ fetcher is replaced and catches up; an idempotent producer writes each record on
 kill; with two brokers down acks=all is refused; a producer sending one
 record at a time with acks=all and no retries keeps going across repeated leader kills; a paused
 broker serves no log reads until it resumes; a consumer whose records an unclean election truncated
-reads the new leader's records from where the logs diverge (KIP-320)."""
+reads the new leader's records from where the logs diverge (KIP-320); a killed broker's old
+process never answers once the kill has returned."""
 from __future__ import annotations
 
 import concurrent.futures
@@ -116,6 +117,25 @@ def test_dead_follower_leaves_the_isr_and_rejoins_after_restart(cluster):
     cluster.restart_broker(follower)
     wait_until(lambda: follower in cluster.describe_topic("isr")[0].isr, 60, "the follower back in the ISR")
     wait_until(lambda: replicas_agree_below_hw(cluster, "isr", 0), 60, "identical replicas")
+
+
+def test_a_killed_broker_never_answers_from_its_old_process_once_kill_returns(cluster):
+    """``ray.kill`` only asks Ray to end the process; ``Cluster.kill`` returns once it has ended, so
+    a script's next look at the broker (as the chaos rows take right after a kill) sees the
+    restarted broker or none, never the one that was killed."""
+    cluster.create_topic("bounced", partitions=1, replication_factor=3)
+    wait_until(lambda: len(cluster.describe_topic("bounced")[0].isr) == 3, 60, "bounced's ISR to reach 3")
+    broker = cluster.broker(2)
+    killed_pid = ray.get(broker.ping.remote(), timeout=30)["pid"]
+    cluster.kill("broker", 2, restart=True)
+    try:
+        answered_pid = ray.get(broker.ping.remote(), timeout=60)["pid"]
+    except ray.exceptions.RayError:  # restarting: the old process is gone, which is what counts
+        answered_pid = None
+    assert answered_pid != killed_pid, "broker 2's killed process answered after kill returned"
+    restarted_pid = wait_until(lambda: ray.get(broker.ping.remote(), timeout=10)["pid"], 60, "broker 2 restarted")
+    assert restarted_pid != killed_pid
+    wait_until(lambda: 2 in cluster.describe_topic("bounced")[0].isr, 60, "broker 2 back in bounced's ISR")
 
 
 def test_killed_fetcher_is_replaced_and_catches_up(cluster):
