@@ -211,8 +211,12 @@ def _free_ports(count: int) -> list[int]:
 
 
 def _cluster_id() -> str:
-    """A cluster id as Kafka's Uuid.toString writes one: 16 random bytes, URL-safe base64, no padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A cluster id as Kafka's Uuid.toString writes one: 16 random bytes, URL-safe base64, no padding;
+    drawn again, as Kafka's Uuid.randomUuid does, while it starts with '-' (kafka-storage would take
+    it for an option, "--cluster-id/-t: expected one argument")."""
+    while (drawn := base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()).startswith("-"):
+        pass
+    return drawn
 
 
 class ApacheKafkaCluster:
