@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 
 TOPIC, GROUP = "verifiable", "verifiable-group"
 PARTITIONS = 3
-MESSAGES, THROUGHPUT = 2400, 200  # twelve seconds of sends; the kill lands in the second or third
+MESSAGES, THROUGHPUT = 1600, 200  # eight seconds of sends; the kill lands in the second or third
 KILL_AFTER_ACKS = 400
 WAIT_S = 180.0
 # Kafka's verifiable producer sets retries=0 itself, which turns idempotence off (the Java client
