@@ -121,6 +121,9 @@ BROKER_DEFAULTS: dict[str, str] = {
     # answers new ones at once with what it has (Kafka's purgatories are unbounded).
     "raykafka.purgatory.max.size": "10000",
     "raykafka.truncation.policy": "leader-epoch",
+    # How long a follower's fetch waits for records to carry a newer high watermark before it is
+    # answered without them (replica/fetch.py); 0 answers at once, as Kafka does.
+    "raykafka.replica.high.watermark.linger.ms": "0",
 }
 
 # Broker keys that have no value unless set (Kafka's null defaults), and broker keys whose default

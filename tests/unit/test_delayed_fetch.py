@@ -1,7 +1,9 @@
 """A parked fetch completes in every case Kafka 2.4's DelayedFetch.tryComplete completes it: the
 fetch offset and the readable end in different segments (case F), a follower that has not yet been
 sent the leader's current high watermark (case H, KIP-392), and a partition this broker no longer
-leads (cases A-C); and it keeps waiting otherwise. Driven step by step with a fake clock, no Ray."""
+leads (cases A-C); and it keeps waiting otherwise. With raykafka's high watermark linger, a
+follower's fetch that would be answered only to pass on a newer high watermark waits for records
+to carry it, up to the linger and never past its max wait. Driven step by step with a fake clock, no Ray."""
 from __future__ import annotations
 
 import pytest
@@ -61,9 +63,9 @@ def test_a_parked_fetch_keeps_waiting_for_min_bytes_within_one_segment():
     assert len(fetch_result(driver.answers[fetch_id]).records) == len(LARGE)
 
 
-def three_replicas_with_two_records() -> CoreDriver:
+def three_replicas_with_two_records(config: dict | None = None) -> CoreDriver:
     """Broker 0 leads t-0 with followers 1 and 2 in the ISR; both hold offsets 0-1, HW 2 sent to both."""
-    driver = CoreDriver(broker_id=0)
+    driver = CoreDriver(broker_id=0, config=config)
     driver.become("t", 0, leader=0, replicas=(0, 1, 2), isr=(0, 1, 2), leader_epoch=1)
     driver.produce("t", 0, make_batch([b"a", b"b"]))
     for follower in (1, 2):
@@ -116,6 +118,62 @@ def test_a_follower_fetch_is_answered_at_once_when_the_high_watermark_moved_sinc
     assert driver.manager.partitions[("t", 0)].high_watermark == 3
     # Broker 2 was last sent HW 2: its next fetch, with nothing new to read, is answered at once.
     assert fetch_result(driver.answers[follower_fetch(driver, 2, 3)]).high_watermark == 3
+
+
+LINGER_MS = 50
+
+
+def lingering(linger_ms: int = LINGER_MS) -> CoreDriver:
+    return three_replicas_with_two_records({"raykafka.replica.high.watermark.linger.ms": str(linger_ms)})
+
+
+def high_watermark_moved_to_three(driver) -> tuple[int, int]:
+    """Offset 2 written; broker 1 fetched it and parks; broker 2's fetch moves the HW to 3."""
+    driver.produce("t", 0, make_batch([b"c"]))
+    assert fetch_result(driver.answers[driver.fetch("t", 0, 2, replica_id=1)]).high_watermark == 2
+    waiting = follower_fetch(driver, 1, 3)
+    driver.fetch("t", 0, 2, replica_id=2)
+    moving = follower_fetch(driver, 2, 3)
+    assert driver.manager.partitions[("t", 0)].high_watermark == 3
+    return waiting, moving
+
+
+def test_with_a_high_watermark_linger_records_that_arrive_carry_the_new_high_watermark():
+    driver = lingering()
+    waiting, moving = high_watermark_moved_to_three(driver)
+    assert waiting not in driver.answers and moving not in driver.answers, "no record-less round at once"
+    driver.advance(LINGER_MS - 1)
+    driver.produce("t", 0, make_batch([b"d"]))
+    for fetch_id in (waiting, moving):
+        data = fetch_result(driver.answers[fetch_id])
+        assert data.high_watermark == 3
+        assert [r.value for r in read_records("t", 0, data.records, 3)] == [b"d"]
+
+
+def test_with_a_high_watermark_linger_the_new_high_watermark_goes_out_alone_when_the_linger_ends():
+    driver = lingering()
+    waiting, moving = high_watermark_moved_to_three(driver)
+    driver.advance(LINGER_MS - 1)
+    assert waiting not in driver.answers and moving not in driver.answers
+    driver.advance(1)
+    for fetch_id in (waiting, moving):
+        data = fetch_result(driver.answers[fetch_id])
+        assert data.high_watermark == 3 and not data.records
+    # Having been sent HW 3, a follower's next fetch waits its whole max wait again.
+    assert follower_fetch(driver, 1, 3) not in driver.answers
+
+
+def test_a_high_watermark_linger_never_holds_a_fetch_past_its_max_wait():
+    driver = lingering(linger_ms=MAX_WAIT_MS * 4)
+    driver.produce("t", 0, make_batch([b"c"]))
+    driver.fetch("t", 0, 2, replica_id=1)
+    waiting = follower_fetch(driver, 1, 3)
+    driver.advance(MAX_WAIT_MS - 10)
+    driver.fetch("t", 0, 2, replica_id=2)
+    follower_fetch(driver, 2, 3)  # moves the HW to 3: broker 1's fetch lingers, for 10 ms more at most
+    assert waiting not in driver.answers
+    driver.advance(10)
+    assert fetch_result(driver.answers[waiting]).high_watermark == 3
 
 
 def test_a_consumer_fetch_does_not_complete_on_a_high_watermark_it_cannot_read_up_to():

@@ -18,11 +18,26 @@ a follower's fetch or an ISR change moves one of its partitions):
   segment other than the one the fetch offset was in when it parked: the log rolled, the fetch
   fell behind into an older segment, or the log was cut below it (case F); a read never spans
   segments, so waiting there for ``min_bytes`` could only run out the clock;
-- the fetch is a follower's and the high watermark rose above the one last sent to it (case H);
+- the fetch is a follower's and the high watermark rose above the one last sent to it (case H),
+  once ``raykafka.replica.high.watermark.linger.ms`` has passed (below);
 - together the watched partitions hold ``min_bytes`` (case G), counted as Kafka counts them,
   from log positions: per partition, the bytes between where the read would start and the
   readable end in that segment, at most ``partition_max_bytes``; no log data is read for it;
-or at ``max_wait_ms``. Only the completing read reads the log. When a fetch offset is no longer
+or at ``max_wait_ms``. Only the completing read reads the log.
+
+The high watermark linger (raykafka's, not Kafka's). In Kafka a follower's fetch is answered as
+soon as the high watermark rose above the one it was last sent, records or not: the follower
+learns the new high watermark at once, at the price of a record-less round (answer, append, next
+fetch) after every acknowledged write. A network round costs Kafka little; here each of its steps
+is a Ray call, and under load the record-less round takes a third of the replication path's calls
+and collides with the next write's records, which then wait for it. With
+``raykafka.replica.high.watermark.linger.ms`` above 0, a follower's fetch whose only reason to be
+answered is a newer high watermark waits up to that long (never beyond its ``max_wait_ms``) for
+records to carry it: records that arrive meanwhile complete it at once with the new high watermark
+beside them, and otherwise it is answered record-less when the linger runs out. Nothing a
+producer waits for changes: an acks=all write is acknowledged when the followers' fetch offsets
+pass it, which the linger does not delay; only a follower's own high watermark may trail the
+leader's by up to the linger when no records follow. 0 is Kafka's behaviour. When a fetch offset is no longer
 within the log (the log was cut below it, or its start moved above it) the parked fetch reads at
 once, and answers with the error that read finds.
 
@@ -42,7 +57,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from actors.core import metrics
-from actors.core.effects import Effect, Respond
+from actors.core.effects import ArmTimer, Effect, Respond
 from actors.core.errors import ErrorCode, KafkaProtocolError
 from actors.core.log.record_batch import holds_zstd_batch
 from actors.core.messages.fetch import (
@@ -76,6 +91,9 @@ class DelayedFetch(DelayedOperation):
     starts: tuple[FetchStart, ...]
     context: FetchContext | None  # its fetch session's view; None: answered as read
     path: FetchPath
+    # When a follower's fetch that waits only to pass on a newer high watermark is answered at the
+    # latest (the linger's end); None while it has no newer high watermark to pass on.
+    high_watermark_due_ms: int | None = None
 
     def try_complete(self, now_ms: int, *, expired: bool) -> list[Effect]:
         return self.path.try_complete(self, now_ms, expired=expired)
@@ -84,8 +102,10 @@ class DelayedFetch(DelayedOperation):
 class FetchPath:
     def __init__(self, *, broker_id: int, partitions: dict[TopicPartition, Partition],
                  leader_partition: Callable[[TopicPartition], Partition], fetch_sessions: FetchSessionCache,
-                 delayed: DelayedOperations, replication: Replication) -> None:
+                 delayed: DelayedOperations, replication: Replication,
+                 high_watermark_linger_ms: int = 0) -> None:
         self.broker_id = broker_id
+        self.high_watermark_linger_ms = high_watermark_linger_ms
         self.partitions = partitions
         self.leader_partition = leader_partition
         self.fetch_sessions = fetch_sessions
@@ -109,26 +129,30 @@ class FetchPath:
             effects.extend(self._update_follower_fetch_states(request, response, now_ms))
         keys = tuple((topic.topic, p.partition) for topic in request.topics for p in topic.partitions)
         if (request.max_wait_ms <= 0 or size_bytes >= request.min_bytes or must_answer or not keys
-                or needs_high_watermark or self.delayed.fetch.is_full):
+                or (needs_high_watermark and self.high_watermark_linger_ms <= 0) or self.delayed.fetch.is_full):
             response = context.respond(self.fetch_sessions, response, now_ms)
             effects.append(Respond(request_id=request_id, response=response))
             return effects + self._bytes_out(request, response)
         operation = DelayedFetch(request_id=request_id, deadline_ms=now_ms + request.max_wait_ms, keys=keys,
                                  request=request, starts=self._fetch_starts(request), context=context, path=self)
-        if self._must_complete(operation):  # e.g. this follower's own fetch offset moved the HW
+        if self._must_complete(operation, now_ms):  # e.g. this follower's own fetch offset moved the HW
             return effects + self._complete(operation, now_ms)
         effects.extend(self.delayed.park(self.delayed.fetch, operation))
         return effects
 
     def try_complete(self, operation: DelayedFetch, now_ms: int, *, expired: bool) -> list[Effect]:
-        if expired or self._must_complete(operation):
+        due_before = operation.high_watermark_due_ms
+        if expired or self._must_complete(operation, now_ms):
             return self._complete(operation, now_ms)
+        # A newer high watermark to pass on started the linger just now: wake up when it ends.
+        waiting = ([] if operation.high_watermark_due_ms is None or due_before is not None
+                   else [ArmTimer(deadline_ms=operation.deadline_ms)])
         available_bytes = self._available_bytes(operation)
         if available_bytes is not None:
-            return self._complete(operation, now_ms) if available_bytes >= operation.request.min_bytes else []
+            return self._complete(operation, now_ms) if available_bytes >= operation.request.min_bytes else waiting
         response, size_bytes, must_answer = self.read_for_fetch(operation.request)
         if not (must_answer or size_bytes >= operation.request.min_bytes):
-            return []
+            return waiting
         return self._complete(operation, now_ms, response)
 
     def _available_bytes(self, parked: DelayedFetch) -> int | None:
@@ -188,8 +212,9 @@ class FetchPath:
                                          partition_max_bytes=asked.partition_max_bytes))
         return tuple(starts)
 
-    def _must_complete(self, parked: DelayedFetch) -> bool:
-        """Kafka 2.4's DelayedFetch cases A-F and H (G, the byte count, needs a read)."""
+    def _must_complete(self, parked: DelayedFetch, now_ms: int) -> bool:
+        """Kafka 2.4's DelayedFetch cases A-F and H (G, the byte count, needs a read); H once the
+        high watermark linger has run out (it starts here, and brings the deadline forward)."""
         replica_id = parked.request.replica_id
         for start in parked.starts:
             partition = self.partitions.get(start.topic_partition)
@@ -202,7 +227,13 @@ class FetchPath:
                     and partition.log.segment_base_offset(end_offset) != start.segment_base_offset):
                 return True
             if replica_id >= 0 and partition.follower_needs_high_watermark(replica_id):
-                return True
+                if self.high_watermark_linger_ms <= 0:
+                    return True
+                if parked.high_watermark_due_ms is None:
+                    parked.high_watermark_due_ms = now_ms + self.high_watermark_linger_ms
+                    parked.deadline_ms = min(parked.deadline_ms, parked.high_watermark_due_ms)
+                if now_ms >= parked.high_watermark_due_ms:
+                    return True
         return False
 
     def _sends_newer_high_watermark(self, replica_id: int, response: FetchResponse) -> bool:

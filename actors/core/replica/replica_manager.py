@@ -161,7 +161,9 @@ class ReplicaManager:
                                         leader_partition=self.leader_partition, delayed=self.delayed)
         self.fetch_path = FetchPath(broker_id=broker_id, partitions=self.partitions,
                                     leader_partition=self.leader_partition, fetch_sessions=self.fetch_sessions,
-                                    delayed=self.delayed, replication=self.replication)
+                                    delayed=self.delayed, replication=self.replication,
+                                    high_watermark_linger_ms=config.get_int(
+                                        "raykafka.replica.high.watermark.linger.ms", minimum=0))
         self.delete_records_path = DeleteRecordsPath(broker_id=broker_id, partitions=self.partitions,
                                                      leader_partition=self.leader_partition, delayed=self.delayed)
 
