@@ -123,7 +123,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "raykafka.truncation.policy": "leader-epoch",
     # How long a follower's fetch waits for records to carry a newer high watermark before it is
     # answered without them (replica/fetch.py); 0 answers at once, as Kafka does.
-    "raykafka.replica.high.watermark.linger.ms": "0",
+    "raykafka.replica.high.watermark.linger.ms": "50",
 }
 
 # Broker keys that have no value unless set (Kafka's null defaults), and broker keys whose default

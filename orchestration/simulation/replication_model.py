@@ -44,6 +44,7 @@ import pickle
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from actors.core.config import BROKER_DEFAULTS
 from actors.core.errors import ErrorCode
 from actors.core.messages.produce import PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData
 from orchestration.simulation.network import REQUEST, RESPONSE, Message
@@ -52,10 +53,12 @@ from orchestration.simulation.simulation import SIM_DEFAULTS, Simulation, make_b
 
 TOPIC = "replicated"
 UNITS_PER_MS = 10  # simulator clock units per millisecond: latencies to 0.1 ms
+HIGH_WATERMARK_LINGER_KEY = "raykafka.replica.high.watermark.linger.ms"
 TICK_INTERVAL_MS = 10  # the simulator's default tick period, in milliseconds
 # The millisecond settings the model hands the cores, scaled by UNITS_PER_MS with the clock.
 SCALED_KEYS = tuple(k for k in SIM_DEFAULTS if k.endswith(".ms")) + (
-    "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms", "replica.lag.time.max.ms", "request.timeout.ms")
+    "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms", "replica.lag.time.max.ms", "request.timeout.ms",
+    HIGH_WATERMARK_LINGER_KEY)
 PRODUCE_TIMEOUT_MS = 30_000
 ROUND_LIMIT_MS = 60_000  # a round that does not finish within this much simulated time stalls the run
 
@@ -72,6 +75,9 @@ class ReplicationDesign:
     local_latency_ms: float | None = None  # fetcher <-> its own broker; None: message_latency_ms
     replica_fetch_wait_max_ms: int = 500  # Kafka's default
     replica_fetch_min_bytes: int = 1
+    # How long a follower's fetch waits for records to carry a newer high watermark (replica/fetch.py);
+    # None: the broker's default; 0: Kafka's rule, answered at once.
+    high_watermark_linger_ms: int | None = None
     num_replica_fetchers: int = 1
     max_in_flight: int = 1  # produce requests outstanding per broker
     idle_between_batches: bool = False  # each round waits until replication is idle (see the module docstring)
@@ -85,6 +91,9 @@ class ReplicationDesign:
                     "replica.fetch.min.bytes": self.replica_fetch_min_bytes,
                     "num.replica.fetchers": self.num_replica_fetchers,
                     "replica.lag.time.max.ms": 10_000, "request.timeout.ms": 30_000}
+        settings[HIGH_WATERMARK_LINGER_KEY] = (int(BROKER_DEFAULTS[HIGH_WATERMARK_LINGER_KEY])
+                                               if self.high_watermark_linger_ms is None
+                                               else self.high_watermark_linger_ms)
         settings = {**SIM_DEFAULTS, **{k: str(v) for k, v in settings.items()}}
         return {k: str(int(v) * UNITS_PER_MS) if k in SCALED_KEYS else v for k, v in settings.items()}
 

@@ -15,8 +15,10 @@ from orchestration.simulation import command
 from orchestration.simulation.random_faults import RunOptions, run_seed
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# The first seed that loses records under the high-watermark rule is 9 (3 of seeds 1..120 do:
-# 9, 49 and 74; before the controller held CreateTopics answers until every broker knew the topic,
+# The first seed that loses records under the high-watermark rule is 25 (4 of seeds 1..120 do:
+# 25, 30, 49 and 99, and 74 shows an anomaly; before followers' fetches lingered for records to
+# carry a new high watermark, it was 9, and 9, 49 and 74 lost records; before the controller held
+# CreateTopics answers until every broker knew the topic,
 # which changed the message schedules, it was 25, and before followers fetched in sessions, 15);
 # the seeds after it leave room for a change in the schedules that moves it a little.
 SEEDS_TO_FIND_A_LOSS = range(1, 31)
@@ -44,11 +46,11 @@ def test_the_high_watermark_rule_loses_acknowledged_records_within_the_bound_and
 
 
 def test_a_seed_replays_identically_in_this_process_and_from_its_printed_command(capsys):
-    options = RunOptions(seed=9, faults=CRASH_AND_RESTART, policy="high-watermark")
+    options = RunOptions(seed=25, faults=CRASH_AND_RESTART, policy="high-watermark")
     first, again = run_seed(options), run_seed(options)
     assert (first.verdict, first.steps, first.simulated_ms, first.schedule) == \
         (again.verdict, again.steps, again.simulated_ms, again.schedule)
-    assert first.verdict == "LOST", f"seed 9 was expected to lose records: {first.verdict} {first.detail}"
+    assert first.verdict == "LOST", f"seed 25 was expected to lose records: {first.verdict} {first.detail}"
 
     assert main(options.replay_command().split()[1:]) == 1
     printed = capsys.readouterr().out

@@ -15,6 +15,8 @@ from actors.codecs.record_batches import read_records
 from tests.support.core_driver import CoreDriver, fetch_result, make_batch
 
 MAX_WAIT_MS = 500
+# raykafka.replica.high.watermark.linger.ms=0: a newer high watermark is sent at once, as Kafka does.
+KAFKAS_RULE = {"raykafka.replica.high.watermark.linger.ms": "0"}
 # More than any test here writes: only the completion cases under test can answer such a fetch early.
 MIN_BYTES_LARGE = 1 << 20
 SMALL = make_batch([b"s"])  # 69 bytes
@@ -92,7 +94,7 @@ def test_a_caught_up_follower_with_nothing_new_to_learn_waits():
 
 
 def test_a_parked_follower_fetch_completes_when_another_followers_fetch_moves_the_high_watermark():
-    driver = three_replicas_with_two_records()
+    driver = three_replicas_with_two_records(KAFKAS_RULE)
     driver.produce("t", 0, make_batch([b"c"]))
     assert fetch_result(driver.answers[driver.fetch("t", 0, 2, replica_id=1)]).high_watermark == 2
     waiting = follower_fetch(driver, 1, 3)  # broker 1 has offset 2; the HW waits for broker 2
@@ -108,7 +110,7 @@ def test_a_parked_follower_fetch_completes_when_another_followers_fetch_moves_th
 
 
 def test_a_follower_fetch_is_answered_at_once_when_the_high_watermark_moved_since_its_last_answer():
-    driver = three_replicas_with_two_records()
+    driver = three_replicas_with_two_records(KAFKAS_RULE)
     driver.produce("t", 0, make_batch([b"c"]))
     for follower in (1, 2):
         assert fetch_result(driver.answers[driver.fetch("t", 0, 2, replica_id=follower)]).high_watermark == 2
