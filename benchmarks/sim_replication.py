@@ -40,6 +40,8 @@ COLUMNS = (("Produce", ("ProduceRequest request", "ProduceResponse response")),
 # Designs the model can express by its parameters, beside today's (``--compare``).
 # Each: (its short label, what it models, the design's changed fields).
 COMPARED = (
+    ("Kafka's rule", "raykafka.replica.high.watermark.linger.ms=0: a follower's fetch is answered as soon as the "
+     "high watermark rose above the one it was last sent, records or not", {"high_watermark_linger_ms": 0}),
     ("local append free", "the follower's append runs in the fetcher's own process: the fetcher's calls to its "
      "own broker cost nothing", {"local_latency_ms": 0}),
     ("no early answer", "the leader never answers a parked follower fetch before replica.fetch.wait.max.ms "
@@ -107,6 +109,8 @@ def main() -> None:
     parser.add_argument("--replica-fetch-min-bytes", type=int, default=ReplicationDesign.replica_fetch_min_bytes)
     parser.add_argument("--num-replica-fetchers", type=int, default=ReplicationDesign.num_replica_fetchers)
     parser.add_argument("--max-in-flight", type=int, default=ReplicationDesign.max_in_flight)
+    parser.add_argument("--high-watermark-linger-ms", type=int, default=None,
+                        help="raykafka.replica.high.watermark.linger.ms (default: the broker's)")
     parser.add_argument("--batches", type=int, default=ReplicationDesign.batches)
     parser.add_argument("--records-per-batch", type=int, default=ReplicationDesign.records_per_batch)
     parser.add_argument("--record-bytes", type=int, default=ReplicationDesign.record_bytes)
@@ -118,6 +122,7 @@ def main() -> None:
         message_latency_ms=args.message_latency_ms, local_latency_ms=args.local_latency_ms,
         replica_fetch_wait_max_ms=args.replica_fetch_wait_max_ms,
         replica_fetch_min_bytes=args.replica_fetch_min_bytes, num_replica_fetchers=args.num_replica_fetchers,
+        high_watermark_linger_ms=args.high_watermark_linger_ms,
         max_in_flight=args.max_in_flight, batches=args.batches, records_per_batch=args.records_per_batch,
         record_bytes=args.record_bytes, seed=args.seed)
     partition_counts = [int(p) for p in args.partitions.split(",")]
