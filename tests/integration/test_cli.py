@@ -1,16 +1,17 @@
-"""Proves the ``raykafka`` command runs a cluster that outlives it: one ``cluster start --local`` in
-a subprocess, then every subcommand with ``--json`` against that cluster (topics, topic configs changed live, produce, consume, groups with lag, a partition reassignment,
-kill and leadership moving, elections, metrics), the console tools with Kafka's flags (a consumer
-that runs until Ctrl-C), the topics, console, groups, leader-election, delete-records, log-dirs and
-reassign-partitions commands with ``--bootstrap-server`` against raykafka's listener and Apache Kafka's, nothing on stderr but what a command means to say, one line naming
-``raykafka cluster start`` where there is no cluster, ``cluster status`` naming every broker's listener
-and the bootstrap servers a stock client connects with, and ``cluster stop --delete-data`` ending the
-actors and every process of the Ray head it started before it returns, and removing the data
-directories and the Ray head's temporary directory ``cluster start`` made (the last test, on the
-module's cluster). Most commands run through the CLI's own ``main(argv)`` in the test's process
-(joined once to the cluster's Ray; stdin, stdout and stderr captured); those whose exit code and quiet
-stderr prove the console command end to end run as processes of their own (start, a refused create,
-the console producer and consumer, an unclean election, no cluster, stop).
+"""Proves the ``raykafka`` command runs a cluster that outlives it: one ``cluster start --local`` in a
+subprocess, then every subcommand with ``--json`` against that cluster (topics, topic configs changed
+live, produce, consume, groups with lag, a partition reassignment, kill and leadership moving,
+elections, metrics), the console tools with Kafka's flags (a consumer that runs until Ctrl-C), the
+topics, console, groups, leader-election, delete-records, log-dirs and reassign-partitions commands with
+``--bootstrap-server`` against raykafka's listener and Apache Kafka's, nothing on stderr but what a
+command means to say, one line naming ``raykafka cluster start`` where there is no cluster,
+``cluster status`` naming every broker's listener and the bootstrap servers a stock client connects with, and
+``cluster stop --delete-data`` ending the actors and every process of the Ray head it started before it
+returns, and removing the data directories and the Ray head's temporary directory ``cluster start`` made
+(the last test, on the module's cluster). Most commands run through the CLI's own ``main(argv)`` in the
+test's process (joined once to the cluster's Ray; stdin, stdout and stderr captured); those whose exit
+code and quiet stderr prove the console command end to end run as processes of their own (start, a
+refused create, the console producer and consumer, an unclean election, no cluster, stop).
 Each test makes what it reads (its own topics, or the module's ``orders`` fixture), so any one of
 them runs alone (``-k``)."""
 from __future__ import annotations
