@@ -123,6 +123,16 @@ class Raykafka:
         ray.shutdown()
         os.environ.clear()
         os.environ.update(environ)
+        # ``ray_address`` made this process use the head's token authentication (use_auth_mode: the
+        # environment and Ray's configuration, which Ray reads only when told to). Ray's configuration
+        # outlives ray.shutdown(): left in token mode, this process's next driver refused the calls of
+        # a head without authentication (the session's), and that head cancelled the next module's
+        # first actor before it ran ("all references to the actor were removed"). Read it again from
+        # the environment put back above, then drop the token Ray cached (in that order, as Ray's own
+        # tests reset it: ray._private.authentication_test_utils).
+        from ray._raylet import AuthenticationTokenLoader, Config
+        Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
         rays = logging.getLogger("ray")
         rays.handlers[:] = handlers
         rays.propagate = propagate
