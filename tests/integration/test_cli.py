@@ -1,18 +1,24 @@
-"""Proves the ``raykafka`` command runs a cluster that outlives it: one ``cluster start --local`` in
-a subprocess, then every subcommand, each as its own process with ``--json``, against that cluster
-(topics, topic configs changed live, produce, consume, groups with lag, a partition reassignment,
-kill and leadership moving, elections, metrics), the console tools with Kafka's flags (a consumer
-that runs until Ctrl-C), the topics, console, groups, leader-election, delete-records, log-dirs and
-reassign-partitions commands with ``--bootstrap-server`` against raykafka's listener and Apache Kafka's, nothing on stderr but what a command means to say, one line naming
-``raykafka cluster start`` where there is no cluster, ``cluster status`` naming every broker's listener
-and the bootstrap servers a stock client connects with, and ``cluster stop --delete-data`` ending the
-actors and every process of the Ray head it started before it returns, and removing the data
-directories and the Ray head's temporary directory ``cluster start`` made (the last test, on the
-module's cluster).
+"""Proves the ``raykafka`` command runs a cluster that outlives it: one ``cluster start --local`` in a
+subprocess, then every subcommand with ``--json`` against that cluster (topics, topic configs changed
+live, produce, consume, groups with lag, a partition reassignment, kill and leadership moving,
+elections, metrics), the console tools with Kafka's flags (a consumer that runs until Ctrl-C), the
+topics, console, groups, leader-election, delete-records, log-dirs and reassign-partitions commands with
+``--bootstrap-server`` against raykafka's listener and Apache Kafka's, nothing on stderr but what a
+command means to say, one line naming ``raykafka cluster start`` where there is no cluster,
+``cluster status`` naming every broker's listener and the bootstrap servers a stock client connects with, and
+``cluster stop --delete-data`` ending the actors and every process of the Ray head it started before it
+returns, and removing the data directories and the Ray head's temporary directory ``cluster start`` made
+(the last test, on the module's cluster). Most commands run through the CLI's own ``main(argv)`` in the
+test's process (joined once to the cluster's Ray; stdin, stdout and stderr captured); those whose exit
+code and quiet stderr prove the console command end to end run as processes of their own (start, a
+refused create, the console producer and consumer, an unclean election, no cluster, stop).
 Each test makes what it reads (its own topics, or the module's ``orders`` fixture), so any one of
 them runs alone (``-k``)."""
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
 import json
 import os
 import queue
@@ -23,6 +29,7 @@ import threading
 import time
 import urllib.request
 import uuid
+import warnings
 from pathlib import Path
 
 import pytest
@@ -30,14 +37,17 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COMMAND_TIMEOUT_S = 240
 WAIT_S = 120
-WAIT_POLL_S = 0.2  # between two runs of a condition, each itself a ``raykafka`` process of a second or more
+WAIT_POLL_S = 0.2  # between two runs of a condition, each itself a ``raykafka`` command
 ORDERS_RECORDS = 30
 
 pytestmark = pytest.mark.integration
 
 
 class Raykafka:
-    """Runs ``raykafka`` subcommands as subprocesses against one namespace."""
+    """Runs ``raykafka`` subcommands against one namespace: in this process through the CLI's own
+    ``main(argv)`` with stdin, stdout and stderr captured (``connect`` joins the cluster's Ray once,
+    so a command costs what it does, not a Python start and a Ray connect), or, with
+    ``own_process=True`` (and before ``connect``), as their own process, as a user runs them."""
 
     def __init__(self, home: Path, namespace: str) -> None:
         self.namespace = namespace
@@ -45,15 +55,93 @@ class Raykafka:
         self.env = dict(os.environ, RAYKAFKA_HOME=str(home), PYTHONPATH=str(REPO_ROOT))
         self.env.pop("RAY_ADDRESS", None)
         self.stop_tested = False  # set by the test of ``cluster stop``, which stops the module's cluster
+        self._restore: list = []
 
     def run(self, *args: str, stdin: str | None = None, check: bool = True,
-            json_output: bool = True) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-m", "orchestration.cli", *args, "--namespace", self.namespace,
-                               *(["--json"] if json_output else [])], input=stdin, capture_output=True, text=True,
-                              env=self.env, cwd=REPO_ROOT, timeout=COMMAND_TIMEOUT_S)
+            json_output: bool = True, own_process: bool = False) -> subprocess.CompletedProcess:
+        argv = [*args, "--namespace", self.namespace, *(["--json"] if json_output else [])]
+        if own_process or not self._restore:
+            done = subprocess.run([sys.executable, "-m", "orchestration.cli", *argv], input=stdin,
+                                   capture_output=True, text=True, env=self.env, cwd=REPO_ROOT,
+                                   timeout=COMMAND_TIMEOUT_S)
+        else:
+            done = self._in_process(argv, stdin)
         if check and done.returncode != 0:
             raise AssertionError(f"raykafka {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr[-3000:]}")
         return done
+
+    def _in_process(self, argv: list[str], stdin: str | None) -> subprocess.CompletedProcess:
+        from orchestration.cli import main
+        out, err = io.StringIO(), io.StringIO()
+        real_stdin = sys.stdin
+        sys.stdin = io.StringIO(stdin or "")
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    code = main(argv)
+                except SystemExit as exc:  # argparse's refusals, as the process would exit
+                    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        finally:
+            sys.stdin = real_stdin
+            from loguru import logger
+            logger.remove()  # main's handler writes to ``err``, which is done with
+        return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+    def connect(self) -> None:
+        """Join the cluster's Ray in this process, as a command does (``common.ray_address``), and
+        keep what ``main`` changes for the process (environment, Ray's log routing, loguru) to put
+        back in ``disconnect``."""
+        import logging
+
+        import ray
+        from loguru import logger
+        from ray._private import worker
+
+        from orchestration.commands.common import ray_address
+        rays = logging.getLogger("ray")
+        environ = dict(os.environ)
+        self._restore = [environ, list(rays.handlers), rays.propagate, getattr(worker, "print_to_stdstream", None)]
+        os.environ.update(RAYKAFKA_HOME=self.env["RAYKAFKA_HOME"])
+        os.environ.pop("RAY_ADDRESS", None)
+        if ray.is_initialized():
+            warnings.warn("an earlier test left Ray running; it was shut down before this module")
+            ray.shutdown()
+        address = ray_address(argparse.Namespace(namespace=self.namespace, address=None))
+        ray.init(address=address, namespace=self.namespace, log_to_driver=False)
+        logger.remove()
+
+    def disconnect(self) -> None:
+        if not self._restore:
+            return
+        import logging
+
+        import ray
+        from loguru import logger
+        from ray._private import worker
+        environ, handlers, propagate, print_to_stdstream = self._restore
+        self._restore = []
+        ray.shutdown()
+        os.environ.clear()
+        os.environ.update(environ)
+        # ``ray_address`` made this process use the head's token authentication (use_auth_mode: the
+        # environment and Ray's configuration, which Ray reads only when told to). Ray's configuration
+        # outlives ray.shutdown(): left in token mode, this process's next driver refused the calls of
+        # a head without authentication (the session's), and that head cancelled the next module's
+        # first actor before it ran ("all references to the actor were removed"). Read it again from
+        # the environment put back above, then drop the token Ray cached (in that order, as Ray's own
+        # tests reset it: ray._private.authentication_test_utils).
+        from ray._raylet import AuthenticationTokenLoader, Config
+        Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
+        rays = logging.getLogger("ray")
+        rays.handlers[:] = handlers
+        rays.propagate = propagate
+        if print_to_stdstream is not None:
+            worker.print_to_stdstream = print_to_stdstream
+        logger.remove()
+        logger.add(sys.stderr)
+        logger.disable("orchestration")
+        logger.disable("actors")
 
     def json(self, *args: str, stdin: str | None = None):
         return json.loads(self.run(*args, stdin=stdin).stdout.strip().splitlines()[-1])
@@ -102,8 +190,10 @@ def rk(tmp_path_factory):
         # Nothing but the answer: Ray's own messages (joining the head, its warnings) are DEBUG lines.
         assert (done.stdout.count("\n"), done.stderr) == (1, ""), (done.stdout, done.stderr)
         tool.started = started
+        tool.connect()
         yield tool
     finally:
+        tool.disconnect()
         # The module's last test stops the cluster, and its own finally ends what a failed stop left.
         if not (tool.stop_tested and not state_file.exists()):
             head_pid = json.loads(state_file.read_text()).get("head_pid") if state_file.exists() else None
@@ -177,7 +267,7 @@ def test_topics_create_list_describe_delete(rk):
     assert [p["partition"] for p in described] == [0, 1, 2]
     assert all(p["leader"] in p["isr"] and len(p["replicas"]) == 3 for p in described)
     assert rk.json("topics", "describe", "listed", "--unavailable-partitions") == []
-    refused = rk.run("topics", "create", "listed", check=False)
+    refused = rk.run("topics", "create", "listed", check=False, own_process=True)  # the exit code, end to end
     assert refused.returncode == 1 and json.loads(refused.stdout)["error"] == "TOPIC_ALREADY_EXISTS"
     assert rk.json("topics", "delete", "scratch")["deleted"]
     assert "scratch" not in rk.json("topics", "list")
@@ -231,7 +321,7 @@ def test_console_tools_with_kafkas_flags_and_a_consumer_that_runs_until_interrup
     assert rk.json("topics", "create", "console", "--partitions", "1")["created"]
     produced = rk.run("console-producer", "--topic", "console", "--property", "parse.key=true",
                       "--property", "key.separator=:", "--request-required-acks", "-1", stdin="k1:a\nk2:b\n",
-                      json_output=False)
+                      json_output=False, own_process=True)
     assert (produced.stdout, produced.stderr) == ("", "2 records acknowledged (acks=-1)\n")
     # No --max-messages, no --timeout-ms: it runs until Ctrl-C, then reports and exits 0 as Kafka's.
     consumer = subprocess.Popen(
@@ -444,8 +534,9 @@ def test_kill_leader_moves_leadership_and_preferred_election_moves_it_back(rk, o
     wait_for("every partition led by its preferred replica", lambda: all(
         p["leader"] == p["replicas"][0] for p in rk.json("topics", "describe", "orders")))
     # Every leader is alive: an unclean election has nothing to do, in kafka-leader-election's words.
+    # In a process of its own: nothing on stderr once it joined Ray, as a user sees it.
     unclean = rk.run("leader-election", "--election-type", "unclean", "--topic", "orders", "--partition", "0",
-                     json_output=False)
+                     json_output=False, own_process=True)
     assert (unclean.stdout, unclean.stderr) == ("Valid replica already elected for partitions orders-0\n", "")
     # As Kafka's tool, no scope is no election.
     refused = rk.run("elect-leaders", "--type", "unclean", check=False, json_output=False)
@@ -519,6 +610,7 @@ def test_cluster_stop_waits_for_every_process_of_the_ray_head_and_says_what_it_s
     because it stops the module's cluster (the fixture then has nothing left to stop)."""
     import psutil
     rk.stop_tested = True
+    rk.disconnect()  # this process leaves the Ray head before it stops; ``cluster stop`` runs as its own process
     head = psutil.Process(rk.started["head_pid"])
     processes = [head, *head.children(recursive=True)]
     try:
