@@ -23,23 +23,23 @@ a follower's fetch or an ISR change moves one of its partitions):
 - together the watched partitions hold ``min_bytes`` (case G), counted as Kafka counts them,
   from log positions: per partition, the bytes between where the read would start and the
   readable end in that segment, at most ``partition_max_bytes``; no log data is read for it;
-or at ``max_wait_ms``. Only the completing read reads the log.
+or at ``max_wait_ms``. Only the completing read reads the log. When a fetch offset is no longer
+within the log (the log was cut below it, or its start moved above it) the parked fetch reads at
+once, and answers with the error that read finds.
 
 The high watermark linger (raykafka's, not Kafka's). In Kafka a follower's fetch is answered as
 soon as the high watermark rose above the one it was last sent, records or not: the follower
 learns the new high watermark at once, at the price of a record-less round (answer, append, next
 fetch) after every acknowledged write. A network round costs Kafka little; here each of its steps
-is a Ray call, and under load the record-less round takes a third of the replication path's calls
-and collides with the next write's records, which then wait for it. With
+is a Ray call, and under load the record-less rounds made nearly half of the replication path's
+calls and collide with the next write's records, which then wait for it. With
 ``raykafka.replica.high.watermark.linger.ms`` above 0, a follower's fetch whose only reason to be
 answered is a newer high watermark waits up to that long (never beyond its ``max_wait_ms``) for
 records to carry it: records that arrive meanwhile complete it at once with the new high watermark
 beside them, and otherwise it is answered record-less when the linger runs out. Nothing a
 producer waits for changes: an acks=all write is acknowledged when the followers' fetch offsets
 pass it, which the linger does not delay; only a follower's own high watermark may trail the
-leader's by up to the linger when no records follow. 0 is Kafka's behaviour. When a fetch offset is no longer
-within the log (the log was cut below it, or its start moved above it) the parked fetch reads at
-once, and answers with the error that read finds.
+leader's by up to the linger when no records follow. 0 is Kafka's behaviour.
 
 Fetch sessions (KIP-227, ``fetch_session.py``): the request is first resolved against the
 broker's session cache into a context whose request names every partition to read (an
