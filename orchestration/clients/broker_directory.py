@@ -264,10 +264,23 @@ class BrokerDirectory:
         partitions = self._leaders.get(topic)
         if partitions is None and refresh_if_missing:
             self.refresh_metadata()
-            partitions = self._leaders.get(topic)
+            partitions = self._leaders.get(topic) or self._from_a_broker_that_knows(topic)
         if partitions is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} is not in the cluster's metadata")
         return partitions
+
+    def _from_a_broker_that_knows(self, topic: str) -> dict[int, tuple[int, int]] | None:
+        """A broker that has just restarted answers Metadata before the controller's UpdateMetadata
+        has told it the topics: a topic is unknown only when no broker that answers knows it."""
+        for broker_id in self.known_broker_ids():
+            try:
+                response = self.call(broker_id, MetadataRequest(topics=None), timeout_ms=min(self.request_timeout_ms, 5000))
+            except KafkaError:
+                continue
+            if any(t.name == topic and t.error_code == ErrorCode.NONE for t in response.topics):
+                self._set_metadata(response)
+                return self._leaders.get(topic)
+        return None
 
     def leader_for(self, topic: str, partition: int) -> tuple[int, int]:
         """(leader id, leader epoch); leader -1 while the partition has none."""
