@@ -52,11 +52,8 @@ PRODUCER_LOG_LEVELS = {"org.apache.kafka.clients.producer": "info",
                        "org.apache.kafka.clients.NetworkClient": "debug"}
 CONFORMANCE_TABLE = "Kafka's multi-broker tools and verifiable clients"  # conftest.table's title
 # Leaders move only when a tool or a kill moves them (Kafka's periodic preferred-leader rebalance would
-# otherwise undo a moved leader before kafka-leader-election runs). A killed broker is fenced (out of
-# every ISR, its leaderships moved) after 4 s without a heartbeat rather than Kafka's default 9 s, in
-# both systems alike, as the failover matrix runs them (chaos.runner.FAST_FAILOVER_CONFIG).
-CONFIG = {"auto.leader.rebalance.enable": "false", "broker.session.timeout.ms": "4000",
-          "broker.heartbeat.interval.ms": "500"}
+# otherwise undo a moved leader before kafka-leader-election runs).
+CONFIG = {"auto.leader.rebalance.enable": "false"}
 REASSIGNED = "reassigned"
 REASSIGN_LINES = [f"value-{n}" for n in range(12)]
 
