@@ -238,8 +238,13 @@ class BrokerDirectory:
                                                                  {b.node_id for b in self._metadata.brokers}]
         return ids
 
-    def refresh_metadata(self) -> MetadataResponse:
+    def refresh_metadata(self, knowing: str | None = None) -> MetadataResponse:
+        """Metadata from the first broker that answers; with ``knowing``, the brokers after it are
+        asked too until one knows that topic: a broker that has just restarted answers before the
+        controller's UpdateMetadata has told it the topics, so a topic is unknown only when no
+        broker that answers knows it."""
         last_error: KafkaError | None = None
+        first: MetadataResponse | None = None
         for broker_id in self.known_broker_ids():
             try:
                 response = self.call(broker_id, MetadataRequest(topics=None),
@@ -247,8 +252,15 @@ class BrokerDirectory:
             except KafkaError as exc:
                 last_error = exc
                 continue
-            self._set_metadata(response)
-            return response
+            known = knowing is None or any(t.name == knowing and t.error_code == ErrorCode.NONE
+                                           for t in response.topics)
+            if first is None or known:
+                self._set_metadata(response)
+                first = first or response
+            if known:
+                return response
+        if first is not None:
+            return first
         raise last_error or KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, "no broker answered Metadata")
 
     def _set_metadata(self, response: MetadataResponse) -> None:
@@ -263,24 +275,11 @@ class BrokerDirectory:
     def partitions_for(self, topic: str, *, refresh_if_missing: bool = True) -> dict[int, tuple[int, int]]:
         partitions = self._leaders.get(topic)
         if partitions is None and refresh_if_missing:
-            self.refresh_metadata()
-            partitions = self._leaders.get(topic) or self._from_a_broker_that_knows(topic)
+            self.refresh_metadata(knowing=topic)
+            partitions = self._leaders.get(topic)
         if partitions is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} is not in the cluster's metadata")
         return partitions
-
-    def _from_a_broker_that_knows(self, topic: str) -> dict[int, tuple[int, int]] | None:
-        """A broker that has just restarted answers Metadata before the controller's UpdateMetadata
-        has told it the topics: a topic is unknown only when no broker that answers knows it."""
-        for broker_id in self.known_broker_ids():
-            try:
-                response = self.call(broker_id, MetadataRequest(topics=None), timeout_ms=min(self.request_timeout_ms, 5000))
-            except KafkaError:
-                continue
-            if any(t.name == topic and t.error_code == ErrorCode.NONE for t in response.topics):
-                self._set_metadata(response)
-                return self._leaders.get(topic)
-        return None
 
     def leader_for(self, topic: str, partition: int) -> tuple[int, int]:
         """(leader id, leader epoch); leader -1 while the partition has none."""
