@@ -103,6 +103,9 @@ class _Messenger(RayMessenger):
         self._network = shell_fault_network(broker_node(actor.broker_id), actor.namespace)
         self._controller = None
         self.fetchers: dict[str, Any] = {}  # "fetcher:<leader>:<id>" -> actor
+        # Idle fetchers kept for the next partitions of their leader: name -> (actor, idle since, monotonic s).
+        self.idle_fetchers: dict[str, tuple[Any, float]] = {}
+        self.idle_keep_s = KafkaConfig(actor.config).get_int("raykafka.replica.fetcher.idle.keep.ms") / 1000
         self._fetcher_calls = CallNumbers()
 
     async def _invoke(self, destination: str, request, timeout_s: float):
@@ -120,6 +123,11 @@ class _Messenger(RayMessenger):
             raise
 
     def start(self, destination: str, *, leader_id: int, fetcher_id: int) -> None:
+        idle = self.idle_fetchers.pop(destination, None)
+        if idle is not None:
+            # The same actor, following nothing since it went idle; its calls stay numbered on.
+            self.fetchers[destination] = idle[0]
+            return
         from actors.replica_fetcher import ReplicaFetcherRemote
         actor = self._actor
         # A fetcher is a thread of its broker: it runs on the broker's node and dies with it. The
@@ -133,10 +141,28 @@ class _Messenger(RayMessenger):
             broker=ray.get_runtime_context().current_actor)
         self._fetcher_calls.reset(destination)
 
-    def stop(self, destination: str) -> None:
+    def stop(self, destination: str, *, idle: bool = False) -> None:
+        """A fetcher stopped for good is killed. An idle one (its last partitions went away) is told
+        to drop whatever it still follows, in its calls' order, and kept for
+        ``raykafka.replica.fetcher.idle.keep.ms``: Kafka stops an idle fetcher thread at once, but
+        here a fetcher is a process, and starting one costs about a second of CPU on a busy host,
+        paid by the next partitions of that leader (a topic created to be written at once)."""
         fetcher = self.fetchers.pop(destination, None)
-        if fetcher is not None:
+        if fetcher is None:
+            return
+        if idle and self.idle_keep_s > 0:
+            fetcher.follow_nothing.remote(self._fetcher_calls.next(destination))
+            self.idle_fetchers[destination] = (fetcher, time.monotonic())
+        else:
             ray.kill(fetcher, no_restart=True)
+
+    def stop_idle_fetchers(self, *, kept_at_least_s: float) -> None:
+        """Kill the idle fetchers kept this long (all of them with 0)."""
+        now = time.monotonic()
+        for name, (fetcher, since) in list(self.idle_fetchers.items()):
+            if now - since >= kept_at_least_s:
+                del self.idle_fetchers[name]
+                ray.kill(fetcher, no_restart=True)
 
     def tell(self, destination: str, event) -> None:
         if destination == "coordinator":
@@ -252,6 +278,7 @@ class BrokerActor:
         fetchers = self._messenger.fetchers
         while True:
             await asyncio.sleep(FETCHER_CHECK_INTERVAL_S)
+            self._messenger.stop_idle_fetchers(kept_at_least_s=self._messenger.idle_keep_s)
             for name in set(unanswered) - set(fetchers):
                 del unanswered[name]
             for name, fetcher in list(fetchers.items()):
@@ -371,6 +398,7 @@ class BrokerActor:
         """The log directory failed (the driver stopped stepping): exit the process, uncleanly, as
         Kafka halts; Ray starts the actor again (``max_restarts``), which recovers from the disk."""
         logger.critical("broker {} exits in {} s: its log directory failed: {}", self.broker_id, HALT_GRACE_S, reason)
+        self._messenger.stop_idle_fetchers(kept_at_least_s=0)
         asyncio.get_running_loop().call_later(HALT_GRACE_S, os._exit, 1)
 
     async def inject_storage_fault(self, fault: str, room_bytes: int = 0) -> None:
@@ -431,6 +459,7 @@ class BrokerActor:
         # The last work (fsyncs, snapshots, checkpoints) runs on the storage thread after the
         # works given before it; the event loop waits for it without blocking.
         self._driver.shutdown()
+        self._messenger.stop_idle_fetchers(kept_at_least_s=0)
         await self._storage_worker.drain()
         self._storage_worker.shutdown()
 

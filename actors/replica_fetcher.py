@@ -7,7 +7,8 @@ between the two brokers; its "local" is the owning broker's actor. A large answe
 from the leader as one object (``SharedRecords`` slices of it, actors/shared_records.py), which
 this actor hands to its broker without reading it. The broker numbers its add/remove calls, since
 Ray does not promise to run an async actor's calls in the order they were sent; they are applied
-strictly in that order.
+strictly in that order. An idle fetcher (no partitions left) is told to follow nothing and kept by its
+broker for the leader's next partitions (``follow_nothing``), where Kafka stops the thread.
 
 ``describe`` also says, per topic, when this fetcher first asked the leader for it and when the
 last append that carried its records returned (monotonic seconds, comparable between processes on
@@ -103,12 +104,17 @@ class ReplicaFetcherActor:
     async def remove_partitions(self, sequence: int, topic_partitions: list) -> None:
         self._in_order(sequence, ("remove", topic_partitions))
 
+    async def follow_nothing(self, sequence: int) -> None:
+        """Gone idle: drop every partition still followed (the broker keeps this actor for the
+        leader's next partitions instead of stopping it; actors/broker.py ``_Messenger.stop``)."""
+        self._in_order(sequence, ("remove", None))
+
     def _in_order(self, sequence: int, call: tuple) -> None:
         for kind, payload in self._inbox.offer(sequence, call):
             if kind == "add":
                 self._driver.add_partitions(payload)
             else:
-                self._driver.remove_partitions(payload)
+                self._driver.remove_partitions(list(self._driver.core.partitions) if payload is None else payload)
                 followed = {topic for topic, _ in self._driver.core.partitions}
                 self._topic_times = {t: times for t, times in self._topic_times.items() if t in followed}
 

@@ -171,9 +171,15 @@ def _run_topic(runner, bootstrap: str, pids, partitions: int, size: int, rf: int
     wire.create_topic(bootstrap, topic, partitions, rf, topic_config(rf))
     wait_topic_ready(bootstrap, topic, partitions, rf)
     records = records_for(runner.profile, size)
-    produced = 0
+    first_writes = {}
+    if rf > 1:  # every follower fetching before the clock, as for raykafka (``wire.first_acknowledged_writes``)
+        first_writes = {"first_acks_all_writes_s": round(wire.first_acknowledged_writes(bootstrap, topic, partitions), 3)}
+        runner.display.say(f"  Kafka {topic}: a first acks=all write to each partition acknowledged in "
+                           f"{first_writes['first_acks_all_writes_s']:.2f} s")
+    first_records = partitions if first_writes else 0
+    produced = first_records
     for op, acks in sorted(ops, key=lambda o: (o[0] != "produce", ACKS_ORDER.get(o[1], 0))):
-        if op == "consume" and produced == 0:  # something to read
+        if op == "consume" and produced == first_records:  # something to read
             produced = wire.produce(bootstrap, topic, partitions, records, size, "1", [0])["records"]
         if op == "consume":  # what the log holds: acks=0 promises nothing
             produced = wire.end_offsets(bootstrap, topic, partitions)
@@ -187,7 +193,8 @@ def _run_topic(runner, bootstrap: str, pids, partitions: int, size: int, rf: int
             else:
                 figures = wire.consume(bootstrap, topic, partitions, produced, count)
         runner.kafka[(op, partitions, size, acks, rf)] = {"replication_factor": rf,
-                                                          **peer_figures(figures, size, probe)}
+                                                          **peer_figures(figures, size, probe),
+                                                          **(first_writes if op == "produce" else {})}
         display_rate = figures["records"] * size / 1e6 / figures["seconds"]
         runner.display.done(f"  {label}: {display_rate:.1f} MB/s")
 

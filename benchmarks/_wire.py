@@ -115,6 +115,26 @@ def read_figures(records: int, value_bytes: int, started: float, first: tuple[fl
             "records_after_first_delivery": after[0], "seconds_after_first_delivery": after[1]}
 
 
+def first_acknowledged_writes(bootstrap: str, topic: str, partitions: int) -> float:
+    """One 1-byte record to every partition of a new topic with acks=all; the seconds until all are
+    acknowledged. Untimed by any point: a replicated point then starts with every follower
+    fetching, and measures replication rather than the start of the followers' fetchers (which
+    this figure shows: a thread in Kafka, a process here)."""
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **PRODUCER, "linger.ms": 0})
+    producer.list_topics(topic, timeout=30)
+    failed = []
+    started = time.perf_counter()
+    for partition in range(partitions):
+        producer.produce(topic, value=b"w", partition=partition,
+                         on_delivery=lambda error, _message: error is not None and failed.append(error))
+    left = producer.flush(TIMEOUT_S)
+    seconds = time.perf_counter() - started
+    if failed or left:
+        raise RuntimeError(f"first writes to {topic!r}: {left} unacknowledged, errors {failed[:3]}")
+    return seconds
+
+
 def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int = 1,
                  config: dict | None = None) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic

@@ -256,10 +256,17 @@ class Runner:
         api.create_topic(cluster, topic, first.partitions, first.replication_factor)
         records = records_for(self.profile, first.record_bytes)
         bootstrap = cluster.bootstrap_servers
-        produced = 0
+        first_writes = {}
+        if first.replication_factor > 1:  # every follower fetching before the clock (as for Kafka)
+            first_writes = {"first_acks_all_writes_s": round(wire.first_acknowledged_writes(
+                bootstrap, topic, first.partitions), 3)}
+            self.display.say(f"  {topic}: a first acks=all write to each partition acknowledged in "
+                             f"{first_writes['first_acks_all_writes_s']:.2f} s")
+        first_records = first.partitions if first_writes else 0
+        produced = first_records
         order = {"produce": 0, "consume": 1, "consume-batches": 2, "consume-arrow": 3, "fetch": 4}
         for point in sorted(points, key=lambda p: (order[p.op], ACKS_ORDER.get(p.acks, 0))):
-            if point.op != "produce" and produced == 0:  # something to read
+            if point.op != "produce" and produced == first_records:  # something to read
                 filled = api.produce(cluster, topic, point.partitions, records, point.record_bytes, "1", [0])
                 produced = filled["records"]
             if point.op != "produce":  # what the log holds: acks=0 promises nothing
@@ -290,7 +297,7 @@ class Runner:
                 produced += figures["records"]
             extra = ({key: figures[key] for key in ("records_after_first_delivery", "seconds_after_first_delivery")}
                      if point.op.startswith("consume") else {"batch_bytes": figures["bytes"], "calls": figures["calls"]}
-                     if point.op == "fetch" else {})
+                     if point.op == "fetch" else dict(first_writes))
             if point.op == "fetch" and point.partitions >= IDLE_FETCH_PARTITIONS_MIN:
                 # The topic is read to its end now: what fetching it idle costs, with and without sessions.
                 from benchmarks._idle_fetch import describe, idle_fetch

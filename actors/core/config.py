@@ -124,6 +124,9 @@ BROKER_DEFAULTS: dict[str, str] = {
     # How long a follower's fetch waits for records to carry a newer high watermark before it is
     # answered without them (replica/fetch.py); 0 answers at once, as Kafka does.
     "raykafka.replica.high.watermark.linger.ms": "50",
+    # How long a broker keeps a fetcher actor that has no partitions left (Kafka stops an idle
+    # fetcher thread at once); the next partitions of that leader reuse it. 0 stops it at once.
+    "raykafka.replica.fetcher.idle.keep.ms": "300000",
 }
 
 # Broker keys that have no value unless set (Kafka's null defaults), and broker keys whose default

@@ -10,7 +10,10 @@ answered by ``Respond``, at once or from a purgatory). The core's other effects:
   retries as the core decides), goes back into the core.
 - ``AddPartitionsToFetcher`` / ``RemovePartitionsFromFetcher``: Kafka's fetcher manager. The
   fetcher for (leader id, fetcher id) is started when first needed and told the change (in
-  order); ``stop_fetcher`` stops it (Kafka's idle-fetcher shutdown). A fetcher that died is
+  order); ``stop_fetcher`` stops it (Kafka's idle-fetcher shutdown) as ``stop(..., idle=True)``:
+  the Ray host then keeps the actor, following nothing, for ``raykafka.replica.fetcher.idle.keep.ms``
+  and hands it the next partitions of that leader, since a new actor is a new process
+  (actors/broker.py). A fetcher that died is
   replaced by ``on_fetcher_died``, starting from where this broker's logs end now.
 - ``CoordinatorLeadershipChange`` / ``CoordinatorMetadataUpdate``: told to this broker's group
   coordinator, which fences them by leader epoch and by version, so order and loss are harmless.
@@ -188,8 +191,9 @@ class BrokerDriver(Driver):
             if key not in self.fetchers:
                 return
             if effect.stop_fetcher:
+                # Idle: a host may keep it, following nothing, for the next partitions of that leader.
                 self.fetchers.discard(key)
-                self.messenger.stop(fetcher_name(key))
+                self.messenger.stop(fetcher_name(key), idle=True)
             else:
                 self.messenger.tell(fetcher_name(key), effect)
         elif isinstance(effect, (CoordinatorLeadershipChange, CoordinatorMetadataUpdate)):

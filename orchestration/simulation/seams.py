@@ -52,7 +52,8 @@ class SimMessenger:
         assert self._start is not None, f"{self._node.name} starts no actors"
         self._start(destination, **arguments)
 
-    def stop(self, destination: str) -> None:
+    def stop(self, destination: str, *, idle: bool = False) -> None:
+        # An idle stop is a stop here: a simulated fetcher costs no process to start again.
         assert self._stop is not None, f"{self._node.name} stops no actors"
         self._stop(destination)
 

@@ -44,6 +44,11 @@ def test_smoke_profile_counts_every_record_and_reports_every_figure(ray_session,
         for name in TANSU_FIGURES:
             assert point["tansu"][name] > 0, f"{point['label']}: Tansu's {name}"
 
+    # A replicated point starts once a first acks=all write to each partition was acknowledged (every
+    # follower fetching), and says how long that took.
+    replicated = [p for p in points if p["op"] == "produce" and p["replication_factor"] > 1]
+    assert replicated and all(p["first_acks_all_writes_s"] > 0 for p in replicated), replicated
+    assert all("first_acks_all_writes_s" not in p for p in points if p["replication_factor"] == 1)
     for client in ("python", "confluent"):  # the consume point read what that client's produces wrote
         produced = sum(p["records"] for p in points if p["client"] == client and p["op"] == "produce"
                        and p["replication_factor"] == 1)
@@ -83,6 +88,7 @@ def check_kafka(results: dict, lines: list[str]) -> None:
     records = records_for(PROFILES["smoke"], 1024)
     kafka = results["kafka"]
     assert [k["records"] for k in kafka if k["op"] == "produce"] == [records] * 2  # RF=1 acks=1, RF=3 acks=all
+    assert [k.get("first_acks_all_writes_s", 0) > 0 for k in kafka if k["op"] == "produce"] == [False, True]
     assert [k["records"] for k in kafka if k["op"] == "consume"] == [
         sum(k["records"] for k in kafka if k["op"] == "produce" and k["replication_factor"] == 1)]
     # Kafka's follower copied the same backlog as raykafka's (the timed part of it: after its first growth seen).

@@ -63,7 +63,7 @@ class Seams:
     def start(self, destination, **arguments):
         pass
 
-    def stop(self, destination):
+    def stop(self, destination, *, idle=False):
         pass
 
     def pack(self, records, *, for_replica):

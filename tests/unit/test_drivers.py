@@ -45,8 +45,8 @@ class Recorder:
         self.calls.append(("start", destination))
         self.started[destination] = arguments
 
-    def stop(self, destination):
-        self.calls.append(("stop", destination))
+    def stop(self, destination, *, idle=False):
+        self.calls.append(("stop", destination) + (("idle",) if idle else ()))
 
     def pack(self, records, *, for_replica):
         return records
@@ -81,8 +81,9 @@ def test_a_broker_starts_a_fetcher_once_and_tells_it_changes_in_order():
     remove = RemovePartitionsFromFetcher(leader_id=1, fetcher_id=0, partitions=(("t", 0),))
     stop = RemovePartitionsFromFetcher(leader_id=1, fetcher_id=0, partitions=(), stop_fetcher=True)
     driver.apply([add, add, remove, stop, remove])
+    # An idle fetcher's stop says so: the Ray host may keep the actor for the leader's next partitions.
     assert recorder.calls == [("start", "fetcher:1:0"), ("tell", "fetcher:1:0", add), ("tell", "fetcher:1:0", add),
-                              ("tell", "fetcher:1:0", remove), ("stop", "fetcher:1:0")]
+                              ("tell", "fetcher:1:0", remove), ("stop", "fetcher:1:0", "idle")]
 
 
 def test_a_dead_fetcher_is_restarted_from_the_broker_logs_or_forgotten_when_it_has_nothing_left():
