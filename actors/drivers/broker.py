@@ -11,10 +11,10 @@ answered by ``Respond``, at once or from a purgatory). The core's other effects:
 - ``AddPartitionsToFetcher`` / ``RemovePartitionsFromFetcher``: Kafka's fetcher manager. The
   fetcher for (leader id, fetcher id) is started when first needed and told the change (in
   order); ``stop_fetcher`` stops it (Kafka's idle-fetcher shutdown) as ``stop(..., idle=True)``:
-  the Ray host then keeps the actor, following nothing, for ``raykafka.replica.fetcher.idle.keep.ms``
-  and hands it the next partitions of that leader, since a new actor is a new process
-  (actors/broker.py). A fetcher that died is
-  replaced by ``on_fetcher_died``, starting from where this broker's logs end now.
+  the Ray host then keeps the actor, following nothing, for
+  ``raykafka.replica.fetcher.idle.keep.ms`` and hands it the next partitions of that leader, since
+  a new actor is a new process (actors/broker.py). A fetcher that died is replaced by
+  ``on_fetcher_died``, starting from where this broker's logs end now.
 - ``CoordinatorLeadershipChange`` / ``CoordinatorMetadataUpdate``: told to this broker's group
   coordinator, which fences them by leader epoch and by version, so order and loss are harmless.
 
