@@ -131,6 +131,7 @@ def test_each_point_starts_once_the_topic_is_fully_replicated(monkeypatch):
     from types import SimpleNamespace
 
     from benchmarks import _python_api as api
+    from benchmarks import _wire as wire
     from benchmarks import throughput
 
     events: list[str] = []
@@ -156,6 +157,7 @@ def test_each_point_starts_once_the_topic_is_fully_replicated(monkeypatch):
 
     monkeypatch.setattr(api, "create_topic", lambda *args: None)
     monkeypatch.setattr(api, "produce", produce)
+    monkeypatch.setattr(wire, "first_acknowledged_writes", lambda *args: events.append("first writes") or 0.5)
     display = SimpleNamespace(step=lambda *a: None, detail=lambda *a: None, say=lambda *a: None, done=lambda *a: None)
     runner = throughput.Runner(profiles.PROFILES["smoke"], display, print)
     monkeypatch.setattr(runner, "probe", lambda pids: contextlib.nullcontext(SimpleNamespace()))
@@ -165,6 +167,8 @@ def test_each_point_starts_once_the_topic_is_fully_replicated(monkeypatch):
     first_acks_all = events.index("produce acks=all")
     # The third look is the first to find the followers caught up: no point may start before it.
     assert events[:first_acks_all].count("describe") >= 3, f"acks=all started before the followers caught up: {events}"
+    # A replicated topic gets its first acks=all writes (every follower fetching) before any point.
+    assert events.index("first writes") < events.index("produce acks=1"), events
 
 
 class _Ceilings:
