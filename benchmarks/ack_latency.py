@@ -59,6 +59,7 @@ SERIAL_PRODUCER = {"acks": "all", "linger.ms": 0, "enable.idempotence": False}  
 PYTHON_PRODUCER = {"acks": "all", "linger.ms": "0"}  # raykafka's Python API, one at a time
 LOAD_FRACTION = 0.5  # of each system's own peak, as OpenMessaging Benchmark's "moderate load"
 CALIBRATION_BYTES = 8 * 1024 * 1024  # the untimed write that warms each system and sizes its peak run
+REPORTS_EVERY = 100  # sends between two servings of delivery reports in a paced run's burst
 PEAK_BYTES_MAX = 512 * 1024 * 1024  # a peak run's records all sit in the client's queue (1 GiB) at once
 RATIO_NOTE = "raykafka ÷ Kafka: above 1 means raykafka's latency is longer (or, for a rate, higher)"
 PEAK_NOTE = ("each system's peak is its own: the load points pace raykafka at half of raykafka's peak "
@@ -202,7 +203,8 @@ def paced(bootstrap: str, topic: str, size: int, rate: float, seconds: float) ->
     """One confluent-kafka producer (``_wire.PRODUCER``, acks=all) sending ``rate`` records per
     second for ``seconds``, record i due at i / rate; each record's ms from its send to its delivery
     report, and how late each send ran against its schedule. Reports are served between sends (the
-    client's ``poll``), so a report waits at most for the sends due with it."""
+    client's ``poll``), and within a burst every REPORTS_EVERY sends, so a report waits at most for
+    the sends due with it (or that many)."""
     from confluent_kafka import Producer
 
     from benchmarks import _wire as wire
@@ -237,6 +239,8 @@ def paced(bootstrap: str, topic: str, size: int, rate: float, seconds: float) ->
             sent[index] = now
             lag.append(now - start - index * interval)
             index += 1
+            if index % REPORTS_EVERY == 0:  # a long burst (the producer behind its schedule) still serves reports
+                producer.poll(0)
         producer.poll(0)
         wait = start + due_at(index, rate) - time.perf_counter()
         if wait >= 0.002:
@@ -457,7 +461,8 @@ def main(argv=None) -> int:
                      "min_insync_replicas": {"1": 1, "3": 2}, "raykafka_broker_config": raykafka_config,
                      "kafka_broker_config": kafka_config, "serial_confluent_producer": SERIAL_PRODUCER,
                      "serial_python_producer": PYTHON_PRODUCER, "load_producer": {"acks": "all", **wire.PRODUCER},
-                     "calibration_bytes": CALIBRATION_BYTES, "kafka_nodes": kafka_peer.NODES,
+                     "calibration_bytes": CALIBRATION_BYTES, "paced_reports_every": REPORTS_EVERY,
+                     "kafka_nodes": kafka_peer.NODES,
                      "kafka_jvm_opts": kafka_peer.settings()["kafka_jvm_opts"]},
         "notes": {"ratios": RATIO_NOTE, "peaks": PEAK_NOTE,
                   "python_api": "a Python API point is set beside Kafka's confluent-kafka point at its RF"},
