@@ -60,7 +60,7 @@ PYTHON_PRODUCER = {"acks": "all", "linger.ms": "0"}  # raykafka's Python API, on
 LOAD_FRACTION = 0.5  # of each system's own peak, as OpenMessaging Benchmark's "moderate load"
 CALIBRATION_BYTES = 8 * 1024 * 1024  # the untimed write that warms each system and sizes its peak run
 REPORTS_EVERY = 100  # sends between two servings of delivery reports in a paced run's burst
-PEAK_BYTES_MAX = 512 * 1024 * 1024  # a peak run's records all sit in the client's queue (1 GiB) at once
+PEAK_BYTES_MAX = 2 * 1024 ** 3  # a bound on one peak run's records (its client queues at most 1 GiB at a time)
 RATIO_NOTE = "raykafka ÷ Kafka: above 1 means raykafka's latency is longer (or, for a rate, higher)"
 PEAK_NOTE = ("each system's peak is its own: the load points pace raykafka at half of raykafka's peak "
              "and Kafka at half of Kafka's")
@@ -187,22 +187,28 @@ def serial_python(cluster, topic: str, records: int, warmup: int, size: int) -> 
 
 def peak(bootstrap: str, topic: str, size: int, calibration: dict, seconds: float) -> dict:
     """The throughput benchmark's produce (``_wire.produce``, acks=all) of about ``seconds``' worth
-    of records at the rate the untimed ``calibration`` write reached."""
+    of records at the rate the untimed ``calibration`` write reached; once more, sized by its own
+    rate, when that run lasted less than half of ``seconds`` (a short write underestimates a rate)."""
     from benchmarks import _wire as wire
-    calibrated = calibration["records"] / calibration["seconds"]
-    records = max(calibration["records"], min(PEAK_BYTES_MAX // size, round(calibrated * seconds)))
-    figures = wire.produce(bootstrap, topic, 1, records, size, "all", [0])
-    if figures["failed"]:
-        raise RuntimeError(f"peak run on {topic!r}: {figures['failed']} of {records} records not acknowledged")
-    return {"records": figures["records"], "seconds": round(figures["seconds"], 3),
-            "records_per_s": round(figures["records"] / figures["seconds"], 1),
-            "mb_per_s": round(figures["records"] * size / 1e6 / figures["seconds"], 2)}
+    rate, runs = calibration["records"] / calibration["seconds"], []
+    while True:
+        records = max(calibration["records"], min(PEAK_BYTES_MAX // size, round(rate * seconds)))
+        figures = wire.produce(bootstrap, topic, 1, records, size, "all", [0])
+        if figures["failed"]:
+            raise RuntimeError(f"peak run on {topic!r}: {figures['failed']} of {records} records not acknowledged")
+        rate = figures["records"] / figures["seconds"]
+        runs.append(round(figures["seconds"], 3))
+        if figures["seconds"] >= seconds / 2 or records * size >= PEAK_BYTES_MAX or len(runs) == 2:
+            break
+    return {"records": figures["records"], "seconds": round(figures["seconds"], 3), "runs_s": runs,
+            "records_per_s": round(rate, 1), "mb_per_s": round(figures["records"] * size / 1e6 / figures["seconds"], 2)}
 
 
 def paced(bootstrap: str, topic: str, size: int, rate: float, seconds: float) -> dict:
     """One confluent-kafka producer (``_wire.PRODUCER``, acks=all) sending ``rate`` records per
-    second for ``seconds``, record i due at i / rate; each record's ms from its send to its delivery
-    report, and how late each send ran against its schedule. Reports are served between sends (the
+    second for ``seconds``, record i due at i / rate (a producer behind its schedule stops at
+    ``seconds`` all the same); each record's ms from its send to its delivery report, and how late
+    each send ran against its schedule. Reports are served between sends (the
     client's ``poll``), and within a burst every REPORTS_EVERY sends, so a report waits at most for
     the sends due with it (or that many)."""
     from confluent_kafka import Producer
@@ -228,7 +234,10 @@ def paced(bootstrap: str, topic: str, size: int, rate: float, seconds: float) ->
     lag = []  # seconds each send ran behind its due time
     index = 0
     while index < total:
-        due = due_count(time.perf_counter() - start, rate, total)
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:  # a producer behind its schedule stops at the run's end all the same
+            break
+        due = due_count(elapsed, rate, total)
         while index < due:
             now = time.perf_counter()
             try:
@@ -241,6 +250,8 @@ def paced(bootstrap: str, topic: str, size: int, rate: float, seconds: float) ->
             index += 1
             if index % REPORTS_EVERY == 0:  # a long burst (the producer behind its schedule) still serves reports
                 producer.poll(0)
+                if time.perf_counter() - start >= seconds:
+                    break
         producer.poll(0)
         wait = start + due_at(index, rate) - time.perf_counter()
         if wait >= 0.002:
@@ -249,12 +260,14 @@ def paced(bootstrap: str, topic: str, size: int, rate: float, seconds: float) ->
             time.sleep(wait)
     sending_s = time.perf_counter() - start
     left = producer.flush(TIMEOUT_S)
+    total = index  # what was sent
     done = [(acknowledged[i] - sent[i]) * 1000 for i in range(total) if acknowledged[i]]
     if not done:
         raise RuntimeError(f"paced run on {topic!r}: no record acknowledged ({failed[:3]}, {left} left)")
     last_ack_s = max(acknowledged) - start
     lags_ms = [x * 1000 for x in lag]
-    return {"target_records_per_s": round(rate, 1), "seconds": round(sending_s, 3), "sent": total,
+    return {"target_records_per_s": round(rate, 1), "seconds": round(sending_s, 3), "due": round(rate * seconds),
+            "sent": total,
             "acknowledged": len(done), "failed": len(failed) + left,
             "records_per_s": round(total / sending_s, 1), "mb_per_s": round(total * size / 1e6 / sending_s, 2),
             # Acknowledged from the first send to the last report; below the sent rate, the system
