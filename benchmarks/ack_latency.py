@@ -264,15 +264,15 @@ def paced(bootstrap: str, topic: str, size: int, rate: float, seconds: float) ->
     done = [(acknowledged[i] - sent[i]) * 1000 for i in range(total) if acknowledged[i]]
     if not done:
         raise RuntimeError(f"paced run on {topic!r}: no record acknowledged ({failed[:3]}, {left} left)")
-    last_ack_s = max(acknowledged) - start
+    last_ack_s, last_send_s = max(acknowledged) - start, sent[total - 1] - start
     lags_ms = [x * 1000 for x in lag]
     return {"target_records_per_s": round(rate, 1), "seconds": round(sending_s, 3), "due": round(rate * seconds),
             "sent": total,
             "acknowledged": len(done), "failed": len(failed) + left,
             "records_per_s": round(total / sending_s, 1), "mb_per_s": round(total * size / 1e6 / sending_s, 2),
             # Acknowledged from the first send to the last report; below the sent rate, the system
-            # fell behind the load, and ``drain_s`` is how long its last reports came after the last send.
-            "acked_records_per_s": round(len(done) / last_ack_s, 1), "drain_s": round(last_ack_s - sending_s, 3),
+            # fell behind the load, and ``drain_s`` is how long its last report came after the last send.
+            "acked_records_per_s": round(len(done) / last_ack_s, 1), "drain_s": round(last_ack_s - last_send_s, 3),
             **summarize(done), "send_lag_p50_ms": round(percentile(lags_ms, 0.5), 3),
             "send_lag_p99_ms": round(percentile(lags_ms, 0.99), 3)}
 
