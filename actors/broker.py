@@ -94,6 +94,10 @@ def _hop_name(broker_id: int, request) -> str:
     return name if replica_id is None else f"{name} replica-{replica_id}"
 
 
+class ControllerChanged(ConnectionError):
+    """A call to the controller dropped because a newer controller took over meanwhile."""
+
+
 class _Messenger(RayMessenger):
     """The broker's destinations on Ray: the active controller, its fetchers, its group coordinator."""
 
@@ -102,6 +106,10 @@ class _Messenger(RayMessenger):
         self._actor = actor
         self._network = shell_fault_network(broker_node(actor.broker_id), actor.namespace)
         self._controller = None
+        # The newest controller epoch this broker has been sent a control request by, and an event
+        # set when a newer one shows up (``on_controller_epoch``): calls to the old one are dropped.
+        self._controller_epoch = -1
+        self._controller_changed = asyncio.Event()
         self.fetchers: dict[str, Any] = {}  # "fetcher:<leader>:<id>" -> actor
         # Idle fetchers kept for the next partitions of their leader: name -> (actor, idle since, monotonic s).
         self.idle_fetchers: dict[str, tuple[Any, float]] = {}
@@ -117,10 +125,45 @@ class _Messenger(RayMessenger):
                     raise LookupError("no active controller yet")
                 self._controller = ray.get_actor(found["actor_name"], namespace=self._actor.namespace)
             controller = self._controller
-            return await self._network.call(CONTROLLER_NODE, lambda: controller.handle.remote(request), timeout_s)
+            response = await self._until_controller_changes(
+                self._network.call(CONTROLLER_NODE, lambda: controller.handle.remote(request), timeout_s))
         except BaseException:
             self._controller = None  # unreachable, restarting, paused or replaced: look it up again
             raise
+        if getattr(response, "error_code", None) == ErrorCode.NOT_CONTROLLER:
+            # A controller that resigned (a newer epoch took over) answers everything so: the next
+            # request goes to the one active now, as Kafka's brokers find the new controller. Kept,
+            # the resigned one would take this broker's heartbeats while the active one fences it.
+            self._controller = None
+        return response
+
+    async def _until_controller_changes(self, call):
+        """``call``'s answer, unless a newer controller shows up first: then the call is dropped
+        (``ControllerChanged``) and the broker asks again, of the new one. A controller that hangs
+        (paused, or cut off) would otherwise hold this broker's heartbeat past its session while the
+        new one fences it, as Kafka's brokers drop a request to a controller that lost its place."""
+        changed = asyncio.ensure_future(self._controller_changed.wait())
+        answer = asyncio.ensure_future(call)
+        try:
+            await asyncio.wait({answer, changed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            changed.cancel()
+        if not answer.done():
+            answer.cancel()
+            raise ControllerChanged(f"controller epoch {self._controller_epoch} took over")
+        return answer.result()
+
+    def on_controller_epoch(self, epoch: int) -> None:
+        """A control request came with controller ``epoch``. Newer than one seen before (not the
+        first: a starting broker asks the active controller already), the calls still out to the
+        old controller are dropped and the next goes to the new one."""
+        if epoch <= self._controller_epoch:
+            return
+        seen_before, self._controller_epoch = self._controller_epoch, epoch
+        if seen_before >= 0:
+            self._controller = None
+            self._controller_changed.set()
+            self._controller_changed = asyncio.Event()
 
     def start(self, destination: str, *, leader_id: int, fetcher_id: int) -> None:
         idle = self.idle_fetchers.pop(destination, None)
@@ -367,6 +410,8 @@ class BrokerActor:
             hop(traced + " resolved")
         response = await self._call(lambda respond: self._driver.handle(request, respond),
                                     api.name if api is not None else type(request).__name__)
+        # A control request from a newer controller: what is still out to the old one is dropped.
+        self._messenger.on_controller_epoch(self._driver.core.controller_epoch)
         if traced:
             hop(traced + " out")
         return response

@@ -288,6 +288,11 @@ class BrokerCore:
             "log_start_offset": p.log_start_offset, "is_leader": p.is_leader,
         } for p in self.replica_manager.partitions.values()]
 
+    @property
+    def controller_epoch(self) -> int:
+        """The newest controller epoch a control request came with (-1 before the first)."""
+        return self.replica_manager.controller_epoch
+
     def describe_broker(self) -> dict:
         return {"broker_id": self.broker_id, "state": self.lifecycle.state.name,
                 "broker_epoch": self.lifecycle.broker_epoch, "controller_epoch": self.replica_manager.controller_epoch,
