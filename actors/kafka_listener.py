@@ -11,7 +11,10 @@ small ones of, is read and answered without kio (``actors.wire.produce_codec``).
 reads its next request only after answering this one (Kafka mutes a connection while a request is
 in flight), so requests on one connection are handled and answered in order (answers to requests
 a client sent back to back may be written together: ``actors.wire.sockets.HeldResponses``); that
-also gives one producer connection the ordering that Ray calls do not promise. A produce with
+also gives one producer connection the ordering that Ray calls do not promise. One exception:
+acks=all produces in a row (up to ``PIPELINED_PRODUCES_MAX``) are handled at once, each appended
+in the order it was read, and answered in that order as their replication completes (``_serve``):
+one replication round at a time would cap a connection at one batch per round. A produce with
 acks=0 is handled and not answered.
 
 Targets, as the API table (actors/core/apis.py) names them by API key: data and metadata requests
@@ -25,6 +28,7 @@ API's error code (COORDINATOR_NOT_AVAILABLE, or NOT_CONTROLLER from the broker),
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import os
 import socket
@@ -51,7 +55,7 @@ from actors.wire.listeners import (
     LISTENER_KEYS, LISTENER_PORTS_FILE, advertised_endpoints, configured_listeners, decode_remembered_ports,
     encode_remembered_ports, ports_to_bind, resolve_placeholders,
 )
-from actors.wire.sockets import ConnectionClosed, HeldResponses, receive_exactly
+from actors.wire.sockets import ConnectionClosed, HeldResponses, receive_exactly, send_segments
 
 # How long a restarted broker tries to bind the port it had before taking a new one: the port
 # may still be held for a moment by the process Ray is replacing.
@@ -63,6 +67,22 @@ CONNECTIONS_MAX = 1000
 DESCRIBE_CONFIGS_KEY = 32
 # After an accept fails (e.g. out of file descriptors), how long before the next.
 ACCEPT_RETRY_S = 0.1
+# The most acks=all produce requests of one connection handled at once (see ``_serve``).
+PIPELINED_PRODUCES_MAX = 5
+
+
+@dataclasses.dataclass
+class _Decoded:
+    """A request frame decoded (``KafkaListener._decode``), or the answer it gets without a target."""
+    answer: list | None = None  # the response's pieces when it needs no target (an unsupported version)
+    codec: Codec | None = None
+    header: Any = None
+    request: Any = None
+    body: Any = None
+
+    @property
+    def is_acks_all_produce(self) -> bool:
+        return isinstance(self.request, ProduceRequest) and self.request.acks not in (0, 1)
 
 
 class KafkaListener:
@@ -168,11 +188,22 @@ class KafkaListener:
             task.add_done_callback(self._connections.discard)
 
     async def _serve(self, connection: socket.socket, peer: Any, listener_name: str) -> None:
+        """One connection's requests, answered in order.
+
+        An acks=all produce waits for the followers (a replication round of several Ray calls), and
+        a client such as librdkafka sends the next one meanwhile. Up to ``PIPELINED_PRODUCES_MAX``
+        such produces in a row are handled at once: each is appended as it is read (in order: they
+        are stepped in the order they arrived), and their answers are written in that order by a
+        writer of their own as they come. Any other request waits until the produces before it are
+        answered, so it is handled as Kafka handles it, with the connection's earlier requests done
+        (a Fetch after a produce on the same connection sees what that produce's answer promised)."""
         loop = asyncio.get_running_loop()
         peer = peer if isinstance(peer, tuple) else (str(peer), 0)
         context = WireContext(listener_name=listener_name, client_host=str(peer[0]))
         size_prefix = bytearray(SIZE_PREFIX.size)
         held = HeldResponses(loop, connection)
+        produces: collections.deque[asyncio.Task] = collections.deque()  # acks=all produces out, oldest first
+        writer: asyncio.Task | None = None  # writes their answers, in order, while any is out
         try:
             while True:
                 await receive_exactly(loop, connection, size_prefix, before_wait=held.send)
@@ -181,23 +212,74 @@ class KafkaListener:
                 frame = bytearray(size)
                 await receive_exactly(loop, connection, frame, before_wait=held.send)
                 # kio reads only from read-only buffers; the view costs no copy.
-                response = await self._handle(memoryview(frame).toreadonly(), context, held)
+                decoded = self._decode(memoryview(frame).toreadonly(), context)
+                if decoded.is_acks_all_produce:
+                    if len(produces) >= PIPELINED_PRODUCES_MAX and writer is not None:
+                        await writer  # as many out as may be: the oldest answered first
+                    await held.send()  # the answers before it go out first
+                    produces.append(loop.create_task(self._answer(decoded)))
+                    if writer is None or writer.done():
+                        writer = loop.create_task(self._write_in_order(loop, connection, produces))
+                    continue
+                if writer is not None:
+                    await writer  # the produces before this request are answered first
+                    writer = None
+                response = await self._answer(decoded, held)
                 if response is not None and held.add(response):
                     await held.send()
         except (ConnectionClosed, ConnectionError):
             pass  # the client went away
         except InvalidFrame as exc:
             # The answers to the requests before this one go out before the connection closes.
+            await self._written_quietly(writer)
             await self._send_quietly(held)
             logger.info("broker {} closed a Kafka connection from {}: {}", self._broker_id, peer, exc)
         except asyncio.CancelledError:
             raise
         except Exception:
+            await self._written_quietly(writer)
             await self._send_quietly(held)
             logger.exception("broker {} closed a Kafka connection from {} on an unexpected error",
                              self._broker_id, peer)
         finally:
+            for task in [*produces, writer]:
+                if task is not None and not task.done():
+                    task.cancel()  # a produce already appended stays so: the client sees the connection close
+            if writer is not None and writer.done() and not writer.cancelled() and writer.exception() is not None:
+                logger.info("broker {} closed a Kafka connection from {}: a produce failed: {!r}", self._broker_id,
+                            peer, writer.exception())
             connection.close()
+
+    @staticmethod
+    async def _write_in_order(loop: asyncio.AbstractEventLoop, connection: socket.socket,
+                              produces: collections.deque) -> None:
+        """Write the answers of the produces out, oldest first, until none is left. A produce that
+        fails ends the connection (as a request handled inline would): it is shut, so the reading
+        loop stops too."""
+        try:
+            while produces:
+                answer = await produces[0]
+                produces.popleft()
+                if answer is not None:
+                    await send_segments(loop, connection, answer)
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already gone
+            raise
+
+    @staticmethod
+    async def _written_quietly(writer: asyncio.Task | None) -> None:
+        """Wait for the answers of the produces out to be written, whatever became of them."""
+        if writer is None:
+            return
+        try:
+            await writer
+        except Exception:
+            pass  # that produce's failure closes the connection anyway
 
     @staticmethod
     async def _send_quietly(held: HeldResponses) -> None:
@@ -210,10 +292,15 @@ class KafkaListener:
         """One request frame to its response frame's pieces (None for acks=0); InvalidFrame closes.
         The responses ``held`` (answered, not yet written) are written first unless this request
         is a Produce with acks 0 or 1, which the broker answers without waiting."""
+        return await self._answer(self._decode(frame, context), held)
+
+    @staticmethod
+    def _decode(frame, context: WireContext) -> _Decoded:
+        """A request frame decoded; InvalidFrame when it cannot be."""
         try:
             header = decode_header(frame)
         except UnsupportedApiVersions as exc:
-            return encode_response_segments(exc.correlation_id, api_versions_error_response())
+            return _Decoded(answer=encode_response_segments(exc.correlation_id, api_versions_error_response()))
         codec = CODECS[header.api_key]
         if context.client_id != (header.client_id or ""):
             context = dataclasses.replace(context, client_id=header.client_id or "")
@@ -226,6 +313,14 @@ class KafkaListener:
                 request = codec.to_core(body, header.api_version, context)
             except (TypeError, ValueError) as exc:
                 raise InvalidFrame(f"{codec.api.name} v{header.api_version}: {exc}") from None
+        return _Decoded(codec=codec, header=header, request=request, body=body)
+
+    async def _answer(self, decoded: _Decoded, held: HeldResponses | None = None) -> list | None:
+        """A decoded request's response frame's pieces (None for acks=0), the ``held`` ones written first
+        unless it is a produce the broker answers without waiting."""
+        if decoded.answer is not None:
+            return decoded.answer
+        codec, header, request, body = decoded.codec, decoded.header, decoded.request, decoded.body
         answered_at_once = isinstance(request, ProduceRequest) and request.acks in (0, 1)
         if held is not None and not answered_at_once:
             await held.send()

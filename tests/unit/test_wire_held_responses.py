@@ -125,6 +125,42 @@ async def closing_story() -> tuple[list[int], bytes]:
         client.close()
 
 
+class CountingBroker(StandInBroker):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[int] = []  # the acks of each request handed to the broker, in order
+
+    async def handle(self, request):
+        self.seen.append(request.acks)
+        return await super().handle(request)
+
+
+async def pipelined_story() -> tuple[list[int], list[int]]:
+    loop = asyncio.get_running_loop()
+    broker = CountingBroker()
+    listener, server, client = serving(broker)
+    client.sendall(framed(1, acks=-1) + framed(2, acks=-1) + framed(3, acks=-1) + framed(4, acks=1))
+    task = loop.create_task(listener._serve(server, ("127.0.0.1", 1), "PLAINTEXT"))
+    try:
+        deadline = loop.time() + WAIT_S
+        while len(broker.seen) < 3:  # the three acks=all produces are out at once
+            assert loop.time() < deadline, f"only {broker.seen} handed to the broker"
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)
+        seen_before_release = list(broker.seen)  # the acks=1 one waits for the produces before it
+        broker.release.set()
+        return seen_before_release, await read_answers(loop, client, 4)
+    finally:
+        task.cancel()
+        client.close()
+
+
+def test_acks_all_produces_in_a_row_are_out_at_once_and_answered_in_order():
+    seen_before_release, answered = asyncio.run(pipelined_story())
+    assert seen_before_release == [-1, -1, -1]
+    assert answered == [1, 2, 3, 4]
+
+
 def test_a_frame_that_closes_the_connection_has_the_answers_before_it_written_first():
     answered, rest = asyncio.run(closing_story())
     assert answered == [1, 2] and rest == b"", (answered, rest)
