@@ -148,8 +148,10 @@ class _Messenger(RayMessenger):
             await asyncio.wait({answer, changed}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             changed.cancel()
-        if not answer.done():
-            answer.cancel()
+            dropped = not answer.done()
+            if dropped:  # a newer controller, or this wait itself cancelled (its caller's timeout)
+                answer.cancel()
+        if dropped:
             raise ControllerChanged(f"controller epoch {self._controller_epoch} took over")
         return answer.result()
 

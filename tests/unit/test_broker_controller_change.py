@@ -37,9 +37,16 @@ def test_a_call_out_to_the_old_controller_is_dropped_when_a_newer_one_writes():
         shell.on_controller_epoch(2)
         with pytest.raises(ControllerChanged):
             await asyncio.wait_for(call, 5)
+        await asyncio.sleep(0)  # the dropped call's cancellation reaches what it awaited
         assert held.cancelled() and shell._controller is None
         # The next call is not dropped by the change it already saw.
         answered = asyncio.get_running_loop().create_future()
         answered.set_result("heartbeat answered")
         assert await shell._until_controller_changes(answered) == "heartbeat answered"
+        # A call whose caller gives up (its timeout) is not left running.
+        hung = asyncio.get_running_loop().create_future()
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(shell._until_controller_changes(hung), 0.05)
+        await asyncio.sleep(0)
+        assert hung.cancelled()
     asyncio.run(scenario())
