@@ -293,15 +293,9 @@ class KafkaListener:
         except (ConnectionError, OSError):
             pass  # the client went away meanwhile
 
-    async def _handle(self, frame, context: WireContext, held: HeldResponses | None = None) -> list | None:
-        """One request frame to its response frame's pieces (None for acks=0); InvalidFrame closes.
-        The responses ``held`` (answered, not yet written) are written first unless this request
-        is a Produce with acks 0 or 1, which the broker answers without waiting."""
-        return await self._answer(self._decode(frame, context), held)
-
     @staticmethod
     def _decode(frame, context: WireContext) -> _Decoded:
-        """A request frame decoded; InvalidFrame when it cannot be."""
+        """A request frame decoded; InvalidFrame (which closes the connection) when it cannot be."""
         try:
             header = decode_header(frame)
         except UnsupportedApiVersions as exc:
@@ -321,8 +315,9 @@ class KafkaListener:
         return _Decoded(codec=codec, header=header, request=request, body=body)
 
     async def _answer(self, decoded: _Decoded, held: HeldResponses | None = None) -> list | None:
-        """A decoded request's response frame's pieces (None for acks=0), the ``held`` ones written first
-        unless it is a produce the broker answers without waiting."""
+        """A decoded request's response frame's pieces (None for acks=0). The responses ``held``
+        (answered, not yet written) are written first unless it is a Produce with acks 0 or 1,
+        which the broker answers without waiting."""
         if decoded.answer is not None:
             return decoded.answer
         codec, header, request, body = decoded.codec, decoded.header, decoded.request, decoded.body

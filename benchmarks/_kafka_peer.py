@@ -171,11 +171,8 @@ def _run_topic(runner, bootstrap: str, pids, partitions: int, size: int, rf: int
     wire.create_topic(bootstrap, topic, partitions, rf, topic_config(rf))
     wait_topic_ready(bootstrap, topic, partitions, rf)
     records = records_for(runner.profile, size)
-    first_writes = {}
-    if rf > 1:  # every follower fetching before the clock, as for raykafka (``wire.first_acknowledged_writes``)
-        first_writes = {"first_acks_all_writes_s": round(wire.first_acknowledged_writes(bootstrap, topic, partitions), 3)}
-        runner.display.say(f"  Kafka {topic}: a first acks=all write to each partition acknowledged in "
-                           f"{first_writes['first_acks_all_writes_s']:.2f} s")
+    # Every follower fetching before the clock, as for raykafka.
+    first_writes = wire.first_writes_figures(bootstrap, topic, partitions, rf, runner.display.say, who="Kafka ")
     first_records = partitions if first_writes else 0
     produced = first_records
     for op, acks in sorted(ops, key=lambda o: (o[0] != "produce", ACKS_ORDER.get(o[1], 0))):

@@ -135,6 +135,17 @@ def first_acknowledged_writes(bootstrap: str, topic: str, partitions: int) -> fl
     return seconds
 
 
+def first_writes_figures(bootstrap: str, topic: str, partitions: int, replication_factor: int, say,
+                         who: str = "") -> dict:
+    """Before a new topic's points: at RF>1, ``first_acknowledged_writes`` (said, with ``who``
+    naming the system) and its seconds as a point's figure; nothing at RF=1."""
+    if replication_factor <= 1:
+        return {}
+    seconds = round(first_acknowledged_writes(bootstrap, topic, partitions), 3)
+    say(f"  {who}{topic}: a first acks=all write to each partition acknowledged in {seconds:.2f} s")
+    return {"first_acks_all_writes_s": seconds}
+
+
 def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int = 1,
                  config: dict | None = None) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic

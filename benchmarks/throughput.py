@@ -256,12 +256,9 @@ class Runner:
         api.create_topic(cluster, topic, first.partitions, first.replication_factor)
         records = records_for(self.profile, first.record_bytes)
         bootstrap = cluster.bootstrap_servers
-        first_writes = {}
-        if first.replication_factor > 1:  # every follower fetching before the clock (as for Kafka)
-            first_writes = {"first_acks_all_writes_s": round(wire.first_acknowledged_writes(
-                bootstrap, topic, first.partitions), 3)}
-            self.display.say(f"  {topic}: a first acks=all write to each partition acknowledged in "
-                             f"{first_writes['first_acks_all_writes_s']:.2f} s")
+        # Every follower fetching before the clock (as for Kafka).
+        first_writes = wire.first_writes_figures(bootstrap, topic, first.partitions, first.replication_factor,
+                                                 self.display.say)
         first_records = first.partitions if first_writes else 0
         produced = first_records
         order = {"produce": 0, "consume": 1, "consume-batches": 2, "consume-arrow": 3, "fetch": 4}

@@ -20,8 +20,8 @@ def answer(api_key: int, version: int, body) -> object:
     load_served_schemas()
     listener = KafkaListener(broker=None, broker_id=0, namespace="unused", config={}, log_dir="/nonexistent",
                              coordinator_actor_name="unused")
-    segments = asyncio.run(listener._handle(memoryview(request_frame(api_key, version, body, correlation_id=9))
-                                            .toreadonly(), WireContext()))
+    frame = memoryview(request_frame(api_key, version, body, correlation_id=9)).toreadonly()
+    segments = asyncio.run(listener._answer(listener._decode(frame, WireContext())))
     correlation_id, response = read_response(api_key, version, b"".join(bytes(s) for s in segments))
     assert correlation_id == 9
     return response
