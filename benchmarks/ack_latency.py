@@ -25,6 +25,10 @@ ratio, raykafka ÷ Kafka:
   Kafka's, so the two loads differ, and the ratio of the rates says by how much. A paced run whose
   producer could not send at its target (one Python thread sharing the cores with the brokers) or
   whose records were acknowledged more slowly than sent is flagged in the output.
+* At the same fixed rates for both systems (``--rates``, records/s, default 10,000 and 40,000,
+  ``--rate-duration`` seconds each), on the RF=3 load topic, as the half-peak run: the latency two
+  systems give one load, where each system's half peak sets each its own. At a rate this low a
+  round of replication carries little, which is where its fixed costs show.
 
 Before anything is timed, each RF=3 topic gets a first acks=all write (raykafka's replica fetchers
 start there; ``_wire.first_acknowledged_writes``, its time in the JSON), and each load topic an
@@ -36,7 +40,8 @@ only. Where Java or Maven is missing (or with ``--no-kafka``) the run says so an
 raykafka alone. Prints a table, saves JSON (settings, machine, every figure); asserts nothing.
 
     python benchmarks/ack_latency.py [--records 400] [--warmup 50] [--size 100] [--load-size 1024]
-        [--peak-seconds 3] [--duration 10] [--load-rf 1,3] [--no-kafka] [--set KEY=VALUE] [--out PATH]
+        [--peak-seconds 3] [--duration 10] [--load-rf 1,3] [--rates 10000,40000] [--rate-duration 5]
+        [--no-kafka] [--set KEY=VALUE] [--out PATH]
 """
 from __future__ import annotations
 
@@ -110,11 +115,13 @@ LOAD_FIGURES = (("peak_records_per_s", "own peak rec/s"), ("records_per_s", "sen
                 ("acked_records_per_s", "acked rec/s"),
                 ("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"), ("mean_ms", "mean ms"),
                 ("broker_cpu_cores", "broker CPU cores"), ("client_cpu_cores", "client CPU cores"))
+FIXED_FIGURES = tuple(figure for figure in LOAD_FIGURES if figure[0] != "peak_records_per_s")
+FIGURES = {"serial": SERIAL_FIGURES, "load": LOAD_FIGURES, "fixed": FIXED_FIGURES}
 
 
 def pair(label: str, kind: str, rf: int, client: str, ours: dict | None, theirs: dict | None) -> dict:
     """One point of the JSON: raykafka's figures, Kafka's and raykafka ÷ Kafka for each figure both have."""
-    figures = SERIAL_FIGURES if kind == "serial" else LOAD_FIGURES
+    figures = FIGURES[kind]
     ratios = {key: round(r, 3) for key, _ in figures
               if (r := ratio((ours or {}).get(key), (theirs or {}).get(key))) is not None}
     return {"point": label, "kind": kind, "replication_factor": rf, "client": client,
@@ -136,7 +143,7 @@ def table(points: list[dict]) -> str:
     lines = ["".join(h.ljust(w) if i < 2 else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths))),
              "-" * sum(widths)]
     for point in points:
-        figures = SERIAL_FIGURES if point["kind"] == "serial" else LOAD_FIGURES
+        figures = FIGURES[point["kind"]]
         ours, theirs = point["raykafka"] or {}, point["kafka"] or {}
         for i, (key, name) in enumerate(figures):
             lines.append((point["point"] if i == 0 else "").ljust(widths[0]) + name.ljust(widths[1])
@@ -296,6 +303,7 @@ class System:
         self.name, self.bootstrap, self.args, self.say, self.pids = name, bootstrap, args, say, pids
         self.serial: dict[tuple[str, int], dict] = {}  # (client, rf) -> summary
         self.load: dict[int, dict] = {}  # rf -> peak and paced figures
+        self.fixed: dict[int, dict] = {}  # records/s -> paced figures at that rate, RF=3
         self.first_writes: dict[str, float] = {}  # topic -> seconds of its first acks=all write
 
     def create(self, topic: str, rf: int) -> None:
@@ -309,7 +317,6 @@ class System:
 
     def run(self, python_cluster=None) -> None:
         from benchmarks import _wire as wire
-        from benchmarks._probe import BrokerProbe
         args = self.args
         load_topics = {rf: f"ack-load-rf{rf}" for rf in args.load_rf}
         for rf in (1, 3):
@@ -336,22 +343,31 @@ class System:
         for rf in sorted(load_topics, reverse=True):
             top = peak(self.bootstrap, load_topics[rf], args.load_size, calibrations[rf], args.peak_seconds)
             self.say(f"  {self.name} peak RF={rf}: {top['records_per_s']:,.0f} records/s ({top['mb_per_s']:.1f} MB/s)")
-            with BrokerProbe(self.pids) as probe:
-                client_cpu, wall = time.process_time(), time.perf_counter()
-                figures = paced(self.bootstrap, load_topics[rf], args.load_size,
-                                LOAD_FRACTION * top["records_per_s"], args.duration)
-                client_cpu, wall = time.process_time() - client_cpu, time.perf_counter() - wall
-            # Cores busy over the paced run: the broker side's processes (raykafka's broker and
-            # fetcher actors; Kafka's JVMs) and this process (the producer, its librdkafka threads).
-            self.load[rf] = {"peak": top, "peak_records_per_s": top["records_per_s"], **figures,
-                             "broker_cpu_cores": round(probe.cpu_seconds / wall, 2),
-                             "client_cpu_cores": round(client_cpu / wall, 2)}
-            self.load[rf]["shortfalls"] = shortfalls(figures)
-            self.say(f"  {self.name} RF={rf} at half its peak: {figures['records_per_s']:,.0f} records/s sent, "
-                     f"{figures['acked_records_per_s']:,.0f}/s acknowledged, p50 {figures['p50_ms']:.2f} ms, "
-                     f"p99 {figures['p99_ms']:.2f} ms, broker side {self.load[rf]['broker_cpu_cores']:.2f} cores, "
-                     f"client {self.load[rf]['client_cpu_cores']:.2f}"
-                     + "".join(f"; {s}" for s in self.load[rf]["shortfalls"]))
+            self.load[rf] = self._paced(load_topics[rf], LOAD_FRACTION * top["records_per_s"], args.duration,
+                                        peak=top, peak_records_per_s=top["records_per_s"])
+            self._say_paced(f"RF={rf} at half its peak", self.load[rf])
+        rf3_topic = load_topics.get(3, "ack-latency-rf3")
+        for rate in args.rates:
+            self.fixed[rate] = self._paced(rf3_topic, rate, args.rate_duration)
+            self._say_paced(f"RF=3 at {rate:,} records/s", self.fixed[rate])
+
+    def _paced(self, topic: str, rate: float, seconds: float, **extra) -> dict:
+        """A paced run of ``topic`` at ``rate`` records/s, with the cores the broker side (raykafka's
+        broker and fetcher actors; Kafka's JVMs) and this process (the producer, its librdkafka
+        threads) kept busy meanwhile, and what fell short of the load."""
+        from benchmarks._probe import BrokerProbe
+        with BrokerProbe(self.pids) as probe:
+            client_cpu, wall = time.process_time(), time.perf_counter()
+            figures = paced(self.bootstrap, topic, self.args.load_size, rate, seconds)
+            client_cpu, wall = time.process_time() - client_cpu, time.perf_counter() - wall
+        return {**extra, **figures, "broker_cpu_cores": round(probe.cpu_seconds / wall, 2),
+                "client_cpu_cores": round(client_cpu / wall, 2), "shortfalls": shortfalls(figures)}
+
+    def _say_paced(self, what: str, figures: dict) -> None:
+        self.say(f"  {self.name} {what}: {figures['records_per_s']:,.0f} records/s sent, "
+                 f"{figures['acked_records_per_s']:,.0f}/s acknowledged, p50 {figures['p50_ms']:.2f} ms, "
+                 f"p99 {figures['p99_ms']:.2f} ms, broker side {figures['broker_cpu_cores']:.2f} cores, "
+                 f"client {figures['client_cpu_cores']:.2f}" + "".join(f"; {s}" for s in figures["shortfalls"]))
 
     def _say_serial(self, client: str, rf: int) -> None:
         row = self.serial[("confluent" if client == "confluent-kafka" else "python", rf)]
@@ -359,7 +375,8 @@ class System:
                  f"p99 {row['p99_ms']:.2f} ms, mean {row['mean_ms']:.2f} ms")
 
 
-def points(raykafka: System | None, kafka: System | None, load_rfs: list[int], load_size: int, size: int) -> list[dict]:
+def points(raykafka: System | None, kafka: System | None, load_rfs: list[int], load_size: int, size: int,
+           rates: tuple[int, ...] = ()) -> list[dict]:
     """Every point of the run, raykafka's figures beside Kafka's (a Python API point beside Kafka's
     confluent-kafka one)."""
     ours = raykafka.serial if raykafka else {}
@@ -373,6 +390,9 @@ def points(raykafka: System | None, kafka: System | None, load_rfs: list[int], l
     for rf in sorted(load_rfs, reverse=True):
         rows.append(pair(f"half own peak, {load_size} B, RF={rf}, confluent-kafka", "load", rf, "confluent",
                          raykafka.load.get(rf) if raykafka else None, kafka.load.get(rf) if kafka else None))
+    for rate in rates:
+        rows.append(pair(f"{rate:,} rec/s, {load_size} B, RF=3, confluent-kafka", "fixed", 3, "confluent",
+                         raykafka.fixed.get(rate) if raykafka else None, kafka.fixed.get(rate) if kafka else None))
     return rows
 
 
@@ -436,6 +456,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--peak-seconds", type=float, default=3.0, help="about how long each peak run lasts")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds of each paced run at half the peak")
     parser.add_argument("--load-rf", default="1,3", help="RFs measured under load (e.g. 3; '' for none)")
+    parser.add_argument("--rates", default="10000,40000",
+                        help="fixed rates (records/s, RF=3) both systems are paced at ('' for none)")
+    parser.add_argument("--rate-duration", type=float, default=5.0, help="seconds of each fixed-rate run")
     parser.add_argument("--no-kafka", action="store_true", help="leave Apache Kafka out: raykafka alone")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a broker setting for both systems (a raykafka.* key for raykafka only), "
@@ -443,6 +466,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--out", default=default_out("ack_latency"))
     args = parser.parse_args(argv)
     args.load_rf = sorted({int(rf) for rf in args.load_rf.split(",") if rf.strip()})
+    try:
+        args.rates = tuple(sorted({int(rate) for rate in args.rates.split(",") if rate.strip()}))
+    except ValueError:
+        parser.error(f"--rates takes whole records/s, comma-separated: {args.rates!r}")
+    if any(rate < 1 for rate in args.rates) or args.rate_duration <= 0:
+        parser.error("--rates and --rate-duration must be positive")
     if args.records < 1 or args.warmup < 0 or args.size < 1 or args.load_size < 1 or args.duration <= 0:
         parser.error("--records, --size, --load-size and --duration must be positive, --warmup not negative")
     if any(rf not in (1, 3) for rf in args.load_rf):
@@ -464,12 +493,13 @@ def main(argv=None) -> int:
     if kafka_skipped:
         print(kafka_skipped, flush=True)
     raykafka = run_raykafka(args, raykafka_config)
-    rows = points(raykafka, kafka, args.load_rf, args.load_size, args.size)
+    rows = points(raykafka, kafka, args.load_rf, args.load_size, args.size, args.rates)
     results = {
         "command": command, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "duration_s": round(time.time() - started, 1), "machine": _machine(),
         "settings": {"records": args.records, "warmup": args.warmup, "size": args.size, "load_size": args.load_size,
                      "peak_seconds": args.peak_seconds, "duration_s": args.duration, "load_fraction": LOAD_FRACTION,
+                     "fixed_rates": list(args.rates), "fixed_rate_duration_s": args.rate_duration,
                      "load_rf": args.load_rf, "partitions": 1, "brokers": BROKERS,
                      "min_insync_replicas": {"1": 1, "3": 2}, "raykafka_broker_config": raykafka_config,
                      "kafka_broker_config": kafka_config, "serial_confluent_producer": SERIAL_PRODUCER,

@@ -41,6 +41,7 @@ from orchestration.admin.detached import (
     ClusterInfo, delete_cluster_info, join_with_rays_auth, load_cluster_info, save_cluster_info,
 )
 from orchestration.admin.placement import BrokerPlacement
+from orchestration.admin.ray_runtime import with_raykafka_ray_environment
 from orchestration.admin.status import cluster_status
 from orchestration.admin.wait import wait_until
 from orchestration.history import HistoryWriter
@@ -108,6 +109,8 @@ class Cluster(AdminClient):
         if owns_ray:
             if address is not None:
                 join_with_rays_auth()
+            else:  # a Ray of this process's own: started as raykafka starts its Rays
+                with_raykafka_ray_environment(os.environ)
             ray.init(address=address, namespace=namespace or f"raykafka-{uuid.uuid4().hex[:8]}",
                      num_cpus=None if address else num_cpus, include_dashboard=False, log_to_driver=False)
         namespace = ray.get_runtime_context().namespace

@@ -34,6 +34,7 @@ import psutil
 from ray.experimental import internal_kv
 
 from actors.ray_metadata_store import kv_namespace
+from orchestration.admin.ray_runtime import with_raykafka_ray_environment
 
 CLUSTER_INFO_KEY = "/raykafka/cluster-info"
 DEFAULT_NAMESPACE = "raykafka"
@@ -142,7 +143,7 @@ def start_local_head(*, num_cpus: int | None = None, metrics_export_port: int | 
     # later command connects with the same mode (use_auth_mode).
     use_auth_mode(AUTH_MODE)
     head = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True, env=dict(os.environ))
+                            start_new_session=True, env=with_raykafka_ray_environment(dict(os.environ)))
     address = f"127.0.0.1:{port}"
     deadline = time.monotonic() + HEAD_START_TIMEOUT_S
     while not _accepts(port):

@@ -10,9 +10,14 @@ was tried and where Ray's own logs are.
 """
 from __future__ import annotations
 
+import os
+from collections.abc import MutableMapping
+
 import ray
 from loguru import logger
 from tenacity import RetryError, Retrying, stop_after_attempt, wait_exponential
+
+from actors.shared_records import RAY_INLINE_BYTES_ENV
 
 START_ATTEMPTS = 3
 # Ray frees objects nobody references in batches, every free_objects_period_milliseconds (1000 by
@@ -20,6 +25,24 @@ START_ATTEMPTS = 3
 # object store, pages the brokers wrote that count in their resident memory: in a 1 GiB backlog
 # read (benchmarks/throughput.py --backlog) 457 MB of it at 1000 ms, 90 MB at 100 ms.
 LOCAL_RAY_SYSTEM_CONFIG = {"free_objects_period_milliseconds": 100}
+# Ray hands an object of up to max_direct_call_object_size bytes over inside the call's message and
+# puts a bigger one into its shared-memory object store (100 KiB by default). A replica fetcher's
+# round is two calls, and its records an object from 100 KiB up: on this 2-core machine an object
+# cost a round about 2 ms and 3 ms of CPU more than the same records inline, up to about 1 MB
+# (benchmarks/replication_round.py). The Rays raykafka starts let objects of up to 2 MiB travel
+# inline; a leader then sends a follower its records inline below a quarter of that
+# (actors/shared_records.py). Set in the environment, where every Ray process started from it
+# reads it, raykafka's shells included; a Ray started with the variable already set keeps its value.
+LOCAL_RAY_INLINE_BYTES = 2 * 1024 * 1024
+
+
+def with_raykafka_ray_environment(environment: MutableMapping[str, str]) -> MutableMapping[str, str]:
+    """``environment`` (``os.environ``, or a child's copy of it) with the Ray settings raykafka
+    starts its Rays with, where it does not name them already."""
+    environment.setdefault(RAY_INLINE_BYTES_ENV, str(LOCAL_RAY_INLINE_BYTES))
+    return environment
+
+
 RAY_SESSION_LOGS = "/tmp/ray/session_latest/logs"
 
 
@@ -46,6 +69,7 @@ def start_local_ray(*, num_cpus: int | None, namespace: str, attempts: int = STA
     init_kwargs.setdefault("include_dashboard", False)
     init_kwargs.setdefault("log_to_driver", False)
     init_kwargs["_system_config"] = {**LOCAL_RAY_SYSTEM_CONFIG, **(init_kwargs.get("_system_config") or {})}
+    with_raykafka_ray_environment(os.environ)
 
     def attempt() -> None:
         try:

@@ -23,7 +23,7 @@ import time
 import ray
 
 from orchestration.admin.detached import free_port, ray_executable, stop_local_head
-from orchestration.admin.ray_runtime import LOCAL_RAY_SYSTEM_CONFIG
+from orchestration.admin.ray_runtime import LOCAL_RAY_SYSTEM_CONFIG, with_raykafka_ray_environment
 
 HEAD_START_TIMEOUT_S = 120
 # A busy machine can make one of Ray's processes miss Ray's own start-up limits (as
@@ -68,7 +68,7 @@ class SessionRayHead:
         command = [ray_executable(), "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1",
                    f"--temp-dir={self.temp_dir}", f"--num-cpus={num_cpus}", "--include-dashboard=false",
                    "--disable-usage-stats", f"--system-config={json.dumps(LOCAL_RAY_SYSTEM_CONFIG)}"]
-        env = dict(os.environ)
+        env = with_raykafka_ray_environment(dict(os.environ))
         env.pop("RAY_ADDRESS", None)
         # No token authentication: the test drivers join with ray.init(address=...), which sends none.
         env["RAY_AUTH_MODE"] = "disabled"

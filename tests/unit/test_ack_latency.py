@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.ack_latency import (
-    LOAD_FIGURES, SERIAL_FIGURES, System, due_at, due_count, pair, percentile, points, shortfalls,
+    LOAD_FIGURES, SERIAL_FIGURES, System, due_at, due_count, pair, parse_args, percentile, points, shortfalls,
     split_settings, summarize, table,
 )
 
@@ -102,6 +102,30 @@ def test_points_set_the_python_api_beside_kafkas_confluent_kafka_and_the_table_s
     assert p50_line.split()[-3:] == ["15.30", "1.70", "9.00"]
     assert next(line for line in lines if "own peak rec/s" in line).split()[-3:] == ["30,000", "120,000", "0.25"]
     assert next(line for line in lines if "acked rec/s" in line).split()[-3:] == ["15,000", "60,000", "0.25"]
+
+
+def test_fixed_rates_set_both_systems_at_one_load_side_by_side():
+    paced = lambda p50: {"records_per_s": 10_000.0, "acked_records_per_s": 9_990.0, "p50_ms": p50,  # noqa: E731
+                         "p99_ms": p50 * 3, "mean_ms": p50, "broker_cpu_cores": 0.4, "client_cpu_cores": 0.2}
+    raykafka, kafka = _system("raykafka", {}, {}), _system("Kafka", {}, {})
+    raykafka.fixed, kafka.fixed = {10_000: paced(14.0)}, {10_000: paced(3.5)}
+    rows = points(raykafka, kafka, [], 1024, 100, (10_000, 40_000))
+    assert [(r["point"], r["kind"]) for r in rows] == [("10,000 rec/s, 1024 B, RF=3, confluent-kafka", "fixed"),
+                                                       ("40,000 rec/s, 1024 B, RF=3, confluent-kafka", "fixed")]
+    assert rows[0]["ratios"]["p50_ms"] == 4.0 and "peak_records_per_s" not in rows[0]["ratios"]
+    assert rows[1]["raykafka"] is None and rows[1]["ratios"] == {}
+    lines = table(rows).splitlines()
+    assert len(lines) == 2 + 2 * (len(LOAD_FIGURES) - 1)  # a fixed rate has no peak of its own
+    assert not any("own peak" in line for line in lines)
+
+
+def test_fixed_rates_are_whole_positive_records_per_second():
+    assert parse_args([]).rates == (10_000, 40_000)
+    assert parse_args(["--rates", "5000, 1000,5000"]).rates == (1000, 5000)
+    assert parse_args(["--rates", ""]).rates == ()
+    for bad in (["--rates", "ten"], ["--rates", "0"], ["--rate-duration", "0"]):
+        with pytest.raises(SystemExit):
+            parse_args(bad)
 
 
 def test_a_run_without_kafka_still_has_every_raykafka_point_with_dashes_for_kafka():

@@ -2,10 +2,13 @@
 last error when it gives up; ray.init is replaced by a fake, so no Ray starts."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from actors.shared_records import RAY_INLINE_BYTES_ENV
 from orchestration.admin import ray_runtime
-from orchestration.admin.ray_runtime import RayStartError, start_local_ray
+from orchestration.admin.ray_runtime import LOCAL_RAY_INLINE_BYTES, RayStartError, start_local_ray
 
 
 class FakeRay:
@@ -32,6 +35,9 @@ class FakeRay:
 
 @pytest.fixture
 def fake_ray(monkeypatch):
+    # start_local_ray sets Ray's settings in this process's environment: a copy, for this test only.
+    monkeypatch.setattr(os, "environ", os.environ.copy())
+
     def install(failures: int) -> FakeRay:
         fake = FakeRay(failures)
         monkeypatch.setattr(ray_runtime, "ray", fake)
@@ -67,3 +73,14 @@ def test_a_local_ray_frees_unreferenced_objects_every_100_ms_unless_the_caller_s
     fake.shutdown()
     start_local_ray(num_cpus=2, namespace="ns", _system_config={"free_objects_period_milliseconds": 5, "x": 1})
     assert fake.inits[1]["_system_config"] == {"free_objects_period_milliseconds": 5, "x": 1}
+
+
+def test_a_local_ray_hands_objects_of_up_to_2_mib_over_inline_unless_the_environment_says_otherwise(fake_ray):
+    fake = fake_ray(failures=0)
+    os.environ.pop(RAY_INLINE_BYTES_ENV, None)
+    start_local_ray(num_cpus=2, namespace="ns")
+    assert os.environ[RAY_INLINE_BYTES_ENV] == str(LOCAL_RAY_INLINE_BYTES) == "2097152"
+    fake.shutdown()
+    os.environ[RAY_INLINE_BYTES_ENV] = "102400"  # a user who wants Ray's default keeps it
+    start_local_ray(num_cpus=2, namespace="ns")
+    assert os.environ[RAY_INLINE_BYTES_ENV] == "102400" and len(fake.inits) == 2

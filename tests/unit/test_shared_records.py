@@ -24,7 +24,10 @@ from actors.core.fetcher.follower_messages import (
     FollowerTruncateRequest, InitialFetchState, TruncationMode,
 )
 from actors.drivers.broker import BrokerDriver
-from actors.shared_records import ZERO_COPY_THRESHOLD_BYTES, SharedRecords, pack_together, resolve_shared_records
+from actors.shared_records import (
+    RAY_INLINE_BYTES_ENV, ZERO_COPY_THRESHOLD_BYTES, SharedRecords, pack_together, ray_inline_bytes_max,
+    resolve_shared_records, zero_copy_threshold_bytes,
+)
 
 TOPIC = "orders"
 
@@ -182,3 +185,13 @@ def test_each_partition_of_a_shared_answer_is_still_handled_on_its_own():
     assert isinstance(truncate, FollowerTruncateRequest)
     assert [(p.partition, p.mode) for p in truncate.partitions] == [(2, TruncationMode.TO_LEADER_EPOCH_END)]
     assert core.partitions[(TOPIC, 0)].fetch_offset == core.partitions[(TOPIC, 3)].fetch_offset == 4
+
+
+def test_answers_go_inline_below_a_quarter_of_rays_inline_limit_and_never_below_100_kib():
+    assert ray_inline_bytes_max({}) == 100 * 1024  # Ray's default
+    assert ray_inline_bytes_max({RAY_INLINE_BYTES_ENV: "2097152"}) == 2 * 1024 * 1024
+    for unusable in ("lots", "", "0", "-5"):
+        assert ray_inline_bytes_max({RAY_INLINE_BYTES_ENV: unusable}) == 100 * 1024, unusable
+    assert zero_copy_threshold_bytes(100 * 1024) == 100 * 1024  # as before under Ray's default
+    assert zero_copy_threshold_bytes(2 * 1024 * 1024) == 512 * 1024
+    assert zero_copy_threshold_bytes(1024) == 100 * 1024
