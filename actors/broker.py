@@ -35,10 +35,11 @@ from actors.core.errors import ErrorCode
 from actors.core.log.storage_faults import FaultyStorage
 from actors.core.metrics import REQUEST_TOTAL_TIME, broker_tags
 from actors.core.broker.broker_core import BrokerCore
-from actors.core.fetcher.follower_messages import FollowerAppendRequest
+from actors.core.fetcher.follower_messages import FollowerAppendRequest, FollowerTruncateRequest
 from actors.drivers.broker import BrokerDriver
 from actors.file_storage import FileStorage
 from actors.kafka_listener import KafkaListener
+from actors.local_channel import LocalChannelServer
 from actors.ray_metadata_store import active_controller
 from actors.codecs.compression import KafkaCompressionCodecs
 from actors.ray_seams import RayClock, RayEventLog, RayStorageWorker, RayMessenger, monotonic_ms, tick_forever
@@ -183,7 +184,7 @@ class _Messenger(RayMessenger):
             num_cpus=0, max_restarts=0, scheduling_strategy=here).remote(
             broker_id=actor.broker_id, leader_id=leader_id, fetcher_id=fetcher_id,
             leader_actor_name=broker_actor_name(leader_id), namespace=actor.namespace, config=actor.config,
-            broker=ray.get_runtime_context().current_actor)
+            broker=ray.get_runtime_context().current_actor, local_channel=actor._local_channel_address())
         self._fetcher_calls.reset(destination)
 
     def stop(self, destination: str, *, idle: bool = False) -> None:
@@ -281,6 +282,14 @@ class BrokerActor:
         loop = asyncio.get_running_loop()
         self._background = [loop.create_task(tick_forever(TICK_INTERVAL_S, self._wakeup, f"broker {broker_id}")),
                             loop.create_task(self._watch_fetchers())]
+        # Its fetchers' appends and truncations whose records travel inline come over a Unix
+        # socket rather than as Ray calls (actors/local_channel.py); listening before any fetcher
+        # starts, which is handed its address.
+        self._local_channel = LocalChannelServer(f"broker-{broker_id}", self._serve_request,
+                                                 (FollowerAppendRequest, FollowerTruncateRequest))
+        if (KafkaConfig(self.config).get_bool("raykafka.replica.local.channel.enable")
+                and self._local_channel.listen()):
+            self._background.append(loop.create_task(self._local_channel.serve()))
         # Kafka's LogCleaner thread: an actor of this broker's, started and kept alive here.
         self._log_cleaner = None
         self._log_cleaners_started = 0
@@ -393,6 +402,11 @@ class BrokerActor:
         await self._running.wait()
         self._driver.on_log_cleaned(cleaned)
 
+    def _local_channel_address(self) -> tuple[str, bytes] | None:
+        """Where this broker's fetchers reach its local channel, and its secret; None without one."""
+        channel = self._local_channel
+        return None if channel.address is None else (channel.address, channel.secret)
+
     async def log_cleaner(self) -> dict:
         """This broker's log cleaner actor (fault injection kills it) and how many were started."""
         return {"actor": self._log_cleaner, "started": self._log_cleaners_started}
@@ -401,6 +415,10 @@ class BrokerActor:
     async def handle(self, request):
         """Every request this broker serves (actors/core/apis.py), dispatched by its type. A
         follower's append arrives with its leader's answer in shared memory, mapped here first."""
+        return await self._serve_request(request)
+
+    async def _serve_request(self, request):
+        """``handle``'s work, for a Ray call and for the local channel alike."""
         traced = hop_trace_enabled() and _hop_name(self.broker_id, request)
         if traced:
             hop(traced + " in")
@@ -446,6 +464,7 @@ class BrokerActor:
         Kafka halts; Ray starts the actor again (``max_restarts``), which recovers from the disk."""
         logger.critical("broker {} exits in {} s: its log directory failed: {}", self.broker_id, HALT_GRACE_S, reason)
         self._messenger.stop_idle_fetchers(kept_at_least_s=0)
+        self._local_channel.close()
         asyncio.get_running_loop().call_later(HALT_GRACE_S, os._exit, 1)
 
     async def inject_storage_fault(self, fault: str, room_bytes: int = 0) -> None:
@@ -498,6 +517,7 @@ class BrokerActor:
         if self._driver.stopped:
             return
         await self._kafka_listener.close()
+        self._local_channel.close()
         for task in self._background:
             task.cancel()
         if self._log_cleaner is not None:

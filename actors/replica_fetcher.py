@@ -10,6 +10,11 @@ Ray does not promise to run an async actor's calls in the order they were sent; 
 strictly in that order. An idle fetcher (no partitions left) is told to follow nothing and kept by its
 broker for the leader's next partitions (``follow_nothing``), where Kafka stops the thread.
 
+Its calls to its own broker go over the broker's local channel (a Unix socket,
+actors/local_channel.py) when their records travel inline, and as Ray calls otherwise (records in
+shared memory), or when the channel cannot be reached (for ``CHANNEL_RETRY_S`` after that);
+``describe`` counts both.
+
 ``describe`` also says, per topic, when this fetcher first asked the leader for it and when the
 last append that carried its records returned (monotonic seconds, comparable between processes on
 one machine), and how many Fetches and such appends it made: what a catch-up is timed by, from
@@ -21,28 +26,36 @@ import asyncio
 import time
 
 import ray
+from loguru import logger
 from ray.exceptions import ActorDiedError
 
 from actors.core.config import KafkaConfig
 from actors.core.messages.fetch import FetchRequest
 from actors.core.fetcher.fetcher import FetcherCore
-from actors.core.fetcher.follower_messages import FollowerAppendRequest
+from actors.core.fetcher.follower_messages import FollowerAppendRequest, FollowerTruncateRequest
 from actors.drivers.fetcher import FetcherDriver
 from actors.ray_seams import RayClock, RayEventLog, RayMessenger, monotonic_ms, tick_forever
 from actors.shell_support import OrderedInbox
 from actors.fault_network import broker_node, shell_fault_network
 from actors.hop_trace import hop, enabled as hop_trace_enabled
+from actors.local_channel import LocalChannelClient, LocalChannelUnavailable
+from actors.shared_records import SharedRecords
 
 TICK_INTERVAL_S = 0.05
+CHANNEL_RETRY_S = 1.0  # after the local channel could not be reached, Ray calls only for this long
 
 
 class ReplicaFetcherActor:
     def __init__(self, *, broker_id: int, leader_id: int, fetcher_id: int, leader_actor_name: str,
-                 namespace: str, config: dict[str, str], broker) -> None:
+                 namespace: str, config: dict[str, str], broker,
+                 local_channel: tuple[str, bytes] | None = None) -> None:
         self.broker_id, self.leader_id, self.fetcher_id = broker_id, leader_id, fetcher_id
         self._leader_actor_name = leader_actor_name
         self._namespace = namespace
         self._broker = broker
+        self._channel = None if local_channel is None else LocalChannelClient(*local_channel)
+        self._channel_retry_at = 0.0
+        self._local_calls = {"channel": 0, "ray": 0}
         self._leader = None
         # Fetches cross the network between this broker and the leader's: network faults apply there.
         self._network = shell_fault_network(broker_node(broker_id), namespace)
@@ -69,7 +82,7 @@ class ReplicaFetcherActor:
 
     async def _send(self, destination: str, request, timeout_s: float):
         if destination == "local":
-            response = await self._broker.handle.remote(request)
+            response = await self._call_broker(request)
             if isinstance(request, FollowerAppendRequest):
                 self._note_appended(request)
             return response
@@ -84,6 +97,21 @@ class ReplicaFetcherActor:
         except ActorDiedError:
             self._leader = None
             raise
+
+    async def _call_broker(self, request):
+        """One call to this fetcher's own broker: over the local channel when its records are
+        inline, else (or while the channel is out of reach) a Ray call."""
+        if self._channel is not None and _inline(request) and time.monotonic() >= self._channel_retry_at:
+            try:
+                response = await self._channel.call(request)
+                self._local_calls["channel"] += 1
+                return response
+            except LocalChannelUnavailable as exc:  # nothing was sent: send it through Ray instead
+                logger.info("fetcher {}->{}: local channel out of reach ({}); Ray calls for {} s", self.broker_id,
+                            self.leader_id, exc, CHANNEL_RETRY_S)
+                self._channel_retry_at = time.monotonic() + CHANNEL_RETRY_S
+        self._local_calls["ray"] += 1
+        return await self._broker.handle.remote(request)
 
     def _note_fetch(self, request: FetchRequest) -> None:
         now_s = time.monotonic()
@@ -123,9 +151,18 @@ class ReplicaFetcherActor:
                 "partitions": len(self._driver.core.partitions)}
 
     async def describe(self) -> dict:
-        return self._driver.describe() | {"topic_times": {
+        return self._driver.describe() | {"local_calls": dict(self._local_calls), "topic_times": {
             topic: {"first_fetch_s": first, "last_records_append_s": last, "fetches": fetches, "appends": appends}
             for topic, (first, last, fetches, appends) in self._topic_times.items()}}
+
+
+def _inline(request) -> bool:
+    """Whether ``request`` can go over the local channel: a truncation, or an append whose
+    records are all bytes (none in Ray's shared memory)."""
+    if isinstance(request, FollowerTruncateRequest):
+        return True
+    return isinstance(request, FollowerAppendRequest) and not any(
+        isinstance(p.records, SharedRecords) for p in request.partitions)
 
 
 def _carries_records(records) -> bool:

@@ -394,7 +394,8 @@ def main(argv=None) -> int:
         if owns_ray:
             ray.shutdown()
     inline_max = ray_inline_bytes_max()  # as this run's Ray processes read it (they inherit this environment)
-    save_results(args.out, {"benchmark": "replication_round", "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    save_results(args.out, {"benchmark": "replication_round", "when": when,
                             "seconds_per_bare_point": args.seconds, "megabytes": args.megabytes,
                             "ray_inline_bytes_max": inline_max,
                             "zero_copy_threshold_bytes": zero_copy_threshold_bytes(inline_max),

@@ -127,6 +127,9 @@ BROKER_DEFAULTS: dict[str, str] = {
     # How long a broker keeps a fetcher actor that has no partitions left (Kafka stops an idle
     # fetcher thread at once); the next partitions of that leader reuse it. 0 stops it at once.
     "raykafka.replica.fetcher.idle.keep.ms": "300000",
+    # Whether a fetcher hands its broker the appends whose records travel inline over the broker's
+    # Unix socket rather than as Ray calls (actors/local_channel.py); false keeps every call on Ray.
+    "raykafka.replica.local.channel.enable": "true",
 }
 
 # Broker keys that have no value unless set (Kafka's null defaults), and broker keys whose default

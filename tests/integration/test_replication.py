@@ -359,6 +359,48 @@ def test_a_paused_follower_copies_a_backlog_of_large_answers_over_many_partition
                    f"partition {partition}'s backlog copied whole to the follower")
 
 
+def test_a_follower_gets_small_appends_over_its_brokers_local_channel_and_large_ones_through_ray(cluster):
+    """A fetcher hands its broker the appends whose records travel inline over the broker's local
+    channel (a Unix socket, actors/local_channel.py) and those in Ray's shared memory as Ray calls:
+    after small acks=all writes one at a time and then a backlog of large answers, each carrier has
+    carried appends of this topic, and the two replicas are identical."""
+    topic = "local-channel"
+    cluster.create_topic(topic, assignment=[[0, 1]], config={"min.insync.replicas": "2"})
+    wait_until(lambda: len(cluster.describe_topic(topic)[0].isr) == 2, 30, "a full ISR")
+
+    def local_calls() -> dict:
+        totals = {"channel": 0, "ray": 0}
+        for entry in ray.get(cluster.broker(1).fetchers.remote(), timeout=30).values():
+            for carrier, count in ray.get(entry["actor"].describe.remote(), timeout=30)["local_calls"].items():
+                totals[carrier] += count
+        return totals
+    before = local_calls()
+    producer = cluster.producer({"acks": "all", "linger.ms": "0"})
+    for i in range(30):
+        producer.send(topic, value=b"small-%d" % i, partition=0)
+        producer.flush(timeout=60)
+    small = local_calls()
+    follower = cluster.broker(1)
+    backlog = cluster.producer({"acks": "1", "linger.ms": "5", "batch.size": "1000000"})
+    ray.get(follower.pause.remote(), timeout=30)
+    try:
+        for _ in range(2000):
+            backlog.send(topic, value=b"L" * 1024, partition=0)  # 2 MiB: answers of 512 KiB and more
+        backlog.flush(timeout=60)
+    finally:
+        ray.get(follower.resume.remote(), timeout=30)
+
+    def copied() -> bool:
+        description = cluster.describe_topic(topic)[0]
+        digests = cluster.replica_digests(topic, 0, description.log_end_offset)
+        return (description.log_end_offset == description.high_watermark == 2030 and len(digests) == 2
+                and len({tuple(d) for d in digests.values()}) == 1)
+    wait_until(copied, 60, "the backlog copied whole to the follower")
+    after = local_calls()
+    assert small["channel"] - before["channel"] >= 30, (before, small)
+    assert after["ray"] > small["ray"], (small, after)
+
+
 def test_a_consumer_rereads_from_where_an_unclean_election_made_the_logs_diverge(cluster):
     """KIP-320 on a real cluster: a consumer read offsets 0-9 from broker 0 while broker 1 (down)
     had only 0-4; broker 0 dies, broker 1 comes back and is elected uncleanly, and writes 5-11
