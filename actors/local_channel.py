@@ -63,6 +63,12 @@ async def _read_frame(reader: asyncio.StreamReader) -> bytes:
     return await reader.readexactly(length)
 
 
+async def _read_secret(reader: asyncio.StreamReader) -> bytes | None:
+    """A connection's first frame, read only if it is a secret's length (None otherwise)."""
+    (length,) = HEADER.unpack(await reader.readexactly(HEADER.size))
+    return await reader.readexactly(length) if length == SECRET_BYTES else None
+
+
 class LocalChannelServer:
     """The broker's side: ``handle(request)`` answers each request of the ``carries`` kinds."""
 
@@ -103,8 +109,8 @@ class LocalChannelServer:
         task = asyncio.current_task()
         self._connections.add(task)
         try:
-            shown = await asyncio.wait_for(_read_frame(reader), CONNECT_TIMEOUT_S)
-            if not hmac.compare_digest(shown, self.secret):
+            shown = await asyncio.wait_for(_read_secret(reader), CONNECT_TIMEOUT_S)
+            if shown is None or not hmac.compare_digest(shown, self.secret):
                 logger.warning("local channel {}: a connection without the secret, closed", self._name)
                 return
             while True:

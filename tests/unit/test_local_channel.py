@@ -112,6 +112,10 @@ def test_a_peer_without_the_secret_gets_nothing_unpickled_and_the_server_serves_
         writer.write(frame(b"\0" * 32) + frame(pickle.dumps((1, Boom()))))
         await writer.drain()
         closed = await asyncio.wait_for(reader.read(), 5)  # the server closes it: end of stream
+        reader, writer = await raw_connection(server)  # a first frame of any other length is not read
+        writer.write(struct.pack(">I", FRAME_BYTES_MAX))
+        await writer.drain()
+        closed += await asyncio.wait_for(reader.read(), 5)
         answer = await LocalChannelClient(server.address, server.secret).call(append(b"ok"))
         server.close()
         return broker, closed, answer
