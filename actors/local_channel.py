@@ -3,9 +3,9 @@
 A follower's replication round is two calls its fetcher makes, a Fetch to the leader and a
 FollowerAppend (or a truncation) to its own broker. The second never leaves the node: a fetcher
 runs on its broker's node and dies with it (actors/broker.py). As a Ray actor call it cost about
-1 ms and 1 ms of CPU on a 2-core machine; over a Unix socket, a twentieth of that
-(benchmarks/replication_round.py: a bare round of 1 KiB took 2.22 ms with both legs Ray calls and
-0.96 ms with this leg over a socket; from 1 MiB up the copy through the socket costs more than
+1 ms and 1 ms of CPU on a 2-core machine; over this channel, a tenth of that
+(benchmarks/replication_round.py: a bare round of 64 KiB took 2.19 ms with both legs Ray calls and
+1.11 ms with this leg over the channel; from 1 MiB up the copy through the socket costs more than
 Ray's shared memory). So a fetcher sends its broker the requests whose records travel inline (no
 ``SharedRecords``: actors/shared_records.py) this way, and the rest as Ray calls, as before. The
 messages are the same dataclasses; only their carrier differs.

@@ -16,10 +16,9 @@ payload with raykafka's own ``pack_together``; the fetcher hands the follower a
 removed, as a log rolls and retention deletes). Shapes:
 
 - ``ray``: both legs Ray calls, as raykafka's shells make them.
-- ``socket-append``: the Fetch leg the same; the append leg over a Unix socket the fetcher and
-  the follower share (the fetcher reads the object, the follower receives the bytes): what a
-  local transport other than Ray would cost for that leg (a fetcher always runs on its broker's
-  node).
+- ``socket-append``: the Fetch leg the same; the append leg over raykafka's local channel
+  (actors/local_channel.py: a Unix socket, the same ``FollowerAppendRequest`` pickled; the fetcher
+  reads an object's records into it first), as raykafka sends an append whose records are inline.
 
 Per (shape, size): ms per round (wall) and CPU ms per round, summed over the three actors'
 processes, the raylet and the GCS (each process's thread run time from /proc).
@@ -45,10 +44,8 @@ it asserts nothing about speed.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import shutil
-import struct
 import sys
 import tempfile
 import time
@@ -60,6 +57,7 @@ sys.path.insert(0, ROOT)
 import ray  # noqa: E402
 
 from actors.core.fetcher.follower_messages import FollowerAppendPartition, FollowerAppendRequest  # noqa: E402
+from actors.local_channel import LocalChannelClient, LocalChannelServer  # noqa: E402
 from actors.shared_records import (  # noqa: E402
     pack_together, ray_inline_bytes_max, resolve_shared_records, zero_copy_threshold_bytes,
 )
@@ -69,7 +67,6 @@ SHAPES = ("ray", "socket-append")
 DEFAULT_SIZES = "1KiB,64KiB,256KiB,1MiB,4MiB,16MiB"
 RECORD_BYTES = 1024
 ROLL_BYTES = 64 * 1024 * 1024  # the bare follower's file is replaced past this, as a log rolls
-FRAME_FORMAT, FRAME_BYTES = ">Q", 8  # the socket leg's length prefix, and its 8-byte answer
 UNITS = {"kib": 1024, "mib": 1024 * 1024, "b": 1}
 
 
@@ -160,7 +157,7 @@ class Follower:
         self._file = None
         self._written = 0
         self._files = 0
-        self._server = None
+        self._channel = None
 
     def pid(self) -> int:
         return os.getpid()
@@ -184,20 +181,17 @@ class Follower:
         request = await resolve_shared_records(request, _resolve)
         return sum(self._append(p.records) for p in request.partitions)
 
-    async def serve(self, path: str) -> None:
-        async def connection(reader, writer):
-            try:
-                while True:
-                    (length,) = struct.unpack(FRAME_FORMAT, await reader.readexactly(FRAME_BYTES))
-                    writer.write(struct.pack(FRAME_FORMAT, self._append(await reader.readexactly(length))))
-                    await writer.drain()
-            except asyncio.IncompleteReadError:
-                writer.close()
-        self._server = await asyncio.start_unix_server(connection, path=path)
+    async def serve(self) -> tuple[str, bytes]:
+        """Listen on a local channel, as a broker does; its address and secret."""
+        self._channel = LocalChannelServer("bare-follower", self.append, (FollowerAppendRequest,))
+        if not self._channel.listen():
+            raise RuntimeError("no local channel on this platform")
+        await self._channel.serve()
+        return self._channel.address, self._channel.secret
 
     def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        if self._channel is not None:
+            self._channel.close()
         if self._file is not None:
             os.close(self._file)
 
@@ -206,38 +200,34 @@ class Follower:
 class Fetcher:
     def __init__(self, leader, follower) -> None:
         self._leader, self._follower = leader, follower
-        self._streams = None
+        self._channel = None
 
     def pid(self) -> int:
         return os.getpid()
 
-    async def connect(self, path: str) -> None:
-        self._streams = await asyncio.open_unix_connection(path)
+    def connect(self, address: str, secret: bytes) -> None:
+        self._channel = LocalChannelClient(address, secret)
 
     async def run(self, shape: str, seconds: float) -> dict:
         rounds, moved = 0, 0
         started = time.perf_counter()
         while time.perf_counter() - started < seconds:
             records = await self._leader.fetch.remote()
+            if shape != "ray" and not isinstance(records, bytes):
+                records = (await records.ref)[records.index]
+            request = FollowerAppendRequest(partitions=(FollowerAppendPartition(
+                topic="t", partition=0, current_leader_epoch=0, fetch_offset=0, records=records,
+                leader_high_watermark=0),))
             if shape == "ray":
-                request = FollowerAppendRequest(partitions=(FollowerAppendPartition(
-                    topic="t", partition=0, current_leader_epoch=0, fetch_offset=0, records=records,
-                    leader_high_watermark=0),))
                 moved += await self._follower.append.remote(request)
             else:
-                data = records if isinstance(records, bytes) else (await records.ref)[records.index]
-                reader, writer = self._streams
-                writer.write(struct.pack(FRAME_FORMAT, len(data)))
-                writer.write(memoryview(data).cast("B"))
-                await writer.drain()
-                (written,) = struct.unpack(FRAME_FORMAT, await reader.readexactly(FRAME_BYTES))
-                moved += written
+                moved += await self._channel.call(request)
             rounds += 1
         return {"rounds": rounds, "seconds": time.perf_counter() - started, "bytes": moved}
 
     def close(self) -> None:
-        if self._streams is not None:
-            self._streams[1].close()
+        if self._channel is not None:
+            self._channel.close()
 
 
 
@@ -270,10 +260,8 @@ def measure_bare(sizes: list[int], shapes: list[str], seconds: float, say=print)
         leader, follower = Leader.remote(size), Follower.remote(directory)
         fetcher = Fetcher.remote(leader, follower)
         try:
-            socket_path = os.path.join(directory, "append.sock")
             if "socket-append" in shapes:
-                ray.get(follower.serve.remote(socket_path), timeout=60)
-                ray.get(fetcher.connect.remote(socket_path), timeout=60)
+                ray.get(fetcher.connect.remote(*ray.get(follower.serve.remote(), timeout=60)), timeout=60)
             pids = ray.get([a.pid.remote() for a in (leader, fetcher, follower)], timeout=60) + _ray_pids()
             ray.get(fetcher.run.remote(shapes[0], min(0.5, seconds)), timeout=120)  # warm: imports, first objects
             for shape in shapes:
