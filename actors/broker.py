@@ -36,10 +36,11 @@ from actors.core.log.storage_faults import FaultyStorage
 from actors.core.metrics import REQUEST_TOTAL_TIME, broker_tags
 from actors.core.broker.broker_core import BrokerCore
 from actors.core.fetcher.follower_messages import FollowerAppendRequest, FollowerTruncateRequest
+from actors.core.messages.fetch import FetchRequest
 from actors.drivers.broker import BrokerDriver
 from actors.file_storage import FileStorage
 from actors.kafka_listener import KafkaListener
-from actors.local_channel import LocalChannelServer
+from actors.broker_channel import ChannelServer
 from actors.ray_metadata_store import active_controller
 from actors.codecs.compression import KafkaCompressionCodecs
 from actors.ray_seams import RayClock, RayEventLog, RayStorageWorker, RayMessenger, monotonic_ms, tick_forever
@@ -283,13 +284,17 @@ class BrokerActor:
         self._background = [loop.create_task(tick_forever(TICK_INTERVAL_S, self._wakeup, f"broker {broker_id}")),
                             loop.create_task(self._watch_fetchers())]
         # Its fetchers' appends and truncations whose records travel inline come over a Unix
-        # socket rather than as Ray calls (actors/local_channel.py); listening before any fetcher
-        # starts, which is handed its address.
-        self._local_channel = LocalChannelServer(f"broker-{broker_id}", self._serve_request,
-                                                 (FollowerAppendRequest, FollowerTruncateRequest))
-        if (KafkaConfig(self.config).get_bool("raykafka.replica.local.channel.enable")
-                and self._local_channel.listen()):
+        # socket rather than as Ray calls, and followers' Fetches over TCP (actors/broker_channel.py);
+        # listening before any fetcher starts, which is handed the local channel's address.
+        self._local_channel = ChannelServer(f"broker-{broker_id}-local", self._serve_request,
+                                            (FollowerAppendRequest, FollowerTruncateRequest))
+        self._fetch_channel = ChannelServer(f"broker-{broker_id}-fetch", self._serve_follower_fetch, (FetchRequest,))
+        settings = KafkaConfig(self.config)
+        if settings.get_bool("raykafka.replica.local.channel.enable") and self._local_channel.listen_unix():
             self._background.append(loop.create_task(self._local_channel.serve()))
+        if (settings.get_bool("raykafka.replica.fetch.channel.enable")
+                and self._fetch_channel.listen_tcp(self._kafka_listener.replication_host())):
+            self._background.append(loop.create_task(self._fetch_channel.serve()))
         # Kafka's LogCleaner thread: an actor of this broker's, started and kept alive here.
         self._log_cleaner = None
         self._log_cleaners_started = 0
@@ -402,9 +407,17 @@ class BrokerActor:
         await self._running.wait()
         self._driver.on_log_cleaned(cleaned)
 
-    def _local_channel_address(self) -> tuple[str, bytes] | None:
+    def _local_channel_address(self) -> tuple[tuple, bytes] | None:
         """Where this broker's fetchers reach its local channel, and its secret; None without one."""
         channel = self._local_channel
+        return None if channel.address is None else (channel.address, channel.secret)
+
+    async def fetch_channel(self) -> tuple[tuple, bytes] | None:
+        """Where followers' fetchers send this broker their Fetches (TCP), and its secret; None
+        without one (they send them as Ray calls). Asked through Ray, by a fetcher that has no
+        connection to it yet."""
+        await self._running.wait()
+        channel = self._fetch_channel
         return None if channel.address is None else (channel.address, channel.secret)
 
     async def log_cleaner(self) -> dict:
@@ -417,8 +430,14 @@ class BrokerActor:
         follower's append arrives with its leader's answer in shared memory, mapped here first."""
         return await self._serve_request(request)
 
-    async def _serve_request(self, request):
-        """``handle``'s work, for a Ray call and for the local channel alike."""
+    async def _serve_follower_fetch(self, request: FetchRequest):
+        """A follower's Fetch over the fetch channel: its records answered as they are read (no
+        shared-memory object; the channel sends them out of band)."""
+        return await self._serve_request(request, shared_memory=False)
+
+    async def _serve_request(self, request, *, shared_memory: bool = True):
+        """``handle``'s work, for a Ray call and for the channels alike; ``shared_memory``: a
+        follower's large Fetch answer travels as one object in Ray's shared memory."""
         traced = hop_trace_enabled() and _hop_name(self.broker_id, request)
         if traced:
             hop(traced + " in")
@@ -428,7 +447,7 @@ class BrokerActor:
         api = api_of(request)
         if traced:
             hop(traced + " resolved")
-        response = await self._call(lambda respond: self._driver.handle(request, respond),
+        response = await self._call(lambda respond: self._driver.handle(request, respond, shared_memory=shared_memory),
                                     api.name if api is not None else type(request).__name__)
         # A control request from a newer controller: what is still out to the old one is dropped.
         self._messenger.on_controller_epoch(self._driver.core.controller_epoch)
@@ -465,6 +484,7 @@ class BrokerActor:
         logger.critical("broker {} exits in {} s: its log directory failed: {}", self.broker_id, HALT_GRACE_S, reason)
         self._messenger.stop_idle_fetchers(kept_at_least_s=0)
         self._local_channel.close()
+        self._fetch_channel.close()
         asyncio.get_running_loop().call_later(HALT_GRACE_S, os._exit, 1)
 
     async def inject_storage_fault(self, fault: str, room_bytes: int = 0) -> None:
@@ -518,6 +538,7 @@ class BrokerActor:
             return
         await self._kafka_listener.close()
         self._local_channel.close()
+        self._fetch_channel.close()
         for task in self._background:
             task.cancel()
         if self._log_cleaner is not None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
+import ipaddress
 import os
 import socket
 import time
@@ -130,6 +131,15 @@ class KafkaListener:
         logger.info("broker {} Kafka listeners bound: {}", self._broker_id,
                     ", ".join(f"{e.name}://{e.host}:{e.port}" for e in endpoints))
         return endpoints
+
+    def replication_host(self) -> str:
+        """Where this broker's fetch channel listens (actors/broker_channel.py): loopback when
+        every Kafka listener is (a cluster on one host), else this node's address, which the other
+        hosts' followers can reach."""
+        listeners, _ = configured_listeners(self._config)
+        if listeners and all(_is_loopback(listener.host) for listener in listeners):
+            return "127.0.0.1"
+        return self._node_ip
 
     def _bind_one(self, host: str, port: int, *, configured: bool) -> socket.socket:
         deadline = time.monotonic() + REBIND_TIMEOUT_S
@@ -383,3 +393,12 @@ class KafkaListener:
         return describe_configs(
             body, broker_id=self._broker_id, broker_overrides=self._config, topic_overrides=topic_overrides,
             known_topics=self._broker.cached_topics() | frozenset(topic_overrides), broker_dynamic=broker_dynamic)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name, or empty (every interface)

@@ -10,10 +10,13 @@ Ray does not promise to run an async actor's calls in the order they were sent; 
 strictly in that order. An idle fetcher (no partitions left) is told to follow nothing and kept by its
 broker for the leader's next partitions (``follow_nothing``), where Kafka stops the thread.
 
-Its calls to its own broker go over the broker's local channel (a Unix socket,
-actors/local_channel.py) when their records travel inline, and as Ray calls otherwise (records in
-shared memory), or when the channel cannot be reached (for ``CHANNEL_RETRY_S`` after that);
-``describe`` counts both.
+Its Fetches go over the leader's fetch channel (TCP, actors/broker_channel.py), whose address
+and secret it asks the leader's actor for through Ray: the answer's records come as arrays of
+their own rather than in shared memory, and the appends that carry them go to its own broker over
+the broker's local channel (a Unix socket). Calls go through Ray instead where a channel cannot be
+reached (for ``CHANNEL_RETRY_S`` after that; a channel that failed otherwise is asked for again,
+since the leader may be a new incarnation), or where an append's records are in shared memory
+(a leader that answered through Ray); ``describe`` counts the calls of each carrier.
 
 ``describe`` also says, per topic, when this fetcher first asked the leader for it and when the
 last append that carried its records returned (monotonic seconds, comparable between processes on
@@ -38,25 +41,34 @@ from actors.ray_seams import RayClock, RayEventLog, RayMessenger, monotonic_ms, 
 from actors.shell_support import OrderedInbox
 from actors.fault_network import broker_node, shell_fault_network
 from actors.hop_trace import hop, enabled as hop_trace_enabled
-from actors.local_channel import LocalChannelClient, LocalChannelUnavailable
+from actors.broker_channel import ChannelClient, ChannelUnavailable
 from actors.shared_records import SharedRecords
 
 TICK_INTERVAL_S = 0.05
-CHANNEL_RETRY_S = 1.0  # after the local channel could not be reached, Ray calls only for this long
+CHANNEL_RETRY_S = 1.0  # after a channel could not be reached, Ray calls only for this long
+# The leader's fetch channel, out of reach again and again (a firewall between the hosts, whose
+# connection attempts time out): Ray calls for twice as long each time, up to this.
+FETCH_CHANNEL_RETRY_MAX_S = 60.0
 
 
 class ReplicaFetcherActor:
     def __init__(self, *, broker_id: int, leader_id: int, fetcher_id: int, leader_actor_name: str,
                  namespace: str, config: dict[str, str], broker,
-                 local_channel: tuple[str, bytes] | None = None) -> None:
+                 local_channel: tuple[tuple, bytes] | None = None) -> None:
         self.broker_id, self.leader_id, self.fetcher_id = broker_id, leader_id, fetcher_id
         self._leader_actor_name = leader_actor_name
         self._namespace = namespace
         self._broker = broker
-        self._channel = None if local_channel is None else LocalChannelClient(*local_channel)
+        self._channel = None if local_channel is None else ChannelClient(*local_channel)
         self._channel_retry_at = 0.0
         self._local_calls = {"channel": 0, "ray": 0}
         self._leader = None
+        # The leader's fetch channel: asked for when there is none, not asked again before the retry time.
+        self._fetch_channel_enabled = KafkaConfig(config).get_bool("raykafka.replica.fetch.channel.enable")
+        self._leader_channel: ChannelClient | None = None
+        self._leader_channel_retry_at = 0.0
+        self._leader_channel_unreachable = 0  # times in a row it could not be reached
+        self._leader_calls = {"channel": 0, "ray": 0}
         # Fetches cross the network between this broker and the leader's: network faults apply there.
         self._network = shell_fault_network(broker_node(broker_id), namespace)
         core = FetcherCore(broker_id=broker_id, leader_id=leader_id, fetcher_id=fetcher_id,
@@ -90,13 +102,50 @@ class ReplicaFetcherActor:
             self._note_fetch(request)
         if self._leader is None:
             self._leader = ray.get_actor(self._leader_actor_name, namespace=self._namespace)
-        leader = self._leader
+        leader, node = self._leader, broker_node(self.leader_id)
         try:
-            return await self._network.call(broker_node(self.leader_id),
-                                            lambda: leader.handle.remote(request), timeout_s)
+            if isinstance(request, FetchRequest) and self._fetch_channel_enabled:
+                channel = await self._leader_fetch_channel(leader, node, timeout_s)
+                if channel is not None:
+                    try:
+                        response = await self._network.call(node, lambda: channel.call(request), timeout_s)
+                        self._leader_calls["channel"] += 1
+                        self._leader_channel_unreachable = 0
+                        return response
+                    except ChannelUnavailable as exc:  # nothing was sent: send it through Ray instead
+                        self._leader_channel_unreachable += 1
+                        retry_in_s = min(FETCH_CHANNEL_RETRY_MAX_S,
+                                         CHANNEL_RETRY_S * 2 ** (self._leader_channel_unreachable - 1))
+                        logger.info("fetcher {}->{}: the leader's fetch channel is out of reach ({}); Ray calls "
+                                    "for {} s", self.broker_id, self.leader_id, exc, retry_in_s)
+                        self._forget_leader_channel(retry_in_s=retry_in_s)
+                    except BaseException:
+                        # Failed or cut midway (the leader may have died, or been replaced): the
+                        # next Fetch asks the leader's actor for its channel again.
+                        self._forget_leader_channel(retry_in_s=0.0)
+                        raise
+            self._leader_calls["ray"] += 1
+            return await self._network.call(node, lambda: leader.handle.remote(request), timeout_s)
         except ActorDiedError:
             self._leader = None
             raise
+
+    async def _leader_fetch_channel(self, leader, node: str, timeout_s: float) -> ChannelClient | None:
+        """The client of the leader's fetch channel: its address asked of the leader's actor (through
+        Ray and the network's faults) when there is none; None while it has none, or is not asked."""
+        if self._leader_channel is None and time.monotonic() >= self._leader_channel_retry_at:
+            address = await self._network.call(node, lambda: leader.fetch_channel.remote(), timeout_s)
+            if address is None:  # this leader takes Fetches through Ray only (asked again after a while)
+                self._leader_channel_retry_at = time.monotonic() + FETCH_CHANNEL_RETRY_MAX_S
+            else:
+                self._leader_channel = ChannelClient(*address)
+        return self._leader_channel
+
+    def _forget_leader_channel(self, *, retry_in_s: float) -> None:
+        if self._leader_channel is not None:
+            self._leader_channel.close()
+        self._leader_channel, self._leader = None, None
+        self._leader_channel_retry_at = time.monotonic() + retry_in_s
 
     async def _call_broker(self, request):
         """One call to this fetcher's own broker: over the local channel when its records are
@@ -106,7 +155,7 @@ class ReplicaFetcherActor:
                 response = await self._channel.call(request)
                 self._local_calls["channel"] += 1
                 return response
-            except LocalChannelUnavailable as exc:  # nothing was sent: send it through Ray instead
+            except ChannelUnavailable as exc:  # nothing was sent: send it through Ray instead
                 logger.info("fetcher {}->{}: local channel out of reach ({}); Ray calls for {} s", self.broker_id,
                             self.leader_id, exc, CHANNEL_RETRY_S)
                 self._channel_retry_at = time.monotonic() + CHANNEL_RETRY_S
@@ -151,7 +200,8 @@ class ReplicaFetcherActor:
                 "partitions": len(self._driver.core.partitions)}
 
     async def describe(self) -> dict:
-        return self._driver.describe() | {"local_calls": dict(self._local_calls), "topic_times": {
+        return self._driver.describe() | {
+            "local_calls": dict(self._local_calls), "leader_calls": dict(self._leader_calls), "topic_times": {
             topic: {"first_fetch_s": first, "last_records_append_s": last, "fetches": fetches, "appends": appends}
             for topic, (first, last, fetches, appends) in self._topic_times.items()}}
 

@@ -17,8 +17,11 @@ removed, as a log rolls and retention deletes). Shapes:
 
 - ``ray``: both legs Ray calls, as raykafka's shells make them.
 - ``socket-append``: the Fetch leg the same; the append leg over raykafka's local channel
-  (actors/local_channel.py: a Unix socket, the same ``FollowerAppendRequest`` pickled; the fetcher
-  reads an object's records into it first), as raykafka sends an append whose records are inline.
+  (actors/broker_channel.py: a Unix socket, the same ``FollowerAppendRequest`` pickled, records
+  out of band; the fetcher reads an object's records into it first).
+- ``sockets``: both legs over raykafka's channels, as raykafka's fetchers send them now: a Fetch
+  over TCP to the leader's fetch channel, whose answer's records come out of band (a uint8 array
+  from a quarter of Ray's inline limit up, bytes below), and the append over the local channel.
 
 Per (shape, size): ms per round (wall) and CPU ms per round, summed over the three actors'
 processes, the raylet and the GCS (each process's thread run time from /proc).
@@ -39,11 +42,12 @@ runs it with Ray's default instead, for the same comparison. It prints a table a
 it asserts nothing about speed.
 
     python benchmarks/replication_round.py [--sizes 1KiB,64KiB,256KiB,1MiB,4MiB,16MiB]
-        [--shapes ray,socket-append] [--seconds 3] [--partitions 1,8,64] [--megabytes 48] [--no-raykafka]
+        [--shapes ray,socket-append,sockets] [--seconds 3] [--partitions 1,8,64] [--megabytes 48] [--no-raykafka]
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import shutil
 import sys
@@ -54,16 +58,18 @@ import uuid
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+import numpy as np  # noqa: E402
 import ray  # noqa: E402
 
 from actors.core.fetcher.follower_messages import FollowerAppendPartition, FollowerAppendRequest  # noqa: E402
-from actors.local_channel import LocalChannelClient, LocalChannelServer  # noqa: E402
+from actors.broker_channel import ChannelClient, ChannelServer  # noqa: E402
+from actors.core.messages.fetch import FetchPartition, FetchRequest, FetchTopic  # noqa: E402
 from actors.shared_records import (  # noqa: E402
-    pack_together, ray_inline_bytes_max, resolve_shared_records, zero_copy_threshold_bytes,
+    ZERO_COPY_THRESHOLD_BYTES, pack_together, ray_inline_bytes_max, resolve_shared_records, zero_copy_threshold_bytes,
 )
 from benchmarks._common import default_out, save_results  # noqa: E402
 
-SHAPES = ("ray", "socket-append")
+SHAPES = ("ray", "socket-append", "sockets")
 DEFAULT_SIZES = "1KiB,64KiB,256KiB,1MiB,4MiB,16MiB"
 RECORD_BYTES = 1024
 ROLL_BYTES = 64 * 1024 * 1024  # the bare follower's file is replaced past this, as a log rolls
@@ -137,10 +143,16 @@ async def _resolve(ref):
     return await ref
 
 
+# A follower's Fetch as the ``sockets`` shape sends it to the bare leader's channel.
+BARE_FETCH = FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=1 << 30, replica_id=2, topics=(
+    FetchTopic(topic="t", partitions=(FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 30),)),))
+
+
 @ray.remote(num_cpus=0)
 class Leader:
     def __init__(self, size: int) -> None:
         self._payload = os.urandom(size)
+        self._channel = None
 
     def pid(self) -> int:
         return os.getpid()
@@ -148,6 +160,24 @@ class Leader:
     async def fetch(self):
         # A log read gives new bytes each time; the leader packs them as its shell does.
         return pack_together([memoryview(self._payload)], ray.put)[0]
+
+    async def _fetch_over_channel(self, request):
+        # As a broker's driver packs a Fetch answer that goes over its fetch channel.
+        if len(self._payload) < ZERO_COPY_THRESHOLD_BYTES:
+            return self._payload
+        return np.frombuffer(self._payload, dtype=np.uint8)
+
+    async def serve(self) -> tuple[tuple, bytes]:
+        """Listen on a fetch channel (TCP, loopback), as a broker does; its address and secret."""
+        self._channel = ChannelServer("bare-leader", self._fetch_over_channel, (FetchRequest,))
+        if not self._channel.listen_tcp("127.0.0.1"):
+            raise RuntimeError("no TCP channel here")
+        asyncio.get_running_loop().create_task(self._channel.serve())
+        return self._channel.address, self._channel.secret
+
+    def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
 
 
 @ray.remote(num_cpus=0)
@@ -181,12 +211,12 @@ class Follower:
         request = await resolve_shared_records(request, _resolve)
         return sum(self._append(p.records) for p in request.partitions)
 
-    async def serve(self) -> tuple[str, bytes]:
+    async def serve(self) -> tuple[tuple, bytes]:
         """Listen on a local channel, as a broker does; its address and secret."""
-        self._channel = LocalChannelServer("bare-follower", self.append, (FollowerAppendRequest,))
-        if not self._channel.listen():
+        self._channel = ChannelServer("bare-follower", self.append, (FollowerAppendRequest,))
+        if not self._channel.listen_unix():
             raise RuntimeError("no local channel on this platform")
-        await self._channel.serve()
+        asyncio.get_running_loop().create_task(self._channel.serve())
         return self._channel.address, self._channel.secret
 
     def close(self) -> None:
@@ -200,21 +230,25 @@ class Follower:
 class Fetcher:
     def __init__(self, leader, follower) -> None:
         self._leader, self._follower = leader, follower
-        self._channel = None
+        self._channel = self._leader_channel = None
 
     def pid(self) -> int:
         return os.getpid()
 
-    def connect(self, address: str, secret: bytes) -> None:
-        self._channel = LocalChannelClient(address, secret)
+    def connect(self, local: tuple[tuple, bytes], fetch: tuple[tuple, bytes] | None) -> None:
+        self._channel = ChannelClient(*local)
+        self._leader_channel = None if fetch is None else ChannelClient(*fetch)
 
     async def run(self, shape: str, seconds: float) -> dict:
         rounds, moved = 0, 0
         started = time.perf_counter()
         while time.perf_counter() - started < seconds:
-            records = await self._leader.fetch.remote()
-            if shape != "ray" and not isinstance(records, bytes):
-                records = (await records.ref)[records.index]
+            if shape == "sockets":
+                records = await self._leader_channel.call(BARE_FETCH)
+            else:
+                records = await self._leader.fetch.remote()
+                if shape != "ray" and not isinstance(records, bytes):
+                    records = (await records.ref)[records.index]
             request = FollowerAppendRequest(partitions=(FollowerAppendPartition(
                 topic="t", partition=0, current_leader_epoch=0, fetch_offset=0, records=records,
                 leader_high_watermark=0),))
@@ -226,9 +260,9 @@ class Fetcher:
         return {"rounds": rounds, "seconds": time.perf_counter() - started, "bytes": moved}
 
     def close(self) -> None:
-        if self._channel is not None:
-            self._channel.close()
-
+        for channel in (self._channel, self._leader_channel):
+            if channel is not None:
+                channel.close()
 
 
 def _ray_pids() -> list[int]:
@@ -260,8 +294,10 @@ def measure_bare(sizes: list[int], shapes: list[str], seconds: float, say=print)
         leader, follower = Leader.remote(size), Follower.remote(directory)
         fetcher = Fetcher.remote(leader, follower)
         try:
-            if "socket-append" in shapes:
-                ray.get(fetcher.connect.remote(*ray.get(follower.serve.remote(), timeout=60)), timeout=60)
+            if set(shapes) - {"ray"}:
+                fetch_channel = ray.get(leader.serve.remote(), timeout=60) if "sockets" in shapes else None
+                ray.get(fetcher.connect.remote(ray.get(follower.serve.remote(), timeout=60), fetch_channel),
+                        timeout=60)
             pids = ray.get([a.pid.remote() for a in (leader, fetcher, follower)], timeout=60) + _ray_pids()
             ray.get(fetcher.run.remote(shapes[0], min(0.5, seconds)), timeout=120)  # warm: imports, first objects
             for shape in shapes:
@@ -275,7 +311,7 @@ def measure_bare(sizes: list[int], shapes: list[str], seconds: float, say=print)
                 rows.append(row)
                 say(bare_table([row])[1])
         finally:
-            for actor in (fetcher, follower):
+            for actor in (fetcher, follower, leader):
                 try:
                     ray.get(actor.close.remote(), timeout=30)
                 except Exception:  # an actor that failed: its process goes with the kill below

@@ -128,8 +128,12 @@ BROKER_DEFAULTS: dict[str, str] = {
     # fetcher thread at once); the next partitions of that leader reuse it. 0 stops it at once.
     "raykafka.replica.fetcher.idle.keep.ms": "300000",
     # Whether a fetcher hands its broker the appends whose records travel inline over the broker's
-    # Unix socket rather than as Ray calls (actors/local_channel.py); false keeps every call on Ray.
+    # Unix socket rather than as Ray calls (actors/broker_channel.py); false keeps them on Ray.
     "raykafka.replica.local.channel.enable": "true",
+    # Whether a broker takes its followers' Fetches over TCP (its fetch channel) rather than as
+    # Ray calls, the answers' records out of band instead of in Ray's shared memory
+    # (actors/broker_channel.py); false keeps every Fetch on Ray.
+    "raykafka.replica.fetch.channel.enable": "true",
 }
 
 # Broker keys that have no value unless set (Kafka's null defaults), and broker keys whose default

@@ -92,12 +92,15 @@ class BrokerDriver(Driver):
         """Register with the controller: after a restart nobody else will call this broker first."""
         self.apply(self.core.start(self.now_ms()))
 
-    def handle(self, request: Any, respond: Reply) -> None:
+    def handle(self, request: Any, respond: Reply, *, shared_memory: bool = True) -> None:
         """Step the core's handler for ``type(request)`` (actors/core/apis.py); a Fetch's answer
-        has its records packed for the way back."""
+        has its records packed for the way back: a follower's all together (``pack_together``)
+        unless ``shared_memory`` is False (it came over a channel that carries records itself),
+        each partition's on its own otherwise (``pack``)."""
         if isinstance(request, FetchRequest):
             for_replica = isinstance(request.replica_id, int) and request.replica_id >= 0
-            super().handle(request, lambda response: respond(self._pack(response, for_replica)))
+            together = for_replica and shared_memory
+            super().handle(request, lambda response: respond(self._pack(response, for_replica, together)))
             return
         super().handle(request, respond)
 
@@ -216,10 +219,10 @@ class BrokerDriver(Driver):
             response = ErrorCode.NETWORK_EXCEPTION  # unreachable, restarting, paused or replaced alike
         self.apply(self.core.on_controller_response(request, response, self.now_ms()))
 
-    def _pack(self, response: Any, for_replica: bool) -> Any:
+    def _pack(self, response: Any, for_replica: bool, together: bool) -> Any:
         if not isinstance(response, FetchResponse):
             return response
-        if for_replica:
+        if together:
             return self._pack_together(response)
         topics, changed = [], False
         for topic in response.responses:

@@ -89,6 +89,12 @@ def test_every_broker_is_advertised_at_its_own_host_and_serves_clients_alone(net
         assert seen["metadata_brokers"] == expected, f"bootstrapped on {address} alone, metadata lists every broker"
         assert seen["unacknowledged"] == 0 and seen["acknowledged"] == 60, (address, seen)
         assert seen["read"] == seen["acknowledged"] and seen["mismatched"] == 0, (address, seen)
+    # Replication between the hosts went over the leaders' fetch channels (TCP on each host's own
+    # address), none of it through Ray.
+    for broker_id, (kind, host, _) in result["fetch_channels"].items():
+        assert kind == "tcp" and f"{host}:9092" == expected[broker_id], result["fetch_channels"]
+    for broker_id, carried in result["fetches_carried"].items():
+        assert carried["leader_calls channel"] > 0 and carried["leader_calls ray"] == 0, (broker_id, carried)
 
 
 def _assert_nothing_acknowledged_lost(result: dict) -> None:

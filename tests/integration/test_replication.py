@@ -22,6 +22,7 @@ from orchestration import KafkaError
 from orchestration.admin.wait import wait_until
 from tests.support.clusters import running_cluster
 from tests.support.reading import read_to_high_watermark
+from tests.support.replication_carriers import carried, copied_whole, write_small_then_a_backlog
 
 pytestmark = pytest.mark.integration
 
@@ -359,46 +360,35 @@ def test_a_paused_follower_copies_a_backlog_of_large_answers_over_many_partition
                    f"partition {partition}'s backlog copied whole to the follower")
 
 
-def test_a_follower_gets_small_appends_over_its_brokers_local_channel_and_large_ones_through_ray(cluster):
-    """A fetcher hands its broker the appends whose records travel inline over the broker's local
-    channel (a Unix socket, actors/local_channel.py) and those in Ray's shared memory as Ray calls:
-    after small acks=all writes one at a time and then a backlog of large answers, each carrier has
-    carried appends of this topic, and the two replicas are identical."""
-    topic = "local-channel"
+def test_a_follower_fetches_over_the_leaders_fetch_channel_and_appends_over_its_brokers_local_channel(cluster):
+    """A fetcher sends its Fetches to the leader over TCP and hands its broker the records over
+    the broker's Unix socket (actors/broker_channel.py), small answers and large alike: after
+    small acks=all writes and a backlog of large answers no call of this follower's went through
+    Ray, and the replicas are identical. Then the leader is killed and Ray restarts it (a new
+    process, a new channel): replication goes on over the channels, and every record is on both."""
+    topic = "channels"
     cluster.create_topic(topic, assignment=[[0, 1]], config={"min.insync.replicas": "2"})
     wait_until(lambda: len(cluster.describe_topic(topic)[0].isr) == 2, 30, "a full ISR")
+    before = carried(cluster, 1)
+    records = write_small_then_a_backlog(cluster, topic, follower_id=1)
+    wait_until(lambda: copied_whole(cluster, topic, records), 60, "the backlog copied whole to the follower")
+    after = carried(cluster, 1)
+    assert after["leader_calls", "channel"] - before["leader_calls", "channel"] >= 30, (before, after)
+    assert after["local_calls", "channel"] - before["local_calls", "channel"] >= 30, (before, after)
+    assert after["leader_calls", "ray"] == before["leader_calls", "ray"], (before, after)
+    assert after["local_calls", "ray"] == before["local_calls", "ray"], (before, after)
 
-    def local_calls() -> dict:
-        totals = {"channel": 0, "ray": 0}
-        for entry in ray.get(cluster.broker(1).fetchers.remote(), timeout=30).values():
-            for carrier, count in ray.get(entry["actor"].describe.remote(), timeout=30)["local_calls"].items():
-                totals[carrier] += count
-        return totals
-    before = local_calls()
-    producer = cluster.producer({"acks": "all", "linger.ms": "0"})
+    cluster.kill("broker", 0, restart=True)
+    wait_until(lambda: len(cluster.describe_topic(topic)[0].isr) == 2, 90, "both replicas in sync again")
+    follower_id = 1 - cluster.describe_topic(topic)[0].leader
+    since_restart = carried(cluster, follower_id)
+    producer = cluster.producer({"acks": "all", "linger.ms": "0", "retries": "1000000"})
     for i in range(30):
-        producer.send(topic, value=b"small-%d" % i, partition=0)
+        producer.send(topic, value=b"after-%d" % i, partition=0)
         producer.flush(timeout=60)
-    small = local_calls()
-    follower = cluster.broker(1)
-    backlog = cluster.producer({"acks": "1", "linger.ms": "5", "batch.size": "1000000"})
-    ray.get(follower.pause.remote(), timeout=30)
-    try:
-        for _ in range(2000):
-            backlog.send(topic, value=b"L" * 1024, partition=0)  # 2 MiB: answers of 512 KiB and more
-        backlog.flush(timeout=60)
-    finally:
-        ray.get(follower.resume.remote(), timeout=30)
-
-    def copied() -> bool:
-        description = cluster.describe_topic(topic)[0]
-        digests = cluster.replica_digests(topic, 0, description.log_end_offset)
-        return (description.log_end_offset == description.high_watermark == 2030 and len(digests) == 2
-                and len({tuple(d) for d in digests.values()}) == 1)
-    wait_until(copied, 60, "the backlog copied whole to the follower")
-    after = local_calls()
-    assert small["channel"] - before["channel"] >= 30, (before, small)
-    assert after["ray"] > small["ray"], (small, after)
+    wait_until(lambda: copied_whole(cluster, topic, records + 30), 60, "the new records on both replicas")
+    later = carried(cluster, follower_id)
+    assert later["leader_calls", "channel"] - since_restart["leader_calls", "channel"] >= 30, (since_restart, later)
 
 
 def test_a_consumer_rereads_from_where_an_unclean_election_made_the_logs_diverge(cluster):

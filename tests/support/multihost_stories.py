@@ -231,6 +231,14 @@ def story_addresses(work_dir: Path, steps: Steps) -> dict:
                 "mismatched": sum(1 for key, value in acked.items() if read.get(key) != value)}
         result["expected_brokers"] = {str(k): v for k, v in broker_addresses().items()}
         result["leaders"] = {p.partition: p.leader for p in cluster.describe_topic(topic)}
+        # The followers fetched over the leaders' fetch channels, each on its own host's address.
+        import ray
+        from tests.support.replication_carriers import carried
+        result["fetch_channels"] = {str(b): list(ray.get(cluster.broker(b).fetch_channel.remote(), timeout=60)[0])
+                                    for b in cluster.broker_ids}
+        result["fetches_carried"] = {str(b): {f"{leg} {carrier}": count for (leg, carrier), count
+                                              in carried(cluster, b).items() if leg == "leader_calls"}
+                                     for b in cluster.broker_ids}
         return result
     finally:
         cluster.shutdown()
