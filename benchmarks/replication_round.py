@@ -33,8 +33,10 @@ each partition, so every follower is fetching before the clock starts). The repl
 count the Fetch calls naming the topic (``describe``); each is one round. The replication's CPU
 is the RF=3 write's CPU less the RF=1 write's (brokers, fetchers, raylet and GCS): what the
 followers' copies added to the same write. Per point: rounds, MB per round (both followers'),
-replication CPU ms per round, and the ``ray`` floor at that round size (interpolated linearly
-between the sizes measured) with raykafka ÷ floor.
+replication CPU ms per round, and the floor at that round size (interpolated linearly between the
+sizes measured) with raykafka ÷ floor: the floor of ``--floor-shape``, by default ``sockets``,
+the carriers raykafka's rounds use unless ``raykafka.replica.fetch.channel.enable`` is false
+(then ``ray`` is the shape to set them against).
 
 The Ray it starts is raykafka's local Ray (orchestration/admin/ray_runtime.py), which hands
 objects of up to 2 MiB over inline; ``RAY_max_direct_call_object_size=102400`` in the environment
@@ -42,7 +44,7 @@ runs it with Ray's default instead, for the same comparison. It prints a table a
 it asserts nothing about speed.
 
     python benchmarks/replication_round.py [--sizes 1KiB,64KiB,256KiB,1MiB,4MiB,16MiB]
-        [--shapes ray,socket-append,sockets] [--seconds 3] [--partitions 1,8,64] [--megabytes 48] [--no-raykafka]
+        [--shapes ray,socket-append,sockets] [--floor-shape sockets] [--seconds 3] [--partitions 1,8,64] [--megabytes 48] [--no-raykafka]
 """
 from __future__ import annotations
 
@@ -376,6 +378,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help="bare round payload sizes")
     parser.add_argument("--shapes", default=",".join(SHAPES), help=f"bare round shapes, of {', '.join(SHAPES)}")
+    parser.add_argument("--floor-shape", default="sockets", help="the bare shape raykafka's rounds are set against")
     parser.add_argument("--seconds", type=float, default=3.0, help="seconds per bare (shape, size)")
     parser.add_argument("--partitions", default="1,8,64", help="raykafka partition counts ('' for none)")
     parser.add_argument("--megabytes", type=float, default=48, help="MiB each raykafka write produces")
@@ -389,8 +392,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
     if not args.sizes or not args.shapes or any(s not in SHAPES for s in args.shapes):
         parser.error(f"--sizes needs a size and --shapes one of {', '.join(SHAPES)}")
-    if "ray" not in args.shapes and not args.no_raykafka:
-        parser.error("raykafka's rounds are set against the 'ray' shape's floor: keep it in --shapes")
+    if args.floor_shape not in args.shapes and not args.no_raykafka:
+        parser.error(f"raykafka's rounds are set against the {args.floor_shape!r} shape's floor: keep it in --shapes")
     args.partitions = [] if args.no_raykafka else [int(p) for p in args.partitions.split(",") if p.strip()]
     if args.seconds <= 0 or args.megabytes <= 0 or any(p < 1 for p in args.partitions):
         parser.error("--seconds, --megabytes and --partitions must be positive")
@@ -408,10 +411,11 @@ def main(argv=None) -> int:
         print("bare rounds: leader -> fetcher -> follower, one in flight")
         print(bare_table([])[0])
         bare = measure_bare(args.sizes, args.shapes, args.seconds)
-        floor = [(row["size_bytes"], row["cpu_ms_per_round"]) for row in bare if row["shape"] == "ray"]
+        floor = [(row["size_bytes"], row["cpu_ms_per_round"]) for row in bare if row["shape"] == args.floor_shape]
         rounds = []
         if args.partitions:
-            print("\nraykafka's rounds: RF=3 acks=all through confluent-kafka, less the same RF=1 write's CPU")
+            print(f"\nraykafka's rounds: RF=3 acks=all through confluent-kafka, less the same RF=1 write's CPU; "
+                  f"the floor is the {args.floor_shape!r} shape's")
             print(raykafka_table([])[0])
             rounds = measure_raykafka(args.partitions, args.megabytes, floor)
     finally:
@@ -421,7 +425,7 @@ def main(argv=None) -> int:
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     save_results(args.out, {"benchmark": "replication_round", "when": when,
                             "seconds_per_bare_point": args.seconds, "megabytes": args.megabytes,
-                            "ray_inline_bytes_max": inline_max,
+                            "ray_inline_bytes_max": inline_max, "floor_shape": args.floor_shape,
                             "zero_copy_threshold_bytes": zero_copy_threshold_bytes(inline_max),
                             "bare": bare, "raykafka": rounds})
     return 0

@@ -55,7 +55,9 @@ def test_arguments_are_checked_before_any_ray_starts():
     args = parse_args(["--sizes", "1MiB,1KiB,1KiB", "--partitions", "1,8"])
     assert args.sizes == [1024, 1048576] and args.partitions == [1, 8]
     assert parse_args(["--no-raykafka"]).partitions == []
+    assert parse_args([]).floor_shape == "sockets" and parse_args(["--shapes", "ray", "--floor-shape", "ray"])
     for bad in (["--shapes", "carrier-pigeon"], ["--sizes", "lots"], ["--shapes", "socket-append"],
+                ["--shapes", "ray"], ["--floor-shape", "carrier-pigeon"],
                 ["--partitions", "0"], ["--seconds", "0"]):
         with pytest.raises(SystemExit):
             parse_args(bad)
