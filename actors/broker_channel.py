@@ -3,7 +3,7 @@
 A follower's replication round is two calls its fetcher makes: a Fetch to the leader, and a
 FollowerAppend (or a truncation) to its own broker. As Ray actor calls each cost about 1 ms and 1
 ms of CPU on a 2-core machine, and a large answer one more object in shared memory, put by the
-leader and mapped page by page by the follower; over a socket a call costs a tenth of that and
+leader and mapped page by page by the follower; over a socket a call costs a seventh of that and
 the records are copied twice by the kernel (benchmarks/replication_round.py). So a broker listens
 on two channels, and its fetchers use them where they can, with the same message dataclasses:
 

@@ -14,9 +14,10 @@ Its Fetches go over the leader's fetch channel (TCP, actors/broker_channel.py), 
 and secret it asks the leader's actor for through Ray: the answer's records come as arrays of
 their own rather than in shared memory, and the appends that carry them go to its own broker over
 the broker's local channel (a Unix socket). Calls go through Ray instead where a channel cannot be
-reached (for ``CHANNEL_RETRY_S`` after that; a channel that failed otherwise is asked for again,
-since the leader may be a new incarnation), or where an append's records are in shared memory
-(a leader that answered through Ray); ``describe`` counts the calls of each carrier.
+reached (for ``CHANNEL_RETRY_S`` after that; for the leader's, twice as long each time it is out
+of reach again, up to ``FETCH_CHANNEL_RETRY_MAX_S``; a channel that failed midway is asked for
+again at once, since the leader may be a new incarnation), or where an append's records are in
+shared memory (a leader that answered through Ray); ``describe`` counts the calls of each carrier.
 
 ``describe`` also says, per topic, when this fetcher first asked the leader for it and when the
 last append that carried its records returned (monotonic seconds, comparable between processes on
