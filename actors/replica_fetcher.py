@@ -106,30 +106,40 @@ class ReplicaFetcherActor:
         leader, node = self._leader, broker_node(self.leader_id)
         try:
             if isinstance(request, FetchRequest) and self._fetch_channel_enabled:
-                channel = await self._leader_fetch_channel(leader, node, timeout_s)
-                if channel is not None:
-                    try:
-                        response = await self._network.call(node, lambda: channel.call(request), timeout_s)
-                        self._leader_calls["channel"] += 1
-                        self._leader_channel_unreachable = 0
-                        return response
-                    except ChannelUnavailable as exc:  # nothing was sent: send it through Ray instead
-                        self._leader_channel_unreachable += 1
-                        retry_in_s = min(FETCH_CHANNEL_RETRY_MAX_S,
-                                         CHANNEL_RETRY_S * 2 ** (self._leader_channel_unreachable - 1))
-                        logger.info("fetcher {}->{}: the leader's fetch channel is out of reach ({}); Ray calls "
-                                    "for {} s", self.broker_id, self.leader_id, exc, retry_in_s)
-                        self._forget_leader_channel(retry_in_s=retry_in_s)
-                    except BaseException:
-                        # Failed or cut midway (the leader may have died, or been replaced): the
-                        # next Fetch asks the leader's actor for its channel again.
-                        self._forget_leader_channel(retry_in_s=0.0)
-                        raise
+                sent, response = await self._fetch_over_channel(leader, node, request, timeout_s)
+                if sent:
+                    return response
             self._leader_calls["ray"] += 1
             return await self._network.call(node, lambda: leader.handle.remote(request), timeout_s)
         except ActorDiedError:
             self._leader = None
             raise
+
+    async def _fetch_over_channel(self, leader, node: str, request: FetchRequest,
+                                  timeout_s: float) -> tuple[bool, object]:
+        """(True, the answer) of a Fetch sent over the leader's fetch channel; (False, None) when
+        there is no channel to use, or it could not be reached (nothing was sent: the caller sends
+        it through Ray). A call that failed midway raises, as a Ray call would."""
+        channel = await self._leader_fetch_channel(leader, node, timeout_s)
+        if channel is None:
+            return False, None
+        try:
+            response = await self._network.call(node, lambda: channel.call(request), timeout_s)
+        except ChannelUnavailable as exc:
+            self._leader_channel_unreachable += 1
+            retry_in_s = min(FETCH_CHANNEL_RETRY_MAX_S, CHANNEL_RETRY_S * 2 ** (self._leader_channel_unreachable - 1))
+            logger.info("fetcher {}->{}: the leader's fetch channel is out of reach ({}); Ray calls for {} s",
+                        self.broker_id, self.leader_id, exc, retry_in_s)
+            self._forget_leader_channel(retry_in_s=retry_in_s)
+            return False, None
+        except BaseException:
+            # Failed or cut midway (the leader may have died, or been replaced): the next Fetch
+            # asks the leader's actor for its channel again.
+            self._forget_leader_channel(retry_in_s=0.0)
+            raise
+        self._leader_calls["channel"] += 1
+        self._leader_channel_unreachable = 0
+        return True, response
 
     async def _leader_fetch_channel(self, leader, node: str, timeout_s: float) -> ChannelClient | None:
         """The client of the leader's fetch channel: its address asked of the leader's actor (through

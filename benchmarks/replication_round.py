@@ -44,7 +44,8 @@ runs it with Ray's default instead, for the same comparison. It prints a table a
 it asserts nothing about speed.
 
     python benchmarks/replication_round.py [--sizes 1KiB,64KiB,256KiB,1MiB,4MiB,16MiB]
-        [--shapes ray,socket-append,sockets] [--floor-shape sockets] [--seconds 3] [--partitions 1,8,64] [--megabytes 48] [--no-raykafka]
+        [--shapes ray,socket-append,sockets] [--floor-shape sockets] [--seconds 3] [--partitions 1,8,64]
+        [--megabytes 48] [--no-raykafka]
 """
 from __future__ import annotations
 
@@ -145,6 +146,14 @@ async def _resolve(ref):
     return await ref
 
 
+def _serving(server: ChannelServer, listen) -> ChannelServer:
+    """``server`` listening (``listen(server)``) and serving on the running loop, as a broker's are."""
+    if not listen(server):
+        raise RuntimeError("the channel cannot listen here")
+    asyncio.get_running_loop().create_task(server.serve())
+    return server
+
+
 # A follower's Fetch as the ``sockets`` shape sends it to the bare leader's channel.
 BARE_FETCH = FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=1 << 30, replica_id=2, topics=(
     FetchTopic(topic="t", partitions=(FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 30),)),))
@@ -171,10 +180,8 @@ class Leader:
 
     async def serve(self) -> tuple[tuple, bytes]:
         """Listen on a fetch channel (TCP, loopback), as a broker does; its address and secret."""
-        self._channel = ChannelServer("bare-leader", self._fetch_over_channel, (FetchRequest,))
-        if not self._channel.listen_tcp("127.0.0.1"):
-            raise RuntimeError("no TCP channel here")
-        asyncio.get_running_loop().create_task(self._channel.serve())
+        self._channel = _serving(ChannelServer("bare-leader", self._fetch_over_channel, (FetchRequest,)),
+                                 lambda server: server.listen_tcp("127.0.0.1"))
         return self._channel.address, self._channel.secret
 
     def close(self) -> None:
@@ -215,10 +222,8 @@ class Follower:
 
     async def serve(self) -> tuple[tuple, bytes]:
         """Listen on a local channel, as a broker does; its address and secret."""
-        self._channel = ChannelServer("bare-follower", self.append, (FollowerAppendRequest,))
-        if not self._channel.listen_unix():
-            raise RuntimeError("no local channel on this platform")
-        asyncio.get_running_loop().create_task(self._channel.serve())
+        self._channel = _serving(ChannelServer("bare-follower", self.append, (FollowerAppendRequest,)),
+                                 ChannelServer.listen_unix)
         return self._channel.address, self._channel.secret
 
     def close(self) -> None:

@@ -22,7 +22,7 @@ from orchestration import KafkaError
 from orchestration.admin.wait import wait_until
 from tests.support.clusters import running_cluster
 from tests.support.reading import read_to_high_watermark
-from tests.support.replication_carriers import carried, copied_whole, write_small_then_a_backlog
+from tests.support.replication_carriers import carried, copied_whole, replicate_small_and_large
 
 pytestmark = pytest.mark.integration
 
@@ -367,12 +367,7 @@ def test_a_follower_fetches_over_the_leaders_fetch_channel_and_appends_over_its_
     Ray, and the replicas are identical. Then the leader is killed and Ray restarts it (a new
     process, a new channel): replication goes on over the channels, and every record is on both."""
     topic = "channels"
-    cluster.create_topic(topic, assignment=[[0, 1]], config={"min.insync.replicas": "2"})
-    wait_until(lambda: len(cluster.describe_topic(topic)[0].isr) == 2, 30, "a full ISR")
-    before = carried(cluster, 1)
-    records = write_small_then_a_backlog(cluster, topic, follower_id=1)
-    wait_until(lambda: copied_whole(cluster, topic, records), 60, "the backlog copied whole to the follower")
-    after = carried(cluster, 1)
+    records, before, after = replicate_small_and_large(cluster, topic)
     assert after["leader_calls", "channel"] - before["leader_calls", "channel"] >= 30, (before, after)
     assert after["local_calls", "channel"] - before["local_calls", "channel"] >= 30, (before, after)
     assert after["leader_calls", "ray"] == before["leader_calls", "ray"], (before, after)

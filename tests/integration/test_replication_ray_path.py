@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from orchestration.admin.wait import wait_until
 from tests.integration.test_replication import CONFIG
 from tests.support.clusters import running_cluster
-from tests.support.replication_carriers import carried, copied_whole, write_small_then_a_backlog
+from tests.support.replication_carriers import replicate_small_and_large
 
 pytestmark = pytest.mark.integration
 
@@ -19,13 +18,7 @@ def test_without_the_fetch_channel_large_answers_travel_in_rays_shared_memory(ra
     ones still go to the broker over the local channel. The replicas end identical."""
     config = CONFIG | {"raykafka.replica.fetch.channel.enable": "false"}
     with running_cluster(tmp_path_factory, config, brokers=2) as two:
-        topic = "shared-memory"
-        two.create_topic(topic, assignment=[[0, 1]], config={"min.insync.replicas": "2"})
-        wait_until(lambda: len(two.describe_topic(topic)[0].isr) == 2, 30, "a full ISR")
-        before = carried(two, 1)
-        records = write_small_then_a_backlog(two, topic, follower_id=1)
-        wait_until(lambda: copied_whole(two, topic, records), 60, "the backlog copied whole to the follower")
-        after = carried(two, 1)
+        _, before, after = replicate_small_and_large(two, "shared-memory")
     assert after["leader_calls", "channel"] == 0 and after["leader_calls", "ray"] > before["leader_calls", "ray"]
     assert after["local_calls", "channel"] - before["local_calls", "channel"] >= 30, (before, after)
     assert after["local_calls", "ray"] > before["local_calls", "ray"], "the large answers' appends went through Ray"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ray
 
+from orchestration.admin.wait import wait_until
+
 
 def carried(cluster, broker_id: int) -> dict:
     """How many calls broker ``broker_id``'s fetchers made, per (leg, carrier), summed."""
@@ -41,3 +43,15 @@ def copied_whole(cluster, topic: str, records: int) -> bool:
     digests = cluster.replica_digests(topic, 0, description.log_end_offset)
     return (description.log_end_offset == description.high_watermark == records and len(digests) == 2
             and len({tuple(d) for d in digests.values()}) == 1)
+
+
+def replicate_small_and_large(cluster, topic: str) -> tuple[int, dict, dict]:
+    """A topic on brokers 0 (leader) and 1, written small then large (``write_small_then_a_backlog``)
+    until both replicas hold it whole: (records written, what broker 1's fetchers had carried
+    before, and after)."""
+    cluster.create_topic(topic, assignment=[[0, 1]], config={"min.insync.replicas": "2"})
+    wait_until(lambda: len(cluster.describe_topic(topic)[0].isr) == 2, 30, "a full ISR")
+    before = carried(cluster, 1)
+    records = write_small_then_a_backlog(cluster, topic, follower_id=1)
+    wait_until(lambda: copied_whole(cluster, topic, records), 60, "the backlog copied whole to the follower")
+    return records, before, carried(cluster, 1)
