@@ -48,6 +48,7 @@ from actors.shared_records import ZERO_COPY_THRESHOLD_BYTES, pack_together, reso
 from actors.shell_support import CallNumbers
 from actors.fault_network import CONTROLLER_NODE, broker_node, shell_fault_network
 from actors.hop_trace import hop, enabled as hop_trace_enabled
+from actors.process_memory import keep_freed_memory
 
 TICK_INTERVAL_S = 0.05
 FETCHER_CHECK_INTERVAL_S = 1.0
@@ -245,6 +246,7 @@ class _Messenger(RayMessenger):
 class BrokerActor:
     def __init__(self, broker_id: int, log_dir: str, config: dict[str, str] | None = None,
                  namespace: str = "") -> None:
+        keep_freed_memory(config)  # a new buffer reuses the pages of one freed (actors/process_memory.py)
         # Resolved here, on the node Ray placed (or restarted) the broker on: its disk is that node's.
         node_id, node_ip = ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
         log_dir = resolve_log_dir(log_dir, node_id=node_id, node_ip=node_ip)

@@ -20,10 +20,12 @@ import ray
 from actors.core.config import KafkaConfig
 from actors.core.log.cleaner import CleaningPlan, carry_out_round, offset_map_entries
 from actors.file_storage import FileStorage
+from actors.process_memory import keep_freed_memory
 
 
 class LogCleanerActor:
     def __init__(self, *, broker_id: int, log_dir: str, config: dict[str, str], broker) -> None:
+        keep_freed_memory(config)  # a new buffer reuses the pages of one freed (actors/process_memory.py)
         self.broker_id = broker_id
         self._log_dir = log_dir
         self._broker = broker

@@ -44,6 +44,7 @@ from actors.fault_network import broker_node, shell_fault_network
 from actors.hop_trace import hop, enabled as hop_trace_enabled
 from actors.broker_channel import ChannelClient, ChannelUnavailable
 from actors.shared_records import SharedRecords
+from actors.process_memory import keep_freed_memory
 
 TICK_INTERVAL_S = 0.05
 CHANNEL_RETRY_S = 1.0  # after a channel could not be reached, Ray calls only for this long
@@ -56,6 +57,7 @@ class ReplicaFetcherActor:
     def __init__(self, *, broker_id: int, leader_id: int, fetcher_id: int, leader_actor_name: str,
                  namespace: str, config: dict[str, str], broker,
                  local_channel: tuple[tuple, bytes] | None = None) -> None:
+        keep_freed_memory(config)  # a new buffer reuses the pages of one freed (actors/process_memory.py)
         self.broker_id, self.leader_id, self.fetcher_id = broker_id, leader_id, fetcher_id
         self._leader_actor_name = leader_actor_name
         self._namespace = namespace

@@ -134,6 +134,10 @@ BROKER_DEFAULTS: dict[str, str] = {
     # Ray calls, the answers' records out of band instead of in Ray's shared memory
     # (actors/broker_channel.py); false keeps every Fetch on Ray.
     "raykafka.replica.fetch.channel.enable": "true",
+    # Whether the broker's processes (the broker, its fetchers and its log cleaner) have glibc's
+    # malloc keep freed memory for the next buffer rather than hand it back to the kernel
+    # (actors/process_memory.py); false leaves glibc's defaults.
+    "raykafka.process.keep.freed.memory.enable": "true",
 }
 
 # Broker keys that have no value unless set (Kafka's null defaults), and broker keys whose default
