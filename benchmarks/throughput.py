@@ -27,11 +27,15 @@ How a point runs. Produce points of one client, partition count, record size and
 factor share a topic (acks 0, then 1, then all), and its consume point reads everything they
 wrote from the beginning, so every record produced is counted consumed. Catch-up: a topic whose
 partitions each have a follower on broker 2, which is stopped (controlled shutdown) while the
-backlog is produced with acks=1 and then started again. The backlog is as many records as the
-Python consume point of the same partitions and size reads (``consumed_records``), and the rate
-counts all of it over the time from the follower's first Fetch of the topic to the return of its
-last append of its records, by the fetchers' own clock, as a consume point counts from its first
-poll to its last record. The brokers' followers fetch with the consumer's byte limits
+backlog is produced with acks=1 and then started again. The backlog is the same at every
+partition count of a record size: as many records as the largest Python consume point of that
+size reads (``catch_up_records``), so that catch-ups at 1, 8 and 64 partitions compare the same
+copy. (A backlog sized by each consume point was three times larger at one partition than at 8
+and 64, where the follower's fetchers, one per leader and each a process started with the
+follower, then began 84-93 ms apart in a copy of a fifth of a second.) The rate counts all of it
+over the time from the follower's first Fetch of the topic to the return of its last append of
+its records, by the fetchers' own clock, as a consume point counts from its first poll to its
+last record. The brokers' followers fetch with the consumer's byte limits
 (``CLUSTER_CONFIG``: replica.fetch.max.bytes 10 MiB, replica.fetch.response.max.bytes 50 MiB).
 Tansu runs first, a fresh one per partitions x size, then Apache Kafka, both before Ray.
 A bare fetch point over 64 partitions then also measures an idle fetch of them (``_idle_fetch``):
@@ -105,10 +109,17 @@ def call_bytes(point: Point, total_bytes: int) -> int:
 def consumed_records(profile, point: Point) -> int:
     """How many records the Python consume point of ``point``'s partitions and record size reads:
     what every Python RF=1 produce point of that topic wrote (at least one point's worth, the fill a
-    consume alone gets). A catch-up copies as many, so that the two compare on the same data."""
+    consume alone gets)."""
     producers = sum(1 for p in profile.points if (p.op, p.client, p.partitions, p.record_bytes, p.replication_factor)
                     == ("produce", "python", point.partitions, point.record_bytes, 1))
     return records_for(profile, point.record_bytes) * max(1, producers)
+
+
+def catch_up_records(profile, point: Point) -> int:
+    """The backlog of a catch-up point: the largest ``consumed_records`` of the profile's catch-up
+    points of its record size, the same at every partition count (the module's docstring)."""
+    return max(consumed_records(profile, other) for other in profile.points
+               if other.op == "catchup" and other.record_bytes == point.record_bytes)
 
 
 def tansu_plan(profile) -> dict[tuple[int, int], set[tuple[str, str]]]:
@@ -186,7 +197,7 @@ class Runner:
             self.kafka_skipped = f"Apache Kafka skipped: {reason}"
             self.display.say(self.kafka_skipped)
             return
-        kafka_peer.run_kafka(self, self.kafka_libs, CLUSTER_CONFIG, lambda point: consumed_records(self.profile, point))
+        kafka_peer.run_kafka(self, self.kafka_libs, CLUSTER_CONFIG, lambda point: catch_up_records(self.profile, point))
 
     def run_perf_test(self, system: str, libs, bootstrap: str, topic: str, test) -> None:
         """Kafka's perf tools against ``system``'s ``bootstrap``, into ``topic`` (already created)."""
@@ -311,7 +322,7 @@ class Runner:
         from benchmarks import _python_api as api
         topic = f"bench-catchup-p{point.partitions}-s{point.record_bytes}"
         catch_up = api.CatchUp(cluster, topic, point.partitions)
-        records = consumed_records(self.profile, point)
+        records = catch_up_records(self.profile, point)
         self.display.step(f"{point.label}: backlog")
         catch_up.prepare(records, point.record_bytes)
         restart_s = catch_up.restart()

@@ -12,7 +12,7 @@ import pytest
 from benchmarks import _profiles as profiles
 from benchmarks import _report as report
 from benchmarks._probe import BrokerProbe
-from benchmarks.throughput import Runner, call_bytes, consumed_records, tansu_plan
+from benchmarks.throughput import Runner, call_bytes, catch_up_records, consumed_records, tansu_plan
 
 
 @pytest.mark.parametrize("name", ["default", "full"])
@@ -112,15 +112,20 @@ def test_the_probe_splits_memory_into_heap_files_and_shared_memory():
     assert sum(kinds.values()) <= probe.rss_series[-1][1] * 1.01 + 4096
 
 
-def test_a_catch_up_copies_what_the_consume_point_of_its_partitions_and_size_reads():
+def test_a_catch_up_copies_the_same_backlog_at_every_partition_count_of_its_record_size():
     default = profiles.PROFILES["default"]
     per_point = profiles.records_for(default, 1024)
-    # At 1 partition and 1 KiB the Python consume reads what acks 0, 1 and all wrote at RF=1.
+    # At 1 partition and 1 KiB the Python consume reads what acks 0, 1 and all wrote at RF=1; at 8, one point's.
     assert consumed_records(default, profiles.Point("catchup", "replica", 1, 1024, "1", 2)) == 3 * per_point
     assert consumed_records(default, profiles.Point("catchup", "replica", 8, 1024, "1", 2)) == per_point
+    # The catch-ups of 1 KiB records at 1, 8 and 64 partitions all copy the largest of those.
+    for partitions in (1, 8, 64):
+        point = profiles.Point("catchup", "replica", partitions, 1024, "1", 2)
+        assert point in default.points
+        assert catch_up_records(default, point) == 3 * per_point
     # A run with no produce point fills the topic with one point's worth, and the catch-up copies as much.
     narrowed = profiles.select(default, ops={"consume", "catchup"}, partitions={1}, sizes={1024})
-    assert consumed_records(narrowed, profiles.Point("catchup", "replica", 1, 1024, "1", 2)) == per_point
+    assert catch_up_records(narrowed, profiles.Point("catchup", "replica", 1, 1024, "1", 2)) == per_point
 
 
 def test_each_point_starts_once_the_topic_is_fully_replicated(monkeypatch):
