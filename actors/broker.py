@@ -246,7 +246,8 @@ class _Messenger(RayMessenger):
 class BrokerActor:
     def __init__(self, broker_id: int, log_dir: str, config: dict[str, str] | None = None,
                  namespace: str = "") -> None:
-        keep_freed_memory(config)  # a new buffer reuses the pages of one freed (actors/process_memory.py)
+        # A new buffer reuses the pages of one freed (actors/process_memory.py); ping() says what was set.
+        self._freed_memory_kept = keep_freed_memory(config)
         # Resolved here, on the node Ray placed (or restarted) the broker on: its disk is that node's.
         node_id, node_ip = ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
         log_dir = resolve_log_dir(log_dir, node_id=node_id, node_ip=node_ip)
@@ -506,7 +507,8 @@ class BrokerActor:
     async def ping(self) -> dict:
         return {"broker_id": self.broker_id, "incarnation_id": self.incarnation_id, "pid": os.getpid(),
                 "node_id": ray.get_runtime_context().get_node_id(), "node_ip": ray.util.get_node_ip_address(),
-                "log_dir": self.log_dir, "directory_id": self._driver.core.directory_id, **_node_locations()}
+                "log_dir": self.log_dir, "directory_id": self._driver.core.directory_id,
+                "freed_memory_kept": self._freed_memory_kept, **_node_locations()}
 
     async def controlled_shutdown(self) -> str:
         """Ask the controller to move this broker's leaderships away; returns the outcome's name."""

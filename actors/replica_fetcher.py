@@ -57,7 +57,8 @@ class ReplicaFetcherActor:
     def __init__(self, *, broker_id: int, leader_id: int, fetcher_id: int, leader_actor_name: str,
                  namespace: str, config: dict[str, str], broker,
                  local_channel: tuple[tuple, bytes] | None = None) -> None:
-        keep_freed_memory(config)  # a new buffer reuses the pages of one freed (actors/process_memory.py)
+        # A new buffer reuses the pages of one freed (actors/process_memory.py); describe() says what was set.
+        self._freed_memory_kept = keep_freed_memory(config)
         self.broker_id, self.leader_id, self.fetcher_id = broker_id, leader_id, fetcher_id
         self._leader_actor_name = leader_actor_name
         self._namespace = namespace
@@ -214,7 +215,8 @@ class ReplicaFetcherActor:
 
     async def describe(self) -> dict:
         return self._driver.describe() | {
-            "local_calls": dict(self._local_calls), "leader_calls": dict(self._leader_calls), "topic_times": {
+            "local_calls": dict(self._local_calls), "leader_calls": dict(self._leader_calls),
+            "freed_memory_kept": self._freed_memory_kept, "topic_times": {
             topic: {"first_fetch_s": first, "last_records_append_s": last, "fetches": fetches, "appends": appends}
             for topic, (first, last, fetches, appends) in self._topic_times.items()}}
 

@@ -386,6 +386,27 @@ def test_a_follower_fetches_over_the_leaders_fetch_channel_and_appends_over_its_
     assert later["leader_calls", "channel"] - since_restart["leader_calls", "channel"] >= 30, (since_restart, later)
 
 
+def test_every_broker_and_fetcher_process_keeps_the_memory_it_frees(cluster):
+    """Each broker's process and each of its fetchers' set glibc to keep freed memory for their next
+    buffers (actors/process_memory.py, on by default), in the Ray workers they run in."""
+    import sys
+    if not sys.platform.startswith("linux"):
+        pytest.skip("glibc's malloc only")
+    from actors.process_memory import MMAP_THRESHOLD_BYTES, TOP_PAD_BYTES, TRIM_THRESHOLD_BYTES
+    kept = {"MALLOC_TRIM_THRESHOLD_": TRIM_THRESHOLD_BYTES, "MALLOC_TOP_PAD_": TOP_PAD_BYTES,
+            "MALLOC_MMAP_THRESHOLD_": MMAP_THRESHOLD_BYTES}
+    cluster.create_topic("kept-memory", partitions=1, replication_factor=len(cluster.broker_ids))
+    for broker_id in cluster.broker_ids:
+        assert ray.get(cluster.broker(broker_id).ping.remote(), timeout=30)["freed_memory_kept"] == kept, broker_id
+
+    def fetchers() -> list:
+        return [entry["actor"] for broker_id in cluster.broker_ids
+                for entry in ray.get(cluster.broker(broker_id).fetchers.remote(), timeout=30).values()]
+    wait_until(lambda: len(fetchers()) >= len(cluster.broker_ids) - 1, 60, "the topic's followers' fetchers")
+    for described in ray.get([fetcher.describe.remote() for fetcher in fetchers()], timeout=30):
+        assert described["freed_memory_kept"] == kept, described
+
+
 def test_a_consumer_rereads_from_where_an_unclean_election_made_the_logs_diverge(cluster):
     """KIP-320 on a real cluster: a consumer read offsets 0-9 from broker 0 while broker 1 (down)
     had only 0-4; broker 0 dies, broker 1 comes back and is elected uncleanly, and writes 5-11
