@@ -64,10 +64,11 @@ def keep_freed_memory(config: Mapping[str, object] | None = None) -> dict[str, i
         return _applied
     try:
         libc = ctypes.CDLL(None)
-        mallopt = libc.mallopt
-        libc.gnu_get_libc_version  # glibc only: musl has mallopt as a stub
-    except (OSError, AttributeError):
+    except OSError:
         return _applied
+    if not hasattr(libc, "gnu_get_libc_version") or not hasattr(libc, "mallopt"):
+        return _applied  # not glibc: musl's mallopt is a stub
+    mallopt = libc.mallopt
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
     for parameter, environment_name, value in _SETTINGS:

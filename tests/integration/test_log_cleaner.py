@@ -51,7 +51,7 @@ def _write(producer, topic: str, pairs, *, batch: int = 10) -> None:
     assert producer.flush(30) == 0
 
 
-def _read_all(servers: str, topic: str, wait_s: float = WAIT_S) -> list[tuple[int, bytes, bytes | None]]:
+def _read_all(servers: str, topic: str) -> list[tuple[int, bytes, bytes | None]]:
     """(offset, key, value) of every record from the start to the high watermark, as a consumer reads."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
     consumer = Consumer({"bootstrap.servers": servers, "group.id": f"r-{uuid.uuid4().hex[:6]}",
@@ -70,7 +70,7 @@ def _read_all(servers: str, topic: str, wait_s: float = WAIT_S) -> list[tuple[in
                     continue
                 records.append((message.offset(), message.key(), message.value()))
             return False
-        wait_until(at_end, wait_s, f"a read of {topic} to its end")
+        wait_until(at_end, WAIT_S, f"a read of {topic} to its end")
         return records
     finally:
         consumer.close()
