@@ -436,10 +436,13 @@ def run(profile, *, out_dir: str = RESULTS_DIR, progress: bool = True, out=print
         finally:
             if owns_ray:
                 ray.shutdown()
+        # Last, so that the memory it frees makes no point cheaper (docs/throughput.md).
+        display.step("this machine's page cache: what a GB costs to write, by where its pages come from")
+        page_cache = page_cache_figures()
     results = {"profile": profile.name, "command": command, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                         time.gmtime(started)),
                "duration_s": round(time.time() - started, 1), "megabytes_per_point": profile.megabytes,
-               "records_max": profile.records_max, "machine": _machine(),
+               "records_max": profile.records_max, "machine": {**_machine(), "page_cache": page_cache},
                "settings": {"confluent_producer": wire.PRODUCER, "confluent_consumer": wire.CONSUMER,
                             "python_producer": python_api.PRODUCER, "python_consumer": python_api.CONSUMER,
                             "cluster": CLUSTER_CONFIG, "brokers": BROKERS, **kafka_peer.settings()},
@@ -461,8 +464,38 @@ def run(profile, *, out_dir: str = RESULTS_DIR, progress: bool = True, out=print
         out("\n" + report.perf_table(results["perf_tests"]))
     if runner.kafka_skipped:
         out(runner.kafka_skipped)
+    out(describe_page_cache(page_cache))
     out(f"\n{len(runner.rows)} points in {results['duration_s']:.0f}s; saved {results['json']} and {results['png']}")
     return results
+
+
+PAGE_CACHE_SLICE_MIB, PAGE_CACHE_KEPT_SLICES = 256, 5  # past the 1 GiB a guest may keep unreported
+
+
+def page_cache_figures() -> dict:
+    """What writing a GB into the page cache cost this machine's CPU: into pages new to the guest
+    (the last of ``PAGE_CACHE_KEPT_SLICES`` slices kept), and into pages freed a moment before
+    (benchmarks/page_cache_cost.py); {"skipped": why} where it could not be measured."""
+    from benchmarks import page_cache_cost
+    try:
+        measured = page_cache_cost.run(megabytes=PAGE_CACHE_SLICE_MIB, slices=PAGE_CACHE_KEPT_SLICES,
+                                       write_bytes=page_cache_cost.FOLLOWER_ROUND_BYTES, waits_s=[], parent=None,
+                                       out=lambda _line: None)
+    except OSError as exc:  # no room in the temporary directory, or it cannot be written
+        return {"skipped": f"{type(exc).__name__}: {exc}"}
+    summary = measured["summary"]
+    return {"new_pages_cpu_s_per_gb": summary["kept_last_slice_cpu_s_per_gb"],
+            "freed_at_once_cpu_s_per_gb": summary["freed_at_once_cpu_s_per_gb"],
+            "slices_cpu_s_per_gb": [row["cpu_s_per_gb"] for row in measured["rows"]],
+            "settings": measured["settings"], "page_reporting": measured["machine"]["page_reporting"]}
+
+
+def describe_page_cache(figures: dict) -> str:
+    if "skipped" in figures:
+        return f"page cache not measured: {figures['skipped']}"
+    return (f"this machine's page cache: writing a GB into pages new to it took "
+            f"{figures['new_pages_cpu_s_per_gb']:.2f} CPU s, into pages freed a moment before "
+            f"{figures['freed_at_once_cpu_s_per_gb']:.2f} (an RF=3 write fills three brokers' pages)")
 
 
 def _list(text: str | None, convert=str):
