@@ -37,7 +37,11 @@ over the time from the follower's first Fetch of the topic to the return of its 
 its records, by the fetchers' own clock, as a consume point counts from its first poll to its
 last record. The brokers' followers fetch with the consumer's byte limits
 (``CLUSTER_CONFIG``: replica.fetch.max.bytes 10 MiB, replica.fetch.response.max.bytes 50 MiB).
-Tansu runs first, a fresh one per partitions x size, then Apache Kafka, both before Ray.
+Tansu runs first, a fresh one per partitions x size, then Apache Kafka, both before Ray. Last,
+after Ray, what writing a GB into this machine's page cache costs, into pages new to it and into
+pages freed a moment before (``page_cache_figures``, benchmarks/page_cache_cost.py), saved as
+``machine.page_cache``: an RF=3 write fills three brokers' pages, and on a guest that gives its
+freed memory back to the host new pages cost ten times reused ones (docs/throughput.md).
 A bare fetch point over 64 partitions then also measures an idle fetch of them (``_idle_fetch``):
 bytes and time per fetch with fetch sessions (KIP-227) and without, in its row's ``idle_fetch``.
 
